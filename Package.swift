@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+// AttestEdge: a self-hosted Apple App Attest backend. Only the toolchain and Debian's C
+// libraries (OpenSSL, LMDB, libfcgi, libcurl) are used; SwiftPM fetches nothing.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "AttestEdge",
+    products: [
+        .library(name: "AttestCore", targets: ["AttestCore"]),
+        .library(name: "AttestTesting", targets: ["AttestTesting"]),
+        .executable(name: "attestctl", targets: ["attestctl"]),
+        .executable(name: "attest-challenge", targets: ["attest-challenge"]),
+        .executable(name: "attest-validate", targets: ["attest-validate"]),
+        .executable(name: "attest-refresh", targets: ["attest-refresh"]),
+        .executable(name: "attest-device", targets: ["attest-device"]),
+    ],
+    targets: [
+        // C libraries, wrapped once each (module.modulemap + shim.h).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CFastCGI", pkgConfig: "fcgi", providers: [.apt(["libfcgi-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // Libraries.
+        .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "AttestStore", dependencies: ["CLMDB"], swiftSettings: strict),
+        .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
+        .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI"], swiftSettings: strict),
+        .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
+        .target(name: "CLISupport", swiftSettings: strict),
+
+        // Executables: thin main.swift files.
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "AttestCore", "AttestService", "AttestStore", "AttestTesting"], swiftSettings: strict),
+        .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attest-device", dependencies: ["CLISupport", "AttestCore", "AttestTesting"], swiftSettings: strict),
+
+        // Tests.
+        .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),
+        .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore"], swiftSettings: strict),
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
+        .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore"], swiftSettings: strict),
+    ]
+)

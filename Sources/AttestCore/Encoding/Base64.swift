@@ -1,0 +1,64 @@
+/// Base64 (RFC 4648 §4) and base64url (§5) without Foundation.
+///
+/// Decoding accepts both alphabets, padded or not, and rejects anything else (white space,
+/// misplaced padding, non-zero trailing bits are tolerated as Apple's and others' encoders
+/// never produce them but the bytes are still unambiguous).
+public enum Base64 {
+    private static let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let url = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Decoding table: 0...63 for a digit of either alphabet, 0xFF otherwise.
+    private static let table: [UInt8] = {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in standard.enumerated() { t[Int(c)] = UInt8(i) }
+        t[Int(UInt8(ascii: "-"))] = 62
+        t[Int(UInt8(ascii: "_"))] = 63
+        return t
+    }()
+
+    /// Encodes bytes; `url` selects the base64url alphabet without padding.
+    public static func encode<C: Collection>(_ bytes: C, url useURL: Bool = false) -> String where C.Element == UInt8 {
+        let alphabet = useURL ? url : standard
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var it = bytes.makeIterator()
+        while let b0 = it.next() {
+            let b1 = it.next(), b2 = it.next()
+            out.append(alphabet[Int(b0 >> 2)])
+            out.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
+            if let b1 { out.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)]) } else if !useURL { out.append(UInt8(ascii: "=")) }
+            if let b2 { out.append(alphabet[Int(b2 & 0x3F)]) } else if !useURL { out.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes either alphabet, padded or not; `nil` when the text is not base64.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var text = text
+        return text.withUTF8 { decode(utf8: $0) }
+    }
+
+    /// Decodes UTF-8 bytes of base64 text; `nil` when they are not base64.
+    public static func decode(utf8 input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var n = input.count
+        var pad = 0
+        while n > 0, input[n - 1] == UInt8(ascii: "=") { n -= 1; pad += 1 }
+        if pad > 2 || n % 4 == 1 { return nil }
+        if pad > 0, (n + pad) % 4 != 0 { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(n * 3 / 4)
+        var acc: UInt32 = 0
+        var bits = 0
+        for i in 0..<n {
+            let v = table[Int(input[i])]
+            if v == 0xFF { return nil }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,123 @@
+/// A point in time in whole seconds since 1970-01-01T00:00:00Z (UTC, no leap seconds).
+///
+/// Nothing in the core reads the clock: callers pass a `Timestamp`. Its text form is ISO 8601
+/// without fractional seconds (`2026-04-21T12:00:00Z`), the only form the iOS SDK's default
+/// `ISO8601DateFormatter` accepts.
+public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var seconds: Int64
+
+    public init(seconds: Int64) { self.seconds = seconds }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool { a.seconds < b.seconds }
+    public static func + (a: Timestamp, s: Int64) -> Timestamp { Timestamp(seconds: a.seconds + s) }
+    public static func - (a: Timestamp, s: Int64) -> Timestamp { Timestamp(seconds: a.seconds - s) }
+
+    /// Calendar fields in UTC.
+    public struct Civil: Hashable, Sendable {
+        public var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int
+    }
+
+    public init(civil c: Civil) {
+        seconds = Timestamp.daysFromCivil(c.year, c.month, c.day) * 86_400
+            + Int64(c.hour * 3600 + c.minute * 60 + c.second)
+    }
+
+    public var civil: Civil {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rem = Int(seconds - days * 86_400)
+        let (y, m, d) = Timestamp.civilFromDays(days)
+        return Civil(year: y, month: m, day: d, hour: rem / 3600, minute: rem / 60 % 60, second: rem % 60)
+    }
+
+    /// `YYYY-MM` of the UTC calendar month, the key of monthly usage.
+    public var monthKey: String {
+        let c = civil
+        return "\(c.year)-\(c.month < 10 ? "0" : "")\(c.month)"
+    }
+
+    /// ISO 8601 UTC without fractional seconds.
+    public var iso8601: String {
+        let c = civil
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let y = String(c.year)
+        let year = String(repeating: "0", count: max(0, 4 - y.count)) + y
+        return "\(year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
+    }
+
+    public var description: String { iso8601 }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`; fractions are truncated. `nil` otherwise.
+    public init?(iso8601 text: String) {
+        let u = Array(text.utf8)
+        guard u.count >= 20 else { return nil }
+        func num(_ from: Int, _ len: Int) -> Int? {
+            var v = 0
+            for i in from..<(from + len) {
+                guard i < u.count, u[i] >= 0x30, u[i] <= 0x39 else { return nil }
+                v = v * 10 + Int(u[i] - 0x30)
+            }
+            return v
+        }
+        guard let year = num(0, 4), u[4] == 0x2D, let month = num(5, 2), u[7] == 0x2D,
+              let day = num(8, 2), u[10] == 0x54 || u[10] == 0x74, let hour = num(11, 2), u[13] == 0x3A,
+              let minute = num(14, 2), u[16] == 0x3A, let second = num(17, 2) else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= Timestamp.daysIn(year, month),
+              hour < 24, minute < 60, second < 60 else { return nil }
+        var i = 19
+        if i < u.count, u[i] == 0x2E {
+            i += 1
+            let start = i
+            while i < u.count, u[i] >= 0x30, u[i] <= 0x39 { i += 1 }
+            guard i > start else { return nil }
+        }
+        guard i < u.count else { return nil }
+        var offset = 0
+        if u[i] == 0x5A || u[i] == 0x7A {
+            i += 1
+        } else if u[i] == 0x2B || u[i] == 0x2D {
+            guard let oh = num(i + 1, 2), u.count > i + 3, u[i + 3] == 0x3A, let om = num(i + 4, 2),
+                  oh < 24, om < 60 else { return nil }
+            offset = (oh * 3600 + om * 60) * (u[i] == 0x2B ? 1 : -1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == u.count else { return nil }
+        let civil = Civil(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        self.init(seconds: Timestamp(civil: civil).seconds - Int64(offset))
+    }
+
+    static func isLeap(_ y: Int) -> Bool { y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) }
+
+    static func daysIn(_ y: Int, _ m: Int) -> Int {
+        switch m {
+        case 2: return isLeap(y) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since the epoch of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = Int64((month + 9) % 12)
+        let doy = (153 * mp + 2) / 5 + Int64(day) - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civilFromDays(_ days: Int64) -> (Int, Int, Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        return (Int(y), Int(m), Int(d))
+    }
+}

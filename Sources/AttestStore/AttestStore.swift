@@ -1,0 +1,1 @@
+/// Placeholder until the AttestStore issue lands.

@@ -1,0 +1,10 @@
+#ifndef ATTESTEDGE_CCURL_SHIM_H
+#define ATTESTEDGE_CCURL_SHIM_H
+#include <curl/curl.h>
+
+/* curl_easy_setopt is variadic: one typed wrapper per argument kind. */
+static inline CURLcode attest_curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode attest_curl_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode attest_curl_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode attest_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+#endif

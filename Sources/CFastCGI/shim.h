@@ -1,0 +1,4 @@
+#ifndef ATTESTEDGE_CFASTCGI_SHIM_H
+#define ATTESTEDGE_CFASTCGI_SHIM_H
+#include <fcgiapp.h>
+#endif

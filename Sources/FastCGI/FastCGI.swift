@@ -1,0 +1,1 @@
+/// Placeholder until the FastCGI issue lands.

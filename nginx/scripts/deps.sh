@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools, and (for the
+# end-to-end tests) PyJWT from PyPI. Installs only what is missing; safe to run again.
+set -euo pipefail
+
+packages=(nginx libfcgi-dev libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev spawn-fcgi wrk python3 python3-pip curl)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "==> installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if ! command -v swift >/dev/null; then
+  if [ -x /opt/swift/usr/bin/swift ]; then export PATH=/opt/swift/usr/bin:$PATH; else
+    echo "swift is not on PATH: install the Swift 6 toolchain first (https://swift.org/install)" >&2; exit 1
+  fi
+fi
+if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import jwt, cryptography' 2>/dev/null; then
+  echo "==> installing PyJWT and cryptography from PyPI (for the end-to-end token checks)"
+  python3 -m pip install --quiet --disable-pip-version-check pyjwt cryptography 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyjwt cryptography
+fi
