@@ -25,7 +25,7 @@ let package = Package(
 
         // Libraries.
         .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AttestStore", dependencies: ["CLMDB"], swiftSettings: strict),
+        .target(name: "AttestStore", dependencies: ["CLMDB", "AttestCore"], swiftSettings: strict),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
         .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI"], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),

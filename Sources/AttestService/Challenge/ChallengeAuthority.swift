@@ -1,0 +1,77 @@
+import AttestCore
+
+/// Issues and checks stateless challenges.
+///
+/// ```
+/// challenge = base64url( version u8 = 1 | flags u8 (bit 0: bound to an app)
+///                        | expiry i64 BE (seconds) | id 16 random bytes | tag 16 bytes )
+/// tag       = HMAC-SHA-256(secret, version | flags | expiry | id | appID if bound)[0..<16]
+/// ```
+/// Issuing writes nothing. Single use is enforced when a challenge is consumed: its id and
+/// expiry go into the ephemeral `challenges` database, kept until the expiry passes.
+public struct ChallengeAuthority: Sendable {
+    public static let encodedLength = 42
+    private let mac: HMACSHA256
+
+    public init(secret: [UInt8]) { mac = HMACSHA256(key: secret) }
+
+    /// A challenge that is one authentic presentation of `id`.
+    public struct Token: Sendable, Hashable {
+        public let id: [UInt8]
+        public let expiry: Timestamp
+        public let boundToApp: Bool
+    }
+
+    /// A new challenge bound to `appID` (or to no app).
+    public func issue(appID: String?, expiry: Timestamp, id: [UInt8]) -> String {
+        precondition(id.count == 16)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(Self.encodedLength)
+        bytes.append(1)
+        bytes.append(appID == nil ? 0 : 1)
+        let e = UInt64(bitPattern: expiry.seconds)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: e >> UInt64(shift))) }
+        bytes += id
+        bytes += tag(bytes, appID: appID)
+        return Base64.encode(bytes, url: true)
+    }
+
+    private func tag(_ prefix: [UInt8], appID: String?) -> ArraySlice<UInt8> {
+        mac.authenticate(prefix + Array((appID ?? "").utf8)).prefix(16)
+    }
+
+    /// Checks authenticity, app binding and expiry (not single use: that needs the store).
+    /// - Throws: `challenge_invalid` (not ours, forged, or bound to another app),
+    ///   `challenge_expired` (authentic but past its expiry).
+    public func check(_ challenge: String, appID: String, now: Timestamp) throws(ServiceError) -> Token {
+        guard challenge.utf8.count == 56, let bytes = Base64.decode(challenge), bytes.count == Self.encodedLength,
+              bytes[0] == 1, bytes[1] <= 1 else {
+            throw ServiceError.challengeInvalid(log: "malformed challenge")
+        }
+        let bound = bytes[1] == 1
+        guard constantTimeEqual(tag(Array(bytes[0..<26]), appID: bound ? appID : nil), bytes[26..<42]) else {
+            throw ServiceError.challengeInvalid(log: bound ? "tag mismatch (forged, or issued for another app)" : "tag mismatch")
+        }
+        let expiry = Timestamp(seconds: Int64(bitPattern: bytes[2..<10].reduce(0) { $0 << 8 | UInt64($1) }))
+        let token = Token(id: Array(bytes[10..<26]), expiry: expiry, boundToApp: bound)
+        guard now <= expiry else {
+            throw ServiceError(.challengeExpired,
+                               "Challenge expired: challenges are valid for a few minutes. Request a new one from GET /api/v1/attestation/challenge.",
+                               hint: "Request a fresh challenge immediately before attesting or asserting.",
+                               log: "expired at \(expiry.iso8601)")
+        }
+        return token
+    }
+}
+
+extension ServiceError {
+    static func challengeInvalid(log: String) -> ServiceError {
+        ServiceError(.challengeInvalid, "Challenge not found or invalid. Request a new one from GET /api/v1/attestation/challenge.",
+                     hint: "Send the challenge string exactly as the challenge endpoint returned it, with the same X-Bundle-ID and X-Team-ID.",
+                     log: log)
+    }
+
+    static let challengeAlreadyUsed = ServiceError(
+        .challengeAlreadyUsed, "Challenge already used: each challenge is single-use. Request a new one from GET /api/v1/attestation/challenge.",
+        hint: "Never cache or share challenges between attempts.")
+}

@@ -1,0 +1,79 @@
+import AttestCore
+
+/// One documented configuration key: its dotted name, what it means, its type and range, and
+/// how it reads and writes a `Configuration`.
+public struct ConfigurationKey: Sendable {
+    public enum Kind: Sendable {
+        case integer(ClosedRange<Int>)
+        case string
+        case choice([String])
+        case bool
+        case stringList
+    }
+
+    public let name: String
+    public let doc: String
+    public let kind: Kind
+    let get: @Sendable (Configuration) -> JSONValue
+    let set: @Sendable (inout Configuration, JSONValue) -> Void
+
+    /// Checks `value` against the kind; returns the problem, or `nil` when it fits.
+    public func problem(with value: JSONValue) -> String? {
+        switch kind {
+        case .integer(let range):
+            guard let n = value.intValue, n >= Int64(range.lowerBound), n <= Int64(range.upperBound) else {
+                return "must be a whole number in \(range.lowerBound)...\(range.upperBound)"
+            }
+        case .string:
+            guard let s = value.stringValue, !s.isEmpty else { return "must be a non-empty string" }
+        case .choice(let options):
+            guard let s = value.stringValue, options.contains(s) else {
+                return "must be one of " + options.map { "\"\($0)\"" }.joined(separator: ", ")
+            }
+        case .bool:
+            guard value.boolValue != nil else { return "must be true or false" }
+        case .stringList:
+            guard let items = value.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
+                return "must be an array of strings"
+            }
+        }
+        return nil
+    }
+
+    static func int(_ name: String, _ doc: String, _ range: ClosedRange<Int>, _ keyPath: WritableKeyPath<Configuration, Int>) -> ConfigurationKey {
+        nonisolated(unsafe) let path = keyPath  // key paths to stored properties of a value type are immutable
+        return ConfigurationKey(name: name, doc: doc, kind: .integer(range), get: { .int(Int64($0[keyPath: path])) },
+                                set: { $0[keyPath: path] = Int($1.intValue!) })
+    }
+
+    static func text(_ name: String, _ doc: String, _ kind: Kind = .string, _ keyPath: WritableKeyPath<Configuration, String>) -> ConfigurationKey {
+        nonisolated(unsafe) let path = keyPath
+        return ConfigurationKey(name: name, doc: doc, kind: kind, get: { .string($0[keyPath: path]) },
+                                set: { $0[keyPath: path] = $1.stringValue! })
+    }
+
+    /// Every key, in the order `attestctl config show` prints them.
+    public static let all: [ConfigurationKey] = [
+        .text("server.listen", "Address nginx listens on (host:port).", .string, \.listen),
+        .int("server.workers", "Worker processes per endpoint pool.", 1...64, \.workers),
+        .int("server.bodyLimitBytes", "Largest request body accepted (larger: 413 payload_too_large).", 1024...1_048_576, \.bodyLimitBytes),
+        .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
+        .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
+        .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; at most that window on power loss).", .choice(["commit", "interval"]), \.sync),
+        .int("store.syncIntervalMs", "Background sync period when store.sync is \"interval\".", 1...10_000, \.syncIntervalMs),
+        .int("challenge.ttlSeconds", "How long a challenge stays valid.", 10...3600, \.challengeTTLSeconds),
+        .text("tokens.issuer", "The iss claim of issued tokens.", .string, \.tokenIssuer),
+        .int("tokens.lifetimeSeconds", "Token lifetime unless the app sets its own.", 60...2_592_000, \.tokenLifetimeSeconds),
+        .text("tokens.algorithm", "Signing algorithm for new keys: ES256 or RS256.", .choice(["ES256", "RS256"]), \.tokenAlgorithm),
+        .int("tokens.rotationOverlapSeconds", "How long a rotated-out key stays in the JWKS.", 0...31_536_000, \.rotationOverlapSeconds),
+        ConfigurationKey(name: "trust.testRoots", doc: "PEM files of test CAs trusted besides Apple's root (test devices only; logged loudly).",
+                         kind: .stringList, get: { .array($0.testRoots.map { .string($0) }) },
+                         set: { c, v in c.testRoots = v.arrayValue!.map { $0.stringValue! } }),
+        .int("rateLimits.validatePerIPPerMinute", "Validate requests per client IP per minute (0: no limit).", 0...1_000_000, \.validatePerIPPerMinute),
+        ConfigurationKey(name: "webhooks.allowPrivateAddresses", doc: "Allow webhook URLs on private, loopback or link-local addresses (tests).",
+                         kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
+                         set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),
+    ]
+
+    public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }
+}

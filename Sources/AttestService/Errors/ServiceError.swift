@@ -1,0 +1,96 @@
+import AttestCore
+import AttestStore
+
+/// Every error an endpoint answers with: a stable code, a developer-readable message and an
+/// optional hint. `status` is the one place codes meet HTTP (pinned by a table test).
+public struct ServiceError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        case badRequest = "bad_request"
+        case challengeInvalid = "challenge_invalid"
+        case challengeExpired = "challenge_expired"
+        case challengeAlreadyUsed = "challenge_already_used"
+        case attestationObjectInvalid = "attestation_object_invalid"
+        case keyIDInvalid = "key_id_invalid"
+        case clientDataHashInvalid = "client_data_hash_invalid"
+        case appleValidationFailed = "apple_validation_failed"
+        case unauthorized = "unauthorized"
+        case quotaExceeded = "quota_exceeded"
+        case appNotRegistered = "app_not_registered"
+        case forbidden = "forbidden"
+        case notFound = "not_found"
+        case methodNotAllowed = "method_not_allowed"
+        case reattestRequired = "reattest_required"
+        case payloadTooLarge = "payload_too_large"
+        case rateLimited = "rate_limited"
+        case internalError = "internal_error"
+        case notImplemented = "not_implemented"
+        case unavailable = "unavailable"
+    }
+
+    public let code: Code
+    /// Shown to developers as `error` and `reason`; never internals (paths, traces).
+    public let message: String
+    public let hint: String?
+    /// For logs only: the detail behind the message (which verification step failed, the
+    /// LMDB error…).
+    public let logDetail: String
+    /// Extra members of the error body (402's `limit`, `current`, `upgradeUrl`).
+    public let extra: [(String, JSONValue)]
+    /// Extra response headers (429's `Retry-After` and `X-RateLimit-*`).
+    public let headers: [(String, String)]
+
+    public init(_ code: Code, _ message: String, hint: String? = nil, log: String = "",
+                extra: [(String, JSONValue)] = [], headers: [(String, String)] = []) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.logDetail = log
+        self.extra = extra
+        self.headers = headers
+    }
+
+    /// The HTTP status of each code. Exhaustive: a new code does not compile until mapped.
+    public var status: Int {
+        switch code {
+        case .badRequest, .challengeInvalid, .challengeExpired, .challengeAlreadyUsed,
+             .attestationObjectInvalid, .keyIDInvalid, .clientDataHashInvalid: return 400
+        case .appleValidationFailed, .unauthorized: return 401
+        case .quotaExceeded: return 402
+        case .appNotRegistered, .forbidden: return 403
+        case .notFound: return 404
+        case .methodNotAllowed: return 405
+        case .reattestRequired: return 409
+        case .payloadTooLarge: return 413
+        case .rateLimited: return 429
+        case .internalError: return 500
+        case .notImplemented: return 501
+        case .unavailable: return 503
+        }
+    }
+
+    public var description: String { "\(code.rawValue): \(message)\(logDetail.isEmpty ? "" : " [\(logDetail)]")" }
+
+    /// The JSON error envelope of SPEC §3.
+    public func body(requestID: String) -> JSONValue {
+        var members: [(String, JSONValue)] = [("error", .string(message)), ("code", .string(code.rawValue))]
+        if let hint { members.append(("hint", .string(hint))) }
+        members.append(("requestId", .string(requestID)))
+        members.append(("reason", .string(message)))
+        return .object(members + extra)
+    }
+}
+
+extension ServiceError {
+    /// A store failure: 503 with no internals in the body.
+    public static func store(_ error: StoreError) -> ServiceError {
+        ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.",
+                     hint: error.code == .full ? nil : nil, log: error.description)
+    }
+
+    /// Anything unexpected: 500 with no detail in the body.
+    public static func unexpected(_ error: any Error) -> ServiceError {
+        if let e = error as? ServiceError { return e }
+        if let e = error as? StoreError { return .store(e) }
+        return ServiceError(.internalError, "Internal error.", log: String(describing: error))
+    }
+}

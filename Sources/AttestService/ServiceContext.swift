@@ -1,0 +1,95 @@
+import AttestCore
+import AttestStore
+import FastCGI
+
+/// Everything an endpoint needs, built once per worker process: configuration, the store,
+/// the clock and randomness, the challenge key, the verifiers and the signing keys.
+public final class ServiceContext {
+    public let configuration: Configuration
+    public let store: Store
+    public let clock: any Clock
+    public let random: any RandomSource
+    public let challenges: ChallengeAuthority
+    public let attestationVerifier: AttestationVerifier
+    public let keyRing: KeyRing
+    /// Parsed device keys by keyId: a keyId is the hash of its key, so an entry never goes stale.
+    var publicKeys: [[UInt8]: ECPublicKey] = [:]
+    static let publicKeyCacheCapacity = 50_000
+    private var lastKeyCheck = Timestamp(seconds: 0)
+    /// Where diagnostics go (stderr in the executables; collected in tests).
+    public var log: (String) -> Void = { _ in }
+
+    public init(configuration: Configuration, store: Store, clock: any Clock, random: any RandomSource,
+                challengeSecret: [UInt8], trustAnchors: [Certificate], keyRing: KeyRing) throws {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.random = random
+        self.challenges = ChallengeAuthority(secret: challengeSecret)
+        self.attestationVerifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: trustAnchors))
+        self.keyRing = keyRing
+    }
+
+    /// Opens a data directory the way the executables do: its configuration, store, secret,
+    /// keys, and Apple's root plus the configured test roots (and `extraTrustRoots`).
+    public static func open(dataDirectory data: DataDirectory, clock: any Clock = SystemClock(),
+                            random: any RandomSource = SystemRandom(), extraTrustRoots: [String] = [],
+                            log: @escaping (String) -> Void) throws -> ServiceContext {
+        let configuration = try data.loadConfiguration()
+        var anchors = [try AppleAppAttestationRoot.certificate()]
+        for file in configuration.testRoots + extraTrustRoots {
+            let path = file.hasPrefix("/") ? file : data.path + "/" + file
+            guard let pem = try FileIO.readText(path) else {
+                throw Configuration.Problem(message: "trust root \(path) does not exist")
+            }
+            let certs = try Certificate.certificates(pemEncoded: pem)
+            for cert in certs { log("WARNING: trusting test root \(cert.subject) from \(path): test devices will verify. Never in production.") }
+            anchors += certs
+        }
+        let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
+        let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
+                                         challengeSecret: data.challengeSecret(), trustAnchors: anchors,
+                                         keyRing: KeyRing(directory: data.keysDirectory))
+        context.log = log
+        return context
+    }
+
+    /// Parsed public key of a stored device.
+    func publicKey(for device: DeviceRecord) throws -> ECPublicKey {
+        if let key = publicKeys[device.keyID] { return key }
+        let key = try ECPublicKey(x962Point: device.publicKey)
+        if publicKeys.count >= Self.publicKeyCacheCapacity { publicKeys.removeAll(keepingCapacity: true) }
+        publicKeys[device.keyID] = key
+        return key
+    }
+
+    /// The active token signer, picking up `attestctl keys rotate` within a second.
+    func tokenSigner() throws -> JWTSigner {
+        let now = clock.now()
+        if now != lastKeyCheck {
+            lastKeyCheck = now
+            try keyRing.reloadIfChanged()
+        }
+        return try keyRing.activeSigner()
+    }
+
+    /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
+    func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
+        do {
+            return try body()
+        } catch {
+            let failure = ServiceError.unexpected(error)
+            log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)\(failure.logDetail.isEmpty ? "" : " detail=\"\(failure.logDetail)\"")")
+            return Self.errorResponse(failure, requestID: request.requestID)
+        }
+    }
+
+    static func errorResponse(_ failure: ServiceError, requestID: String) -> Response {
+        .json(failure.status, failure.body(requestID: requestID).jsonText,
+              headers: [Header("Cache-Control", "no-store")] + failure.headers.map { Header($0.0, $0.1) })
+    }
+
+    static func json(_ value: JSONValue) -> Response {
+        .json(200, value.jsonText, headers: [Header("Cache-Control", "no-store")])
+    }
+}

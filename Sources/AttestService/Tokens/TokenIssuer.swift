@@ -1,0 +1,59 @@
+import AttestCore
+import AttestStore
+
+/// Builds and signs a device token (SPEC §5).
+///
+/// ```
+/// {"iss", "aud": bundleId, "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
+///  "environment", "risk_score" (null on free), "risk_category", "device_integrity",
+///  "jailbreak_detected", "attestation_count", "attest": "hardware", "device_model", "os_version",
+///  "app_version", "platform", "custom_claims": {…}}
+/// ```
+struct IssuedToken {
+    let token: String
+    let expiresAt: Timestamp
+    let risk: RiskAssessment
+    let customClaims: [(String, JSONValue)]
+}
+
+extension ServiceContext {
+    func issueToken(device: DeviceRecord, app: AppContext, fingerprintKeys: UInt32, now: Timestamp) throws -> IssuedToken {
+        let risk = RiskAssessment(device: device, app: app.app, fingerprintKeys: fingerprintKeys)
+        let lifetime = app.app.tokenLifetimeSeconds > 0 ? Int64(app.app.tokenLifetimeSeconds) : Int64(configuration.tokenLifetimeSeconds)
+        let expiresAt = now + lifetime
+        let custom = CustomClaims.evaluate(app.app.customClaimsJSON, device: device, risk: risk)
+        let showScore = app.org.tier != .free
+        let claims: JSONValue = .object([
+            ("iss", .string(configuration.tokenIssuer)),
+            ("aud", .string(app.app.bundleID)),
+            ("sub", .string(device.deviceID)),
+            ("device_id", .string(device.deviceID)),
+            ("iat", .int(now.seconds)),
+            ("exp", .int(expiresAt.seconds)),
+            ("jti", .string(Hex.encode(random.bytes(16)))),
+            ("team_id", .string(app.app.teamID)),
+            ("bundle_id", .string(app.app.bundleID)),
+            ("environment", .string(device.environment.rawValue)),
+            ("risk_score", showScore ? .int(Int64(risk.score)) : .null),
+            ("risk_category", .string(risk.category)),
+            ("device_integrity", .string(risk.deviceIntegrity)),
+            ("jailbreak_detected", .bool(risk.jailbreakDetected)),
+            ("attestation_count", .int(Int64(device.attestationCount))),
+            ("attest", "hardware"),
+            ("device_model", .string(device.metadata.deviceModel)),
+            ("os_version", .string(device.metadata.osVersion)),
+            ("app_version", .string(device.metadata.appVersion)),
+            ("platform", .string(device.metadata.platform)),
+            ("custom_claims", .object(custom)),
+        ])
+        let token = try tokenSigner().sign(claims)
+        return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: custom)
+    }
+}
+
+/// A device's public identifier: the first 16 bytes of SHA-256("attestedge-device:" ‖ keyId), hex.
+public enum DeviceIdentity {
+    public static func deviceID(keyID: [UInt8]) -> String {
+        Hex.encode(SHA256.hash(Array("attestedge-device:".utf8) + keyID).prefix(16))
+    }
+}

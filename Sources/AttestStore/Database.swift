@@ -1,0 +1,20 @@
+/// The named databases and the environment each lives in.
+///
+/// `durable` is synced per `StoreOptions.sync`; `ephemeral` never syncs (safe against process
+/// crashes; after a power loss delete `ephemeral/`: it only holds used challenges and rate
+/// windows, which expire within minutes).
+public enum Database: String, CaseIterable, Sendable {
+    // durable
+    case meta, orgs, apps, devices, deviceIDs = "device_ids", receipts, fingerprints
+    // ephemeral
+    case challenges, rates
+
+    public enum Environment: String, Sendable, CaseIterable { case durable, ephemeral }
+
+    public var environment: Environment {
+        switch self {
+        case .challenges, .rates: return .ephemeral
+        default: return .durable
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One LMDB environment (a directory holding `data.mdb` and `lock.mdb`) and the handles of
+/// its named databases. Open one per process, after fork.
+final class LMDBEnvironment {
+    let env: OpaquePointer
+    let path: String
+    private(set) var handles: [Database: MDB_dbi] = [:]
+    /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
+    private var idleReader: OpaquePointer?
+
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, databases: [Database]) throws {
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+            throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        var created: OpaquePointer?
+        try check(mdb_env_create(&created), "mdb_env_create")
+        guard let created else { throw StoreError(.open, "mdb_env_create returned nothing") }
+        env = created
+        self.path = path
+        do {
+            try check(mdb_env_set_maxdbs(env, MDB_dbi(Database.allCases.count + 4)), "mdb_env_set_maxdbs")
+            try check(mdb_env_set_mapsize(env, mapSizeMiB << 20), "mdb_env_set_mapsize")
+            try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
+            var flags = UInt32(MDB_NOTLS)
+            if noSync { flags |= UInt32(MDB_NOSYNC) }
+            try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
+            var dead: Int32 = 0
+            _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died
+            let txn = try beginWrite()
+            for db in databases {
+                var dbi: MDB_dbi = 0
+                let rc = mdb_dbi_open(txn, db.rawValue, UInt32(MDB_CREATE), &dbi)
+                guard rc == 0 else { mdb_txn_abort(txn); throw storeError(rc, "opening database \(db.rawValue)") }
+                handles[db] = dbi
+            }
+            try check(mdb_txn_commit(txn), "creating databases in \(path)")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+    }
+
+    deinit {
+        if let idleReader { mdb_txn_abort(idleReader) }
+        mdb_env_close(env)
+    }
+
+    func handle(_ db: Database) -> MDB_dbi {
+        guard let dbi = handles[db] else { preconditionFailure("database \(db.rawValue) is not in \(path)") }
+        return dbi
+    }
+
+    func beginRead() throws -> OpaquePointer {
+        if let txn = idleReader {
+            idleReader = nil
+            var rc = mdb_txn_renew(txn)
+            if rc == MDB_MAP_RESIZED { mdb_env_set_mapsize(env, 0); rc = mdb_txn_renew(txn) }
+            guard rc == 0 else { mdb_txn_abort(txn); throw storeError(rc, "renewing a read transaction") }
+            return txn
+        }
+        return try begin(flags: UInt32(MDB_RDONLY))
+    }
+
+    func endRead(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        if idleReader == nil { idleReader = txn } else { mdb_txn_abort(txn) }
+    }
+
+    func beginWrite() throws -> OpaquePointer { try begin(flags: 0) }
+
+    private func begin(flags: UInt32) throws -> OpaquePointer {
+        var txn: OpaquePointer?
+        var rc = mdb_txn_begin(env, nil, flags, &txn)
+        if rc == MDB_MAP_RESIZED {
+            mdb_env_set_mapsize(env, 0)  // another process grew the map: adopt its size
+            rc = mdb_txn_begin(env, nil, flags, &txn)
+        }
+        try check(rc, "beginning a transaction in \(path)")
+        guard let txn else { throw StoreError(.io, "mdb_txn_begin returned nothing") }
+        return txn
+    }
+
+    /// Flushes buffers to disk (used by the interval sync thread and on close).
+    func sync() -> Int32 { mdb_env_sync(env, 1) }
+
+    /// Entries in a database.
+    func count(_ db: Database, in txn: OpaquePointer) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(txn, handle(db), &stat), "mdb_stat \(db.rawValue)")
+        return stat.ms_entries
+    }
+}

@@ -1,0 +1,95 @@
+import AttestCore
+
+/// A plan tier: sets default limits and which features apply (risk scores from `pro` up).
+public enum Tier: String, Sendable, CaseIterable, Codable {
+    case free, pro, business, enterprise
+
+    var code: UInt8 { UInt8(Tier.allCases.firstIndex(of: self)!) }
+    init(code: UInt8) throws {
+        guard Int(code) < Tier.allCases.count else { throw StoreError(.corrupt, "tier \(code)") }
+        self = Tier.allCases[Int(code)]
+    }
+
+    /// Default monthly-active-device limit (0 = unlimited).
+    public var defaultMADLimit: UInt32 {
+        switch self {
+        case .free: return 100
+        case .pro: return 10_000
+        case .business: return 100_000
+        case .enterprise: return 0
+        }
+    }
+
+    /// Default shared validate+refresh bucket, requests per minute (0 = unlimited).
+    public var defaultRatePerMinute: UInt32 {
+        switch self {
+        case .free: return 600
+        case .pro: return 6_000
+        case .business: return 60_000
+        case .enterprise: return 0
+        }
+    }
+
+    /// Most custom claims an app of this tier may define (SPEC §6).
+    public var customClaimLimit: Int {
+        switch self {
+        case .free: return 1
+        case .pro: return 5
+        case .business: return 10
+        case .enterprise: return 20
+        }
+    }
+}
+
+/// An organization: owns apps; carries the plan's limits.
+///
+/// Key: the name's UTF-8. Layout v1:
+/// ```
+/// u8 1 | name string | tier u8 | madLimit u32 | graceDays u16 | upgradeURL string
+///      | ratePerMinute u32 | createdAt i64
+/// ```
+public struct OrgRecord: StoreRecord, Hashable {
+    public static let currentVersion: UInt8 = 1
+    public static let recordName = "organization"
+
+    public var name: String
+    public var tier: Tier
+    /// Monthly-active-device limit; 0 = unlimited.
+    public var madLimit: UInt32
+    public var graceDays: UInt16
+    public var upgradeURL: String
+    /// Shared validate+refresh requests per minute; 0 = unlimited.
+    public var ratePerMinute: UInt32
+    public var createdAt: Timestamp
+
+    public init(name: String, tier: Tier = .free, madLimit: UInt32? = nil, graceDays: UInt16 = 7, upgradeURL: String = "",
+                ratePerMinute: UInt32? = nil, createdAt: Timestamp) {
+        self.name = name
+        self.tier = tier
+        self.madLimit = madLimit ?? tier.defaultMADLimit
+        self.graceDays = graceDays
+        self.upgradeURL = upgradeURL
+        self.ratePerMinute = ratePerMinute ?? tier.defaultRatePerMinute
+        self.createdAt = createdAt
+    }
+
+    public func encode(into w: inout BinaryWriter) {
+        w.string(name)
+        w.u8(tier.code)
+        w.u32(madLimit)
+        w.u16(graceDays)
+        w.string(upgradeURL)
+        w.u32(ratePerMinute)
+        w.i64(createdAt.seconds)
+    }
+
+    public init(from r: inout BinaryReader) throws {
+        name = try r.string()
+        tier = try Tier(code: r.u8())
+        madLimit = try r.u32()
+        graceDays = try r.u16()
+        upgradeURL = try r.string()
+        ratePerMinute = try r.u32()
+        createdAt = Timestamp(seconds: try r.i64())
+    }
+}

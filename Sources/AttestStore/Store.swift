@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The data directory's two LMDB environments and their transactions.
+///
+/// ```
+/// <data>/store/durable/    orgs, apps, devices, device_ids, receipts, fingerprints, meta
+/// <data>/store/ephemeral/  challenges, rates
+/// ```
+/// Open one `Store` per process (after fork). Transactions are closures; a write closure that
+/// throws aborts everything it wrote. Write transactions on both environments take the
+/// ephemeral lock first, then the durable one, everywhere, so they cannot deadlock.
+public final class Store {
+    public let directory: String
+    public let options: StoreOptions
+    let durable: LMDBEnvironment
+    let ephemeral: LMDBEnvironment
+    private let syncThread: SyncThread?
+
+    /// Opens (creating when absent) the store under `directory`.
+    public init(directory: String, options: StoreOptions = StoreOptions()) throws {
+        self.directory = directory
+        self.options = options
+        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+            throw StoreError(.open, "cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let noSync: Bool
+        if case .interval = options.sync { noSync = true } else { noSync = false }
+        durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
+                                      maxReaders: options.maxReaders, noSync: noSync,
+                                      databases: Database.allCases.filter { $0.environment == .durable })
+        ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
+                                        maxReaders: options.maxReaders, noSync: true,
+                                        databases: Database.allCases.filter { $0.environment == .ephemeral })
+        if case .interval(let ms) = options.sync {
+            syncThread = SyncThread(environment: durable, milliseconds: ms)
+        } else {
+            syncThread = nil
+        }
+    }
+
+    deinit { syncThread?.stop() }
+
+    private var environments: [Database.Environment: LMDBEnvironment] { [.durable: durable, .ephemeral: ephemeral] }
+
+    /// Runs `body` in a read-only snapshot.
+    public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
+        let txn = Transaction(environments: environments)
+        do {
+            let result = try body(txn)
+            try txn.finish(commit: false)
+            return result
+        } catch {
+            try? txn.finish(commit: false)
+            throw error
+        }
+    }
+
+    /// Runs `body` in a write transaction on `environments` (both by default) and commits
+    /// when it returns; aborts when it throws.
+    public func write<T>(_ environments: Set<Database.Environment> = [.durable, .ephemeral],
+                         _ body: (Transaction) throws -> T) throws -> T {
+        let txn = Transaction(environments: self.environments)
+        do {
+            for name in [Database.Environment.ephemeral, .durable] where environments.contains(name) {
+                txn.slots[name] = .writing(try self.environments[name]!.beginWrite())
+            }
+            let result = try body(txn)
+            try txn.finish(commit: true)
+            return result
+        } catch {
+            try? txn.finish(commit: false)
+            throw error
+        }
+    }
+
+    /// Entry counts of every database, for `attestctl` and tests.
+    public func entryCounts() throws -> [Database: Int] {
+        try read { txn in
+            var counts = [Database: Int]()
+            for db in Database.allCases { counts[db] = try txn.count(db) }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,34 @@
+/// The one error type of `AttestStore`. Every LMDB failure becomes one of these (the service
+/// answers 503 `unavailable`); nothing here traps on bad data or a full map.
+public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        /// The map (the environment's size limit) is full: raise `store.mapSizeMiB`.
+        case full
+        /// Too many concurrent readers (`MDB_READERS_FULL`).
+        case busy
+        /// A record failed to decode: truncated, or fields out of range.
+        case corrupt
+        /// A record carries a layout version this build does not know.
+        case unknownVersion = "unknown_version"
+        /// Opening the data directory failed (missing, permissions, version mismatch).
+        case open
+        /// Any other LMDB or I/O error.
+        case io
+    }
+
+    public let code: Code
+    public let reason: String
+    /// LMDB's own return code, when the error came from LMDB.
+    public let lmdbCode: Int32?
+
+    public init(_ code: Code, _ reason: String, lmdbCode: Int32? = nil) {
+        self.code = code
+        self.reason = reason
+        self.lmdbCode = lmdbCode
+    }
+
+    public static func == (a: StoreError, b: StoreError) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public var description: String { "store \(code.rawValue): \(reason)" }
+}

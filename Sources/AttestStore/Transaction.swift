@@ -1,0 +1,170 @@
+import CLMDB
+
+/// A transaction over the store's databases, handed to `Store.read` and `Store.write` closures.
+///
+/// Reads of an environment the transaction did not open for writing begin a read-only
+/// transaction on first use. Every value returned is a copy: nothing points into the map
+/// after the closure returns.
+public final class Transaction {
+    enum Slot {
+        case unused
+        case reading(OpaquePointer)
+        case writing(OpaquePointer)
+
+        var txn: OpaquePointer? {
+            switch self {
+            case .unused: return nil
+            case .reading(let t), .writing(let t): return t
+            }
+        }
+    }
+
+    let environments: [Database.Environment: LMDBEnvironment]
+    var slots: [Database.Environment: Slot] = [:]
+
+    init(environments: [Database.Environment: LMDBEnvironment]) {
+        self.environments = environments
+    }
+
+    func txn(for db: Database, writing: Bool) throws -> (OpaquePointer, MDB_dbi) {
+        let envName = db.environment
+        let env = environments[envName]!
+        switch slots[envName] ?? .unused {
+        case .writing(let t):
+            return (t, env.handle(db))
+        case .reading(let t):
+            precondition(!writing, "write to \(db.rawValue) in a transaction that only reads \(envName.rawValue)")
+            return (t, env.handle(db))
+        case .unused:
+            precondition(!writing, "write to \(db.rawValue) in a transaction that only reads \(envName.rawValue)")
+            let t = try env.beginRead()
+            slots[envName] = .reading(t)
+            return (t, env.handle(db))
+        }
+    }
+
+    /// The value stored under `key`, copied out; `nil` when absent.
+    public func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
+        let (t, dbi) = try txn(for: db, writing: false)
+        return try key.withUnsafeBytes { (k) throws -> [UInt8]? in
+            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var mv = MDB_val()
+            let rc = mdb_get(t, dbi, &mk, &mv)
+            if rc == MDB_NOTFOUND { return nil }
+            try check(rc, "reading \(db.rawValue)")
+            return Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
+        }
+    }
+
+    /// Stores `value` under `key`. With `noOverwrite`, an existing key is left alone and the
+    /// result is `false`.
+    @discardableResult
+    public func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool = false) throws -> Bool {
+        let (t, dbi) = try txn(for: db, writing: true)
+        return try key.withUnsafeBytes { (k) throws -> Bool in
+            try value.withUnsafeBytes { (v) throws -> Bool in
+                var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var mv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                let rc = mdb_put(t, dbi, &mk, &mv, noOverwrite ? UInt32(MDB_NOOVERWRITE) : 0)
+                if rc == MDB_KEYEXIST { return false }
+                try check(rc, "writing \(db.rawValue)")
+                return true
+            }
+        }
+    }
+
+    /// Removes `key`; `false` when it was not there.
+    @discardableResult
+    public func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
+        let (t, dbi) = try txn(for: db, writing: true)
+        return try key.withUnsafeBytes { (k) throws -> Bool in
+            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            let rc = mdb_del(t, dbi, &mk, nil)
+            if rc == MDB_NOTFOUND { return false }
+            try check(rc, "deleting from \(db.rawValue)")
+            return true
+        }
+    }
+
+    /// Visits entries in key order from the first key ≥ `start` (or the first key), copies of
+    /// key and value each time, until `visit` returns `false` or the database ends.
+    public func scan(_ db: Database, from start: [UInt8]? = nil,
+                     _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        let (t, dbi) = try txn(for: db, writing: false)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var mk = MDB_val(), mv = MDB_val()
+        var startCopy = start ?? []
+        var rc: Int32 = startCopy.withUnsafeMutableBytes { s in
+            if start != nil {
+                mk = MDB_val(mv_size: s.count, mv_data: s.baseAddress)
+                return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
+            }
+            return mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
+        }
+        while rc == 0 {
+            let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
+            let value = Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
+            guard try visit(key, value) else { return }
+            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue)") }
+    }
+
+    /// Entries in `db`.
+    public func count(_ db: Database) throws -> Int {
+        let (t, _) = try txn(for: db, writing: false)
+        return try environments[db.environment]!.count(db, in: t)
+    }
+
+    /// Deletes up to `limit` entries of an expiry-keyed database (`challenges`, `rates`: the
+    /// key starts with an 8-byte big-endian expiry in seconds) whose expiry is before `now`.
+    /// Returns how many were removed. Called a few at a time inside ordinary write
+    /// transactions, so no separate cleaner process is needed.
+    @discardableResult
+    public func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
+        let (t, dbi) = try txn(for: db, writing: true)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var removed = 0
+        var mk = MDB_val(), mv = MDB_val()
+        var rc = mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
+        while rc == 0, removed < limit {
+            guard mk.mv_size >= 8 else { break }
+            let p = mk.mv_data.assumingMemoryBound(to: UInt8.self)
+            var expiry: UInt64 = 0
+            for i in 0..<8 { expiry = expiry << 8 | UInt64(p[i]) }
+            guard Int64(bitPattern: expiry) < now else { break }
+            try check(mdb_cursor_del(cursor, 0), "sweeping \(db.rawValue)")
+            removed += 1
+            // After a delete LMDB leaves the cursor on the following entry; MDB_NEXT returns it.
+            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
+        }
+        if rc != 0 && rc != MDB_NOTFOUND { try check(rc, "sweeping \(db.rawValue)") }
+        return removed
+    }
+
+    func finish(commit: Bool) throws {
+        // Ephemeral first: a challenge is consumed before the durable change lands, so a crash
+        // between the two commits can never let a replay through.
+        var firstError: StoreError? = nil
+        for name in [Database.Environment.ephemeral, .durable] {
+            guard let slot = slots[name] else { continue }
+            switch slot {
+            case .unused: break
+            case .reading(let t): environments[name]!.endRead(t)
+            case .writing(let t):
+                if commit && firstError == nil {
+                    let rc = mdb_txn_commit(t)
+                    if rc != 0 { firstError = storeError(rc, "committing \(name.rawValue)") }
+                } else {
+                    mdb_txn_abort(t)
+                }
+            }
+            slots[name] = .unused
+        }
+        if let firstError { throw firstError }
+    }
+}

@@ -1,0 +1,73 @@
+import AttestCore
+import AttestStore
+import Testing
+
+@Suite struct RecordCodecTests {
+    let now = Timestamp(seconds: 1_790_000_000)
+
+    func device() -> DeviceRecord {
+        DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "d-1", appID: "TEAM.com.example", publicKey: [4] + [UInt8](repeating: 9, count: 64),
+                     counter: 41, environment: .development, status: .invalidated, operatorFlags: [.jailbreak],
+                     attestationCount: 3, failedAssertions: 2, createdAt: now, lastAttestedAt: now + 5, lastSeenAt: now + 9,
+                     fingerprint: "fp", subjectID: "household-1",
+                     metadata: .init(deviceModel: "iPhone15,2", osVersion: "18.0", appVersion: "2.1.0", appBuildNumber: "42", platform: "iOS"),
+                     validationCategory: 1, bundleVersion: "1.0")
+    }
+
+    @Test func orgRoundTrips() throws {
+        let org = OrgRecord(name: "Acme ✓", tier: .business, madLimit: 12, graceDays: 3, upgradeURL: "https://x/up", ratePerMinute: 99, createdAt: now)
+        #expect(try OrgRecord(encoded: org.encoded()) == org)
+    }
+
+    @Test func orgDefaultsComeFromTheTier() {
+        let org = OrgRecord(name: "a", tier: .pro, createdAt: now)
+        #expect(org.madLimit == Tier.pro.defaultMADLimit && org.ratePerMinute == Tier.pro.defaultRatePerMinute)
+    }
+
+    @Test func appRoundTrips() throws {
+        for policy in EnvironmentPolicy.allCases {
+            let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", policy: policy, enabled: false,
+                                tokenLifetimeSeconds: 600, customClaimsJSON: #"[{"static":{"a":1}}]"#, minAppVersion: "2.0",
+                                minOSVersion: "17.0", createdAt: now)
+            #expect(try AppRecord(encoded: app.encoded()) == app, "policy \(policy)")
+            #expect(app.appID == "ABCDE12345.com.example.app")
+        }
+    }
+
+    @Test func deviceRoundTripsWithTheKeyFromOutside() throws {
+        let d = device()
+        var decoded = try DeviceRecord(encoded: d.encoded())
+        #expect(decoded.keyID.isEmpty, "the keyID is the key, not part of the value")
+        decoded.keyID = d.keyID
+        #expect(decoded == d)
+        var absent = d
+        absent.validationCategory = nil
+        var back = try DeviceRecord(encoded: absent.encoded())
+        back.keyID = d.keyID
+        #expect(back.validationCategory == nil)
+    }
+
+    @Test func unknownVersionsAreRejected() throws {
+        var bytes = OrgRecord(name: "a", createdAt: now).encoded()
+        bytes[0] = 2
+        #expect(throws: StoreError(.unknownVersion, "")) { try OrgRecord(encoded: bytes) }
+        var deviceBytes = device().encoded()
+        deviceBytes[0] = 0
+        #expect(throws: StoreError(.unknownVersion, "")) { try DeviceRecord(encoded: deviceBytes) }
+    }
+
+    @Test func truncatedAndExtendedRecordsAreCorrupt() throws {
+        let bytes = AppRecord(teamID: "T", bundleID: "b", org: "o", createdAt: now).encoded()
+        for cut in [0, 1, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: StoreError.self, "cut at \(cut)") { try AppRecord(encoded: Array(bytes.prefix(cut))) }
+        }
+        #expect(throws: StoreError(.corrupt, "")) { try AppRecord(encoded: bytes + [0]) }
+    }
+
+    @Test func outOfRangeEnumsAreCorrupt() throws {
+        var bytes = OrgRecord(name: "", createdAt: now).encoded()
+        // version, name length (4 bytes, 0), then the tier byte
+        bytes[5] = 9
+        #expect(throws: StoreError(.corrupt, "")) { try OrgRecord(encoded: bytes) }
+    }
+}
