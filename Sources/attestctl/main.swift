@@ -6,6 +6,12 @@ import Glibc
 #endif
 
 let commands: [Command] = [
+    initCommand,
+    orgCommand,
+    appCommand,
+    configCommand,
+    keysCommand,
+    deviceCommand,
     verifyCommand,
     benchCommand,
 ]

@@ -1,0 +1,74 @@
+import AttestCore
+import AttestService
+import AttestStore
+import CLISupport
+
+/// `attestctl app add|list`.
+let appCommand = Command(
+    name: "app",
+    summary: "register and list apps (App ID = TEAMID.bundleId)",
+    usage: """
+        usage: attestctl app add --org NAME --team TEAMID --bundle BUNDLE_ID
+                                 [--env production|development|both] [--token-lifetime SECONDS]
+                                 [--claims JSON] [--min-app-version V] [--min-os-version V] [--data DIR]
+               attestctl app list [--json] [--data DIR]
+
+        --env      which App Attest environments the app accepts (default production)
+        --claims   custom claims, a JSON array (see SPEC §6), e.g.
+                   '[{"type":"static","key":"user_tier","value":"premium"}]'
+        """,
+    run: { argv in
+        let (sub, rest) = try subcommand(argv, ["add", "list"])
+        let args = try Arguments(rest, valued: ["data", "org", "team", "bundle", "env", "token-lifetime", "claims",
+                                                "min-app-version", "min-os-version"], switches: ["json"])
+        let (_, store) = try openStore(dataDirectory(args))
+        if sub == "list" {
+            let apps = try store.read { try $0.apps() }
+            if args.flag("json") {
+                Output.out(JSONValue.array(apps.map(appJSON)).prettyJSONText)
+            } else if apps.isEmpty {
+                Output.out("no apps (register one with 'attestctl app add --org NAME --team TEAMID --bundle BUNDLE_ID')")
+            } else {
+                Output.out(Output.table(["APP ID", "ORG", "ENV", "ENABLED", "TOKEN LIFETIME"], apps.map {
+                    [$0.appID, $0.org, $0.policy.rawValue, $0.enabled ? "yes" : "no",
+                     $0.tokenLifetimeSeconds == 0 ? "default" : "\($0.tokenLifetimeSeconds)s"]
+                }))
+            }
+            return 0
+        }
+        guard let orgName = args.value("org") else { throw UsageError("--org is required") }
+        guard let team = args.value("team"), team.count == 10, team.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+            throw UsageError("--team must be the 10-character Apple Developer Team ID (A-Z, 0-9)")
+        }
+        guard let bundle = args.value("bundle"), !bundle.isEmpty, bundle.count <= 155,
+              bundle.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) else {
+            throw UsageError("--bundle must be a bundle identifier (letters, digits, '.', '-')")
+        }
+        guard let policy = EnvironmentPolicy(rawValue: args.value("env") ?? "production") else {
+            throw UsageError("--env must be production, development or both")
+        }
+        let claims = args.value("claims") ?? ""
+        let app = AppRecord(teamID: team, bundleID: bundle, org: orgName, policy: policy,
+                            tokenLifetimeSeconds: UInt32(try args.int("token-lifetime", default: 0, in: 0...2_592_000)),
+                            customClaimsJSON: claims, minAppVersion: args.value("min-app-version") ?? "",
+                            minOSVersion: args.value("min-os-version") ?? "", createdAt: now())
+        try store.write([.durable]) { txn in
+            guard let org = try txn.org(named: orgName) else {
+                throw CommandFailure("no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
+            }
+            do { try CustomClaims.validate(claims, tier: org.tier) } catch { throw CommandFailure("--claims: \(error)") }
+            guard try txn.app(id: app.appID) == nil else { throw CommandFailure("app \(app.appID) is already registered") }
+            try txn.put(app)
+        }
+        Output.out("registered app \(app.appID) for \(orgName) (environment \(policy.rawValue))")
+        return 0
+    })
+
+func appJSON(_ a: AppRecord) -> JSONValue {
+    ["appId": .string(a.appID), "teamId": .string(a.teamID), "bundleId": .string(a.bundleID), "org": .string(a.org),
+     "environment": .string(a.policy.rawValue), "enabled": .bool(a.enabled),
+     "tokenLifetimeSeconds": .int(Int64(a.tokenLifetimeSeconds)),
+     "customClaims": a.customClaimsJSON.isEmpty ? .array([]) : ((try? JSONParser.parse(a.customClaimsJSON)) ?? .null),
+     "minAppVersion": .string(a.minAppVersion), "minOSVersion": .string(a.minOSVersion),
+     "createdAt": .string(a.createdAt.iso8601)]
+}

@@ -1,0 +1,37 @@
+import AttestCore
+import AttestService
+import AttestStore
+import CLISupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The data directory: `--data DIR`, else `$ATTEST_EDGE_DATA`, else `./var`.
+func dataDirectory(_ args: Arguments) -> DataDirectory {
+    if let dir = args.value("data") { return DataDirectory(dir) }
+    if let env = getenv("ATTEST_EDGE_DATA") { return DataDirectory(String(decoding: UnsafeRawBufferPointer(start: env, count: strlen(env)), as: UTF8.self)) }
+    return DataDirectory("./var")
+}
+
+/// The configuration and store of an initialised data directory.
+func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {
+    let config = try data.loadConfiguration()
+    return (config, try Store(directory: data.storeDirectory, options: config.storeOptions))
+}
+
+func now() -> Timestamp { SystemClock().now() }
+
+/// A failure the user can act on: printed as `attestctl CMD: message`, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// Parses a subcommand word (`org add …`): returns it and the arguments after it.
+func subcommand(_ argv: [String], _ choices: [String]) throws -> (String, [String]) {
+    guard let word = argv.first, choices.contains(word) else {
+        throw UsageError(argv.first.map { "unknown subcommand '\($0)'" } ?? "missing subcommand (\(choices.joined(separator: ", ")))")
+    }
+    return (word, Array(argv.dropFirst()))
+}

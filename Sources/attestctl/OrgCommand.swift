@@ -1,0 +1,60 @@
+import AttestCore
+import AttestService
+import AttestStore
+import CLISupport
+
+/// `attestctl org add|list`.
+let orgCommand = Command(
+    name: "org",
+    summary: "add and list organizations",
+    usage: """
+        usage: attestctl org add NAME [--tier free|pro|business|enterprise] [--mad-limit N]
+                                      [--grace-days N] [--upgrade-url URL] [--rate-limit N] [--data DIR]
+               attestctl org list [--json] [--data DIR]
+
+        --mad-limit   monthly active devices (0: unlimited; default by tier: free 100, pro 10000,
+                      business 100000, enterprise unlimited)
+        --rate-limit  validate+refresh requests per minute for the whole organization (0: unlimited;
+                      default by tier: free 600, pro 6000, business 60000, enterprise unlimited)
+        """,
+    run: { argv in
+        let (sub, rest) = try subcommand(argv, ["add", "list"])
+        let args = try Arguments(rest, valued: ["data", "tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit"], switches: ["json"])
+        let (_, store) = try openStore(dataDirectory(args))
+        if sub == "list" {
+            let orgs = try store.read { try $0.orgs() }
+            if args.flag("json") {
+                Output.out(JSONValue.array(orgs.map(orgJSON)).prettyJSONText)
+            } else if orgs.isEmpty {
+                Output.out("no organizations (add one with 'attestctl org add NAME')")
+            } else {
+                Output.out(Output.table(["NAME", "TIER", "MAD LIMIT", "GRACE", "RATE/MIN", "UPGRADE URL"], orgs.map {
+                    [$0.name, $0.tier.rawValue, $0.madLimit == 0 ? "unlimited" : String($0.madLimit), "\($0.graceDays)d",
+                     $0.ratePerMinute == 0 ? "unlimited" : String($0.ratePerMinute), $0.upgradeURL]
+                }))
+            }
+            return 0
+        }
+        let name = try args.positional(0, "organization NAME")
+        guard !name.isEmpty, name.count <= 100 else { throw UsageError("NAME must be 1 to 100 characters") }
+        let tierName = args.value("tier") ?? "free"
+        guard let tier = Tier(rawValue: tierName) else { throw UsageError("--tier must be free, pro, business or enterprise") }
+        let org = OrgRecord(name: name, tier: tier,
+                            madLimit: args.value("mad-limit") == nil ? nil : UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))),
+                            graceDays: UInt16(try args.int("grace-days", default: 7, in: 0...365)),
+                            upgradeURL: args.value("upgrade-url") ?? "",
+                            ratePerMinute: args.value("rate-limit") == nil ? nil : UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))),
+                            createdAt: now())
+        try store.write([.durable]) { txn in
+            guard try txn.org(named: name) == nil else { throw CommandFailure("organization \"\(name)\" already exists") }
+            try txn.put(org)
+        }
+        Output.out("added organization \(name) (\(tier.rawValue), MAD limit \(org.madLimit == 0 ? "unlimited" : String(org.madLimit)))")
+        return 0
+    })
+
+func orgJSON(_ o: OrgRecord) -> JSONValue {
+    ["name": .string(o.name), "tier": .string(o.tier.rawValue), "madLimit": .int(Int64(o.madLimit)),
+     "graceDays": .int(Int64(o.graceDays)), "upgradeUrl": .string(o.upgradeURL),
+     "ratePerMinute": .int(Int64(o.ratePerMinute)), "createdAt": .string(o.createdAt.iso8601)]
+}

@@ -1,0 +1,105 @@
+import AttestCore
+import AttestService
+import AttestStore
+import Testing
+
+@Suite struct ChallengeEndpointTests {
+    @Test func shapeIsChallengeExpiresAtExpiresIn() throws {
+        let f = try Fixture()
+        let (status, body) = f.call(.challenge, "GET")
+        #expect(status == 200)
+        let challenge = try #require(body["challenge"]?.stringValue)
+        #expect(challenge.count == 56, "42 bytes of base64url")
+        #expect(body["expiresIn"]?.intValue == 300)
+        #expect(body["expiresAt"]?.stringValue == "2026-06-01T12:05:00Z", "now + 5 minutes, no fractional seconds")
+        #expect(body.objectValue?.count == 3)
+    }
+
+    @Test func ttlIsConfigurable() throws {
+        let f = try Fixture(configure: { $0.challengeTTLSeconds = 60 })
+        let (_, body) = f.call(.challenge, "GET")
+        #expect(body["expiresIn"]?.intValue == 60)
+        #expect(body["expiresAt"]?.stringValue == "2026-06-01T12:01:00Z")
+    }
+
+    @Test func eachChallengeIsDifferent() throws {
+        let f = try Fixture()
+        let all = try (0..<50).map { _ in try f.challenge() }
+        #expect(Set(all).count == 50)
+    }
+
+    @Test func unknownAppIs403AppNotRegistered() throws {
+        let f = try Fixture()
+        let (status, body) = f.call(.challenge, "GET", headers: ["X-Bundle-ID": "com.other", "X-Team-ID": Fixture.teamID])
+        #expect(status == 403)
+        #expect(body["code"]?.stringValue == "app_not_registered")
+        #expect(body["requestId"]?.stringValue == "req-1")
+        #expect(body["reason"] == body["error"], "reason mirrors error for the iOS SDK")
+    }
+
+    @Test func oneAppHeaderWithoutTheOtherIs400() throws {
+        let f = try Fixture()
+        let (status, body) = f.call(.challenge, "GET", headers: ["X-Bundle-ID": Fixture.bundleID])
+        #expect(status == 400 && body["code"]?.stringValue == "bad_request")
+    }
+
+    @Test func withoutHeadersTheChallengeIsUnboundAndAcceptedForAnyApp() throws {
+        let f = try Fixture()
+        let challenge = try f.challenge(headers: [:])
+        let token = try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now())
+        #expect(token.boundToApp == false)
+    }
+
+    @Test func aBoundChallengeIsInvalidForAnotherApp() throws {
+        let f = try Fixture()
+        let challenge = try f.challenge()
+        #expect(try f.context.challenges.check(challenge, appID: Fixture.appID, now: f.clock.now()).boundToApp)
+        #expect(throws: ServiceError.self) { try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now()) }
+    }
+
+    @Test func postIs405() throws {
+        let f = try Fixture()
+        #expect(f.call(.challenge, "POST").0 == 405)
+    }
+
+    @Test func issuingWritesNothingToTheStore() throws {
+        let f = try Fixture()
+        let before = try f.context.store.entryCounts()
+        for _ in 0..<1000 { _ = try f.challenge() }
+        #expect(try f.context.store.entryCounts() == before)
+    }
+}
+
+@Suite struct ChallengeAuthorityTests {
+    let authority = ChallengeAuthority(secret: [UInt8](repeating: 1, count: 32))
+    let now = Timestamp(seconds: 1_800_000_000)
+    let id = [UInt8](repeating: 9, count: 16)
+
+    func code(_ body: () throws -> Void) -> String? {
+        do { try body(); return nil } catch { return (error as? ServiceError)?.code.rawValue ?? "\(error)" }
+    }
+
+    @Test func validUntilItsExpiryThenExpired() {
+        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
+        #expect(code { _ = try authority.check(c, appID: "T.b", now: now + 300) } == nil)
+        #expect(code { _ = try authority.check(c, appID: "T.b", now: now + 301) } == "challenge_expired")
+    }
+
+    @Test func forgedOrMangledIsInvalid() {
+        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
+        var chars = Array(c)
+        chars[30] = chars[30] == "A" ? "B" : "A"
+        #expect(code { _ = try authority.check(String(chars), appID: "T.b", now: now) } == "challenge_invalid")
+        #expect(code { _ = try authority.check("", appID: "T.b", now: now) } == "challenge_invalid")
+        #expect(code { _ = try authority.check(String(c.dropLast()), appID: "T.b", now: now) } == "challenge_invalid")
+        let other = ChallengeAuthority(secret: [UInt8](repeating: 2, count: 32)).issue(appID: "T.b", expiry: now + 300, id: id)
+        #expect(code { _ = try authority.check(other, appID: "T.b", now: now) } == "challenge_invalid", "another server's key")
+    }
+
+    @Test func anExtendedExpiryBreaksTheTag() {
+        let c = authority.issue(appID: nil, expiry: now + 300, id: id)
+        var bytes = Base64.decode(c)!
+        bytes[9] &+= 1
+        #expect(code { _ = try authority.check(Base64.encode(bytes, url: true), appID: "T.b", now: now) } == "challenge_invalid")
+    }
+}

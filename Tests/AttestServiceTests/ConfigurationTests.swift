@@ -1,0 +1,79 @@
+import AttestCore
+import AttestService
+import Testing
+
+@Suite struct ConfigurationTests {
+    func problem(_ text: String) -> String? {
+        do { _ = try Configuration(jsonText: text); return nil } catch { return error.message }
+    }
+
+    @Test func anEmptyObjectIsAllDefaults() throws {
+        #expect(try Configuration(jsonText: "{}") == Configuration())
+    }
+
+    @Test func theFullDocumentRoundTrips() throws {
+        var c = Configuration()
+        c.sync = "interval"
+        c.tokenLifetimeSeconds = 600
+        c.testRoots = ["test-ca/root.pem"]
+        #expect(try Configuration(jsonText: c.json.prettyJSONText) == c)
+    }
+
+    @Test func everyKeyIsDocumentedAndPresent() {
+        let json = Configuration().json
+        for key in ConfigurationKey.all {
+            #expect(!key.doc.isEmpty, "\(key.name) has a doc line")
+            var node: JSONValue? = json
+            for part in key.name.split(separator: ".") { node = node?[String(part)] }
+            #expect(node != nil, "\(key.name) appears in the document")
+        }
+    }
+
+    @Test func unknownKeysAreNamed() {
+        #expect(problem(#"{"tokens": {"lifetime": 5}}"#)?.contains("tokens.lifetime") == true)
+    }
+
+    @Test func badValuesNameTheKeyAndTheRule() {
+        #expect(problem(#"{"tokens": {"lifetimeSeconds": 5}}"#)?.contains("tokens.lifetimeSeconds must be a whole number in 60...") == true)
+        #expect(problem(#"{"store": {"sync": "sometimes"}}"#)?.contains("store.sync must be one of") == true)
+        #expect(problem(#"{"server": {"listen": "nowhere"}}"#)?.contains("server.listen") == true)
+        #expect(problem("[1]")?.contains("JSON object") == true)
+        #expect(problem("{")?.contains("not valid JSON") == true)
+    }
+
+    @Test func setTakesJSONOrABareWord() throws {
+        var c = Configuration()
+        try c.set("store.sync", jsonValue: "interval")
+        try c.set("server.workers", jsonValue: "4")
+        try c.set("trust.testRoots", jsonValue: #"["a.pem"]"#)
+        #expect(c.sync == "interval" && c.workers == 4 && c.testRoots == ["a.pem"])
+        #expect(throws: Configuration.Problem.self) { try c.set("server.workers", jsonValue: "0") }
+        #expect(throws: Configuration.Problem.self) { try c.set("no.such", jsonValue: "1") }
+    }
+}
+
+@Suite struct KeyRingTests {
+    @Test func rotationKeepsThePreviousKeyPublishedForTheOverlap() throws {
+        let f = try Fixture()
+        let ring = f.context.keyRing
+        let first = try #require(ring.entries.first)
+        let t0 = f.clock.now()
+        let second = try ring.rotate(algorithm: "ES256", now: t0, overlapSeconds: 3600, jwksPath: f.data.jwksFile)
+        #expect(try ring.activeSigner().keyID == second.kid)
+        #expect(Set(ring.publishedEntries(now: t0 + 10).map(\.kid)) == [first.kid, second.kid])
+        #expect(ring.publishedEntries(now: t0 + 3601).map(\.kid) == [second.kid])
+        let jwks = try JSONParser.parse(try #require(try FileIO.read(f.data.jwksFile)))
+        #expect(jwks["keys"]?.arrayValue?.compactMap { $0["kid"]?.stringValue } == [second.kid, first.kid])
+    }
+
+    @Test func rs256KeysPublishModulusAndExponent() throws {
+        let f = try Fixture()
+        let entry = try f.context.keyRing.rotate(algorithm: "RS256", now: f.clock.now(), overlapSeconds: 0, jwksPath: f.data.jwksFile)
+        #expect(entry.algorithm == "RS256")
+        let jwks = try JSONParser.parse(try #require(try FileIO.read(f.data.jwksFile)))
+        let key = try #require(jwks["keys"]?.arrayValue?.first)
+        #expect(key["kty"]?.stringValue == "RSA" && key["e"]?.stringValue == "AQAB")
+        #expect((Base64.decode(key["n"]?.stringValue ?? "")?.count ?? 0) == 256)
+    }
+}
+

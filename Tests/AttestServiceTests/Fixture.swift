@@ -1,0 +1,75 @@
+import AttestCore
+import AttestService
+import AttestStore
+import FastCGI
+import Foundation
+
+/// A data directory in /tmp with one organization and app, and a context over it with a
+/// fixed clock. Removed when released.
+final class Fixture {
+    let path: String
+    let data: DataDirectory
+    let clock: FixedClock
+    let context: ServiceContext
+    var logs: [String] = []
+    static let teamID = "ABCDE12345"
+    static let bundleID = "com.example.app"
+    static var appID: String { teamID + "." + bundleID }
+
+    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil,
+         configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0) throws {
+        var template = Array("/tmp/attest-service-test-XXXXXX".utf8CString)
+        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        data = DataDirectory(path)
+        clock = FixedClock(Timestamp(iso8601: "2026-06-01T12:00:00Z")!)
+        var config = Configuration()
+        config.durableMapSizeMiB = 16
+        config.ephemeralMapSizeMiB = 16
+        configure(&config)
+        try data.initialise(configuration: config, now: clock.now())
+        let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
+        let created = clock.now()
+        try store.write { txn in
+            try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created))
+            try txn.put(AppRecord(teamID: Fixture.teamID, bundleID: Fixture.bundleID, org: "acme", policy: policy, createdAt: created))
+        }
+        context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
+                                     challengeSecret: data.challengeSecret(),
+                                     trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
+                                     keyRing: KeyRing(directory: data.keysDirectory))
+        context.log = { [weak self] in self?.logs.append($0) }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// A request as nginx would pass it.
+    static func request(_ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:],
+                        requestID: String = "req-1", remote: String = "127.0.0.1") -> Request {
+        var params = ["REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_ID": requestID, "REMOTE_ADDR": remote]
+        for (k, v) in headers { params["HTTP_" + k.uppercased().replacingOccurrences(of: "-", with: "_")] = v }
+        return Request(method: method, path: path, params: params, body: Array((body ?? "").utf8))
+    }
+
+    static let appHeaders = ["X-Bundle-ID": bundleID, "X-Team-ID": teamID]
+
+    func call(_ endpoint: Endpoint, _ method: String = "POST", body: String? = nil, headers: [String: String] = Fixture.appHeaders) -> (Int, JSONValue) {
+        let response = endpoint.handle(Fixture.request(method, endpoint.path, body: body, headers: headers), context)
+        return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
+    }
+
+    func challenge(headers: [String: String] = Fixture.appHeaders) throws -> String {
+        let (status, body) = call(.challenge, "GET", headers: headers)
+        guard status == 200, let c = body["challenge"]?.stringValue else { throw FixtureError("challenge failed: \(status) \(body.jsonText)") }
+        return c
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+extension JSONValue {
+    /// JSON text of an object built from pairs, for request bodies.
+    static func body(_ pairs: [(String, String)]) -> String { JSONValue.object(pairs.map { ($0.0, .string($0.1)) }).jsonText }
+}
