@@ -27,16 +27,17 @@ let package = Package(
         .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestStore", dependencies: ["CLMDB", "AttestCore"], swiftSettings: strict),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
-        .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI"], swiftSettings: strict),
+        .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI", "CLISupport"], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "AttestCore", "AttestService", "AttestStore", "AttestTesting"], swiftSettings: strict),
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
-        .executableTarget(name: "attest-device", dependencies: ["CLISupport", "AttestCore", "AttestTesting"], swiftSettings: strict),
+        .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
 
         // Tests.
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),

@@ -30,25 +30,14 @@ public final class ServiceContext {
         self.keyRing = keyRing
     }
 
-    /// Opens a data directory the way the executables do: its configuration, store, secret,
-    /// keys, and Apple's root plus the configured test roots (and `extraTrustRoots`).
-    public static func open(dataDirectory data: DataDirectory, clock: any Clock = SystemClock(),
-                            random: any RandomSource = SystemRandom(), extraTrustRoots: [String] = [],
-                            log: @escaping (String) -> Void) throws -> ServiceContext {
+    /// Opens a data directory the way the executables do: its configuration, store, secret
+    /// and keys, trusting `trustAnchors` (see `TrustAnchors.load`).
+    public static func open(dataDirectory data: DataDirectory, trustAnchors: [Certificate], clock: any Clock = SystemClock(),
+                            random: any RandomSource = SystemRandom(), log: @escaping (String) -> Void) throws -> ServiceContext {
         let configuration = try data.loadConfiguration()
-        var anchors = [try AppleAppAttestationRoot.certificate()]
-        for file in configuration.testRoots + extraTrustRoots {
-            let path = file.hasPrefix("/") ? file : data.path + "/" + file
-            guard let pem = try FileIO.readText(path) else {
-                throw Configuration.Problem(message: "trust root \(path) does not exist")
-            }
-            let certs = try Certificate.certificates(pemEncoded: pem)
-            for cert in certs { log("WARNING: trusting test root \(cert.subject) from \(path): test devices will verify. Never in production.") }
-            anchors += certs
-        }
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
-                                         challengeSecret: data.challengeSecret(), trustAnchors: anchors,
+                                         challengeSecret: data.challengeSecret(), trustAnchors: trustAnchors,
                                          keyRing: KeyRing(directory: data.keysDirectory))
         context.log = log
         return context

@@ -2,9 +2,13 @@
 #define ATTESTEDGE_CCURL_SHIM_H
 #include <curl/curl.h>
 
-/* curl_easy_setopt is variadic: one typed wrapper per argument kind. */
+/* curl_easy_setopt and curl_easy_getinfo are variadic: one typed wrapper per argument kind. */
+typedef size_t (*attest_curl_data_callback)(char *data, size_t size, size_t count, void *context);
+
 static inline CURLcode attest_curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode attest_curl_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode attest_curl_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode attest_curl_setopt_callback(CURL *h, CURLoption o, attest_curl_data_callback f) { return curl_easy_setopt(h, o, f); }
 static inline CURLcode attest_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode attest_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 #endif

@@ -12,6 +12,7 @@ let commands: [Command] = [
     configCommand,
     keysCommand,
     deviceCommand,
+    serveCommand,
     verifyCommand,
     benchCommand,
 ]

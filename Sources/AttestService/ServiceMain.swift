@@ -1,0 +1,44 @@
+import AttestCore
+import CLISupport
+import FastCGI
+
+/// The whole of an endpoint executable: parse the flags, check the data directory once in the
+/// master, then serve with a pre-forked pool whose workers each open their own store.
+///
+/// ```
+/// attest-<endpoint> --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL]
+///                   [--data DIR] [--trust-root PEM]...
+/// ```
+public enum ServiceMain {
+    public static func run(_ endpoint: Endpoint, arguments argv: [String]) -> Int32 {
+        let name = "attest-\(endpoint.rawValue)"
+        let usage = "usage: \(name) --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--data DIR] [--trust-root PEM]..."
+        do {
+            var (options, rest) = try ServerOptions.parse(argv)
+            let args = try Arguments(rest, valued: ["data", "trust-root"])
+            guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
+            let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
+            let configuration = try data.loadConfiguration()
+            _ = try data.challengeSecret()
+            _ = try KeyRing(directory: data.keysDirectory).activeSigner()
+            if !argv.contains(where: { $0.hasPrefix("--workers") }) { options.workers = configuration.workers }
+            if !argv.contains(where: { $0.hasPrefix("--body-limit") }) { options.bodyLimit = configuration.bodyLimitBytes }
+            let anchors = try TrustAnchors.load(data: data, configuration: configuration, extraPEMFiles: args.values("trust-root"),
+                                                warn: { Output.err("\(name): \($0)") })
+            return FastCGIServer.run(options, name: name) {
+                let context = try ServiceContext.open(dataDirectory: data, trustAnchors: anchors,
+                                                      log: { Output.err("\(name)[\(processID())]: \($0)") })
+                return ServiceResponder(endpoint: endpoint, context: context)
+            }
+        } catch let error as UsageError {
+            Output.err("\(name): \(error.message)\n\(usage)")
+            return 2
+        } catch let error as FastCGIError {
+            Output.err("\(name): \(error)\n\(usage)")
+            return 2
+        } catch {
+            Output.err("\(name): \(error)")
+            return 1
+        }
+    }
+}

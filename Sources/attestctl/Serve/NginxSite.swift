@@ -1,0 +1,60 @@
+import AttestService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Renders the deployment files of `nginx/` (nginx.conf, site.conf, fastcgi_params) into a
+/// data directory, replacing their `@NAME@` placeholders. The templates are the repository's
+/// own files, found beside the binaries (`.build/<config>/` → `nginx/`), under
+/// /usr/local/share/attestedge/nginx, or where `--nginx-templates` says.
+struct NginxSite {
+    static let files = ["nginx.conf", "site.conf", "fastcgi_params"]
+
+    let templates: String
+
+    static func locate(_ explicit: String?) throws -> NginxSite {
+        var candidates = [String]()
+        if let explicit { candidates.append(explicit) }
+        let exe = executableDirectory()
+        candidates += [exe + "/../../nginx", exe + "/../../../nginx", exe + "/../share/attestedge/nginx",
+                       "/usr/local/share/attestedge/nginx", "/usr/share/attestedge/nginx"]
+        for dir in candidates where files.allSatisfy({ FileIO.exists(dir + "/" + $0) }) {
+            return NginxSite(templates: dir)
+        }
+        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/)")
+    }
+
+    /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
+    func render(data: DataDirectory, listen: String, user: String) throws -> String {
+        let values = [
+            "@LISTEN@": listen, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
+            "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user,
+        ]
+        for file in Self.files {
+            guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
+            for (placeholder, value) in values { text = text.replacingAll(placeholder, with: value) }
+            try FileIO.writeAtomically(data.nginxDirectory + "/" + file, text: text)
+        }
+        return data.nginxDirectory + "/nginx.conf"
+    }
+
+    /// The `user` line value for nginx's workers: the invoking user and group.
+    static func currentUser() -> String {
+        guard let pw = getpwuid(geteuid()), let gr = getgrgid(getegid()) else { return "nobody" }
+        return String(cString: pw.pointee.pw_name) + " " + String(cString: gr.pointee.gr_name)
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var out = ""
+        var rest = self[...]
+        while let range = rest.firstRange(of: target) {
+            out += rest[..<range.lowerBound]
+            out += replacement
+            rest = rest[range.upperBound...]
+        }
+        return out + rest
+    }
+}
