@@ -11,9 +11,9 @@ struct PEMBlock: Sendable {
         var blocks = [PEMBlock]()
         var open: (label: String, lines: [String])? = nil
         for raw in text.split(whereSeparator: \.isNewline) {
-            let line = raw.filter { $0 != " " && $0 != "\t" && $0 != "\r" }
+            let line = String(raw.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
             if let current = open {
-                if line == "-----END\(current.label)-----" {
+                if line == "-----END \(current.label)-----" {
                     guard let der = Base64.decode(current.lines.joined()) else {
                         throw AttestError(.base64Invalid, "PEM block \(current.label) is not base64")
                     }
@@ -22,8 +22,8 @@ struct PEMBlock: Sendable {
                 } else {
                     open!.lines.append(line)
                 }
-            } else if line.hasPrefix("-----BEGIN"), line.hasSuffix("-----") {
-                open = (String(line.dropFirst(10).dropLast(5)), [])
+            } else if line.hasPrefix("-----BEGIN "), line.hasSuffix("-----"), line.count > 16 {
+                open = (String(line.dropFirst(11).dropLast(5)), [])
             }
         }
         guard open == nil else { throw AttestError(.derMalformed, "PEM block \(open!.label) has no END line") }

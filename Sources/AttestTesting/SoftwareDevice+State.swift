@@ -20,7 +20,7 @@ extension SoftwareDevice {
     public var stateJSON: String {
         let state = State(version: 1, key: key.pemEncoded, keyId: Base64.encode(keyID), counter: counter, fields: fields)
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return "" }
         return String(decoding: data, as: UTF8.self) + "\n"
     }
