@@ -52,3 +52,17 @@ struct AppleGuideVector: Decodable {
 
     static func load() throws -> AppleGuideVector { try Vectors.load("apple-guide-2026.json") }
 }
+
+extension Vectors {
+    /// A vector file that must load: used where a parameterised test's arguments are built.
+    static func loadOrFail<T: Decodable>(_ name: String, as type: T.Type = T.self) -> T {
+        do { return try load(name) } catch { fatalError("vector file \(name): \(error)") }
+    }
+
+    /// Hex that must decode: a vector that does not is a broken vector.
+    static func hex(_ text: String) -> [UInt8] {
+        guard let bytes = Hex.decode(text) else { fatalError("vector hex \(text) is not hex") }
+        return bytes
+    }
+}
+

@@ -117,7 +117,7 @@ public struct CBORReader {
     }
 
     private func readCount(_ info: UInt8, _ cursor: inout ArraySlice<UInt8>, depth: Int) throws(AttestError) -> Int {
-        guard depth < limits.maxDepth else {
+        guard depth <= limits.maxDepth else {
             throw AttestError(.cborLimitExceeded, "nesting deeper than \(limits.maxDepth)")
         }
         let count = try readArgument(info, &cursor)

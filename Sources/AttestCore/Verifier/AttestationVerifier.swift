@@ -1,7 +1,7 @@
 /// Verifies App Attest attestation objects: Apple's nine steps, each with its own error code.
 ///
 /// 1. `fmt` is `apple-appattest` and `attStmt` holds `x5c` and `receipt`      → `.format`
-/// 2. `x5c` chains from the credential certificate to a trust anchor at `time` → `.certificateChain`
+/// 2. `x5c` chains from the credential certificate (not a CA) to a trust anchor at `time` → `.certificateChain`
 /// 3–4. nonce = SHA-256(authData ‖ clientDataHash) equals the credential certificate's
 ///    extension 1.2.840.113635.100.8.2                                            → `.nonce`
 /// 5. SHA-256 of the certificate's public key (X9.62 uncompressed) equals keyId  → `.keyID`
@@ -27,6 +27,11 @@ public struct AttestationVerifier: Sendable {
                        appID: String, policy: EnvironmentPolicy, at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
         // Step 2: the chain.
         let credCert = try chainVerifier.verify(leafDER: object.x5c[0], intermediatesDER: Array(object.x5c.dropFirst()), at: time)
+        // x5c in the wrong order still chains (the intermediate alone reaches the root): the
+        // first certificate must be the end-entity credential certificate.
+        guard !credCert.isCertificateAuthority else {
+            throw AttestError(.certificateChain, "x5c[0] is a CA certificate, not the credential certificate")
+        }
         let fields: CertificateFields
         do { fields = try credCert.fields() } catch {
             throw AttestError(.certificateChain, "credential certificate: \(error.reason)")

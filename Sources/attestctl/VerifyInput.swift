@@ -1,0 +1,125 @@
+import AttestCore
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Input that cannot be verified at all (a missing field, bad base64, an unreadable file):
+/// exit status 2, with a message naming what is wrong.
+struct InputError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// The JSON object `attestctl verify` reads. Fields of both kinds; unknown fields are ignored.
+///
+/// ```
+/// attestation: { "attestationObject": b64, "keyId": b64, "clientDataHash": b64,
+///                "teamId": text, "bundleId": text, "environment": "production" | "development" | "both" }
+/// assertion:   { "assertion": b64, "clientDataHash": b64, "publicKey": PEM | b64 of the 65-byte point,
+///                "teamId": text, "bundleId": text, "previousCounter": uint32 }
+/// ```
+/// `b64` is base64 or base64url, padded or not.
+struct VerifyInput: Decodable {
+    var attestationObject: String?
+    var keyId: String?
+    var assertion: String?
+    var clientDataHash: String?
+    var publicKey: String?
+    var teamId: String?
+    var bundleId: String?
+    var environment: String?
+    var previousCounter: UInt32?
+
+    /// Reads and decodes `path` (`-` for standard input).
+    static func read(_ path: String) throws(InputError) -> VerifyInput {
+        let data = Data(try readFile(path, option: "--input"))
+        do { return try JSONDecoder().decode(VerifyInput.self, from: data) } catch let error as DecodingError {
+            throw InputError(describe(error))
+        } catch {
+            throw InputError("input is not JSON: \(error)")
+        }
+    }
+
+    /// `"field \"keyId\" must be …"` from a decoding error, naming the field.
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            guard let field = context.codingPath.last?.stringValue else { return "input is not a JSON object" }
+            return "field \"\(field)\" must be \(type == UInt32.self ? "a whole number from 0 to 4294967295" : "a string")"
+        case .dataCorrupted(let context):
+            guard let field = context.codingPath.last?.stringValue else { return "input is not JSON" }
+            return "field \"\(field)\" must be a whole number from 0 to 4294967295"
+        case .keyNotFound(let key, _):
+            return "field \"\(key.stringValue)\" is missing"
+        @unknown default:
+            return "input is not a verify object"
+        }
+    }
+
+    /// A required text field.
+    func text(_ value: String?, _ field: String) throws(InputError) -> String {
+        guard let value, !value.isEmpty else { throw InputError("field \"\(field)\" is missing") }
+        return value
+    }
+
+    /// A required binary field, base64 or base64url.
+    func bytes(_ value: String?, _ field: String) throws(InputError) -> [UInt8] {
+        guard let bytes = Base64.decode(try text(value, field)) else {
+            throw InputError("field \"\(field)\" is not base64 or base64url")
+        }
+        return bytes
+    }
+
+    /// `TEAMID.bundleId` from the two fields.
+    func appID() throws(InputError) -> String {
+        "\(try text(teamId, "teamId")).\(try text(bundleId, "bundleId"))"
+    }
+
+    /// `environment` as a policy.
+    func policy() throws(InputError) -> EnvironmentPolicy {
+        let value = try text(environment, "environment")
+        guard let policy = EnvironmentPolicy(rawValue: value) else {
+            throw InputError("field \"environment\" must be production, development or both, not \"\(value)\"")
+        }
+        return policy
+    }
+
+    /// `publicKey`: PEM SubjectPublicKeyInfo, or base64 of the 65-byte X9.62 point.
+    func key() throws(InputError) -> ECPublicKey {
+        let value = try text(publicKey, "publicKey")
+        if value.contains("-----BEGIN") {
+            do { return try ECPublicKey(pemEncoded: value) } catch {
+                throw InputError("field \"publicKey\" is not a PEM EC public key: \(error.reason)")
+            }
+        }
+        let point = try bytes(value, "publicKey")
+        do { return try ECPublicKey(x962Point: point) } catch {
+            throw InputError("field \"publicKey\" is not a P-256 point: \(error.reason)")
+        }
+    }
+
+    func counter() throws(InputError) -> UInt32 {
+        guard let previousCounter else { throw InputError("field \"previousCounter\" is missing") }
+        return previousCounter
+    }
+}
+
+/// The bytes of file `path` (`-` for standard input); the message names `option` and the
+/// system's reason.
+func readFile(_ path: String, option: String) throws(InputError) -> [UInt8] {
+    let fd = path == "-" ? 0 : open(path, O_RDONLY)
+    guard fd >= 0 else { throw InputError("cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+    defer { if fd != 0 { close(fd) } }
+    var out = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n < 0, errno == EINTR { continue }
+        guard n >= 0 else { throw InputError("cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+        guard n > 0 else { return out }
+        out += buffer[..<n]
+    }
+}

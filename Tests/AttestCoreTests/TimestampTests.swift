@@ -1,0 +1,51 @@
+import AttestCore
+import Testing
+
+/// `vectors/timestamp.json`.
+struct TimestampVectors: Decodable {
+    struct Parse: Decodable, CustomTestStringConvertible {
+        let id: String, text: String, seconds: Int64?, iso8601: String?
+        var testDescription: String { id }
+    }
+    let parse: [Parse]
+
+    static let file: TimestampVectors = Vectors.loadOrFail("timestamp.json")
+}
+
+/// ISO 8601 in and out: offsets, fractions truncated, invalid dates refused, no fractions written.
+@Suite struct TimestampTests {
+    @Test(arguments: TimestampVectors.file.parse)
+    func parsesOrRefuses(_ v: TimestampVectors.Parse) {
+        let parsed = Timestamp(iso8601: v.text)
+        #expect(parsed?.seconds == v.seconds, "vector \(v.id): \(v.seconds.map { "is \($0) s" } ?? "is refused")")
+        if let iso = v.iso8601 {
+            #expect(parsed?.iso8601 == iso, "vector \(v.id) is written back as \(iso)")
+        }
+    }
+
+    @Test func outputRoundTripsAndHasNoFraction() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<1_000 {
+            let t = Timestamp(seconds: Int64.random(in: -62_135_596_800...253_402_300_799, using: &rng))
+            let text = t.iso8601
+            #expect(Timestamp(iso8601: text) == t, "\(t.seconds) s round-trips through \(text)")
+            #expect(text.utf8.count == 20 && !text.contains("."), "\(text) is YYYY-MM-DDTHH:MM:SSZ without a fraction")
+        }
+    }
+
+    @Test func civilFieldsAndMonthKey() {
+        let t = Timestamp(seconds: 1_776_772_800)
+        let c = t.civil
+        #expect([c.year, c.month, c.day, c.hour, c.minute, c.second] == [2026, 4, 21, 12, 0, 0], "civil UTC fields")
+        #expect(Timestamp(civil: t.civil) == t, "civil back to seconds")
+        #expect(t.monthKey == "2026-04", "monthKey is YYYY-MM")
+        #expect(Timestamp(seconds: -1).monthKey == "1969-12", "before the epoch")
+    }
+
+    @Test func arithmeticAndOrder() {
+        let t = Timestamp(seconds: 100)
+        #expect((t + 5).seconds == 105 && (t - 5).seconds == 95, "adds and subtracts seconds")
+        #expect(t - 1 < t && t < t + 1, "ordered by seconds")
+        #expect(t.description == t.iso8601, "description is the ISO form")
+    }
+}

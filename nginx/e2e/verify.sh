@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# End-to-end checks of `attestctl verify` on the release binary: Apple's guide sample at its
+# time and after it, unusable input (exit 2), trust roots, and assertions signed independently
+# by Python's `cryptography` (so the signing convention is not only checked against our own
+# software device). Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+attestctl=${ATTESTCTL:-.build/release/attestctl}
+vector=Tests/AttestCoreTests/Vectors/apple-guide-2026.json
+if [ ! -x "$attestctl" ]; then
+  echo "FAIL: $attestctl not found; run 'swift build -c release --product attestctl' first" >&2
+  exit 1
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then echo "PASS: $name"; passed=$((passed + 1)); else echo "FAIL: $name"; failed=$((failed + 1)); fi
+}
+
+# run NAME ARGS...: runs attestctl, keeping stdout, stderr and the exit status under $work/NAME.
+run() {
+  local name=$1; shift
+  "$attestctl" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.rc"
+}
+rc() { [ "$(cat "$work/$1.rc")" = "$2" ]; }
+# json_is NAME PYTHON-EXPRESSION: the expression over `j` (the parsed stdout) is true.
+json_is() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$work/$1.out" 2>/dev/null; }
+stderr_has() { grep -q -- "$2" "$work/$1.err"; }
+
+# Inputs made from the vector: as given, base64url unpadded, a field missing, bad base64.
+python3 - "$vector" "$work" <<'PY'
+import json, sys, base64
+v = json.load(open(sys.argv[1])); w = sys.argv[2]
+base = {"attestationObject": v["attestationObject_b64"], "keyId": v["keyId_b64"],
+        "clientDataHash": v["clientDataHash_b64"], "teamId": v["teamId"], "bundleId": v["bundleId"],
+        "environment": "production", "capturedBy": "ignored field"}
+def url(s): return base64.urlsafe_b64encode(base64.b64decode(s)).decode().rstrip("=")
+def write(name, obj): json.dump(obj, open(f"{w}/{name}.json", "w"))
+write("apple", base)
+write("apple-url", {**base, **{k: url(base[k]) for k in ("attestationObject", "keyId", "clientDataHash")}})
+write("missing-keyid", {k: x for k, x in base.items() if k != "keyId"})
+write("bad-base64", {**base, "attestationObject": "o2Nm*bXRv"})
+write("dev-only", {**base, "environment": "development"})
+write("bad-env", {**base, "environment": "staging"})
+PY
+
+run ok verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z --json
+check "Apple sample verifies at 2026-04-21T12:00:00Z (exit 0)" rc ok 0
+check "JSON: valid true, environment production" json_is ok 'j["valid"] is True and j["environment"] == "production"'
+check "JSON: publicKey is the 65-byte point whose SHA-256 is the keyId" python3 - "$work/ok.out" "$vector" <<'PY'
+import json, sys, base64, hashlib
+j = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))
+point = base64.b64decode(j["publicKey"])
+sys.exit(0 if len(point) == 65 and point[0] == 4 and hashlib.sha256(point).digest() == base64.b64decode(v["keyId_b64"]) else 1)
+PY
+check "JSON: every step passed" json_is ok 'all(s["result"] == "pass" for s in j["steps"]) and len(j["steps"]) == 8'
+
+run human verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z
+check "human output says VALID and lists the steps" grep -q "attestation: VALID" "$work/human.out"
+
+run late verify attestation --input "$work/apple.json" --at 2026-05-01T00:00:00Z --json
+check "Apple sample fails on 2026-05-01 (exit 1)" rc late 1
+check "JSON: valid false, code certificate_chain" json_is late 'j["valid"] is False and j["code"] == "certificate_chain"'
+check "JSON: steps after the chain did not run" json_is late '[s["result"] for s in j["steps"]][1:3] == ["fail", "not run"]'
+
+run late-human verify attestation --input "$work/apple.json" --at 2026-05-01T00:00:00Z
+check "human output marks the failing step and the rest not run" \
+  bash -c "grep -q 'FAIL' '$work/late-human.out' && grep -q 'not run' '$work/late-human.out'"
+
+run stdin-url verify attestation --input - --at 2026-04-21T12:00:00Z --json <"$work/apple-url.json"
+check "stdin input with base64url, unpadded fields verifies (exit 0)" rc stdin-url 0
+
+run missing verify attestation --input "$work/missing-keyid.json" --at 2026-04-21T12:00:00Z
+check "a missing field gives exit 2" rc missing 2
+check "the message names the missing field (keyId)" stderr_has missing '"keyId" is missing'
+
+run badb64 verify attestation --input "$work/bad-base64.json" --at 2026-04-21T12:00:00Z
+check "bad base64 gives exit 2" rc badb64 2
+check "the message names the field (attestationObject)" stderr_has badb64 '"attestationObject" is not base64'
+
+run badenv verify attestation --input "$work/bad-env.json" --at 2026-04-21T12:00:00Z
+check "an unknown environment gives exit 2 naming the field" bash -c "[ \"\$(cat '$work/badenv.rc')\" = 2 ] && grep -q environment '$work/badenv.err'"
+
+run nofile verify attestation --input "$work/does-not-exist.json"
+check "an unreadable file gives exit 2" rc nofile 2
+
+run devonly verify attestation --input "$work/dev-only.json" --at 2026-04-21T12:00:00Z --json
+check "a development-only policy rejects the production key (exit 1, environment)" \
+  bash -c "[ \"\$(cat '$work/devonly.rc')\" = 1 ] && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"code\"] != \"environment\")' '$work/devonly.out'"
+
+run appleroot verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z \
+  --trust-root Tests/AttestCoreTests/Vectors/Apple_App_Attestation_Root_CA.pem
+check "--trust-root naming Apple's root verifies (exit 0)" rc appleroot 0
+
+if command -v openssl >/dev/null; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-384 -nodes -subj "/CN=Not Apple" -days 2 \
+    -keyout "$work/other.key" -out "$work/other.pem" 2>/dev/null
+  run otherroot verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z --trust-root "$work/other.pem" --json
+  check "--trust-root with another root replaces Apple's (exit 1, certificate_chain)" \
+    bash -c "[ \"\$(cat '$work/otherroot.rc')\" = 1 ] && grep -q certificate_chain '$work/otherroot.out'"
+else
+  echo "SKIP: --trust-root with another root (no openssl command)"
+fi
+
+# Assertions made by Python: nonce = SHA-256(authenticatorData || clientDataHash), signed with
+# ECDSA P-256 / SHA-256 over the nonce, CBOR {"signature", "authenticatorData"}.
+if python3 -c 'import cryptography' 2>/dev/null; then
+  python3 - "$work" <<'PY'
+import json, sys, base64, hashlib
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives import hashes, serialization
+w = sys.argv[1]
+key = ec.generate_private_key(ec.SECP256R1())
+pub = key.public_key()
+point = pub.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+pem = pub.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+app = "ABCDE12345.com.example.e2e"
+cdh = hashlib.sha256(b"e2e challenge").digest()
+auth = hashlib.sha256(app.encode()).digest() + bytes([0]) + (5).to_bytes(4, "big")
+sig = key.sign(hashlib.sha256(auth + cdh).digest(), ec.ECDSA(hashes.SHA256()))
+def bstr(b): return (bytes([0x58, len(b)]) if len(b) < 256 else bytes([0x59]) + len(b).to_bytes(2, "big")) + b
+def tstr(s): return bytes([0x60 + len(s)]) + s.encode() if len(s) < 24 else bytes([0x78, len(s)]) + s.encode()
+cbor = bytes([0xA2]) + tstr("signature") + bstr(sig) + tstr("authenticatorData") + bstr(auth)
+base = {"assertion": base64.b64encode(cbor).decode(), "clientDataHash": base64.b64encode(cdh).decode(),
+        "publicKey": pem, "teamId": "ABCDE12345", "bundleId": "com.example.e2e", "previousCounter": 4}
+json.dump(base, open(f"{w}/assert.json", "w"))
+json.dump({**base, "publicKey": base64.b64encode(point).decode()}, open(f"{w}/assert-point.json", "w"))
+json.dump({**base, "previousCounter": 5}, open(f"{w}/assert-replay.json", "w"))
+json.dump({**base, "bundleId": "com.example.other"}, open(f"{w}/assert-otherapp.json", "w"))
+json.dump({**base, "clientDataHash": base64.b64encode(hashlib.sha256(b"other").digest()).decode()}, open(f"{w}/assert-othercdh.json", "w"))
+json.dump({k: x for k, x in base.items() if k != "previousCounter"}, open(f"{w}/assert-nocounter.json", "w"))
+PY
+  run a-ok verify assertion --input "$work/assert.json" --json
+  check "assertion signed by Python verifies with its PEM key (exit 0, counter 5)" \
+    bash -c "[ \"\$(cat '$work/a-ok.rc')\" = 0 ] && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j[\"valid\"] and j[\"counter\"] == 5))' '$work/a-ok.out'"
+  run a-point verify assertion --input "$work/assert-point.json"
+  check "the same assertion verifies with the base64 X9.62 point (exit 0)" rc a-point 0
+  run a-replay verify assertion --input "$work/assert-replay.json" --json
+  check "previousCounter equal to the counter fails (exit 1, counter)" bash -c "[ \"\$(cat '$work/a-replay.rc')\" = 1 ] && grep -q '\"code\":\"counter\"' '$work/a-replay.out'"
+  run a-app verify assertion --input "$work/assert-otherapp.json" --json
+  check "another bundle id fails (exit 1, rp_id_hash)" bash -c "[ \"\$(cat '$work/a-app.rc')\" = 1 ] && grep -q rp_id_hash '$work/a-app.out'"
+  run a-cdh verify assertion --input "$work/assert-othercdh.json" --json
+  check "another clientDataHash fails (exit 1, signature)" bash -c "[ \"\$(cat '$work/a-cdh.rc')\" = 1 ] && grep -q '\"code\":\"signature\"' '$work/a-cdh.out'"
+  run a-nocounter verify assertion --input "$work/assert-nocounter.json"
+  check "a missing previousCounter gives exit 2 naming it" bash -c "[ \"\$(cat '$work/a-nocounter.rc')\" = 2 ] && grep -q previousCounter '$work/a-nocounter.err'"
+else
+  echo "SKIP: assertion checks (python3 cryptography is not installed; nginx/scripts/deps.sh installs it)"
+fi
+
+echo "verify.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
