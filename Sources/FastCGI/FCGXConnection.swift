@@ -3,7 +3,7 @@ internal import CFastCGI
 /// libfcgi's per-request state for one worker, at a stable heap address (libfcgi keeps
 /// pointers into it between calls).
 ///
-/// One worker serves one connection at a time: `accept()` waits for nginx's next connection
+/// One worker serves one connection at a time: `accept()` takes nginx's next queued connection
 /// and reads its `FCGI_BEGIN_REQUEST` and `FCGI_PARAMS` records; `params()` and `readBody`
 /// read the request; `write` and `finish()` send `FCGI_STDOUT` and `FCGI_END_REQUEST` and
 /// close the connection (nginx does not keep FastCGI connections: no `fastcgi_keep_conn`).
@@ -11,7 +11,7 @@ final class FCGXConnection {
     private let request: UnsafeMutablePointer<FCGX_Request>
 
     /// Prepares a request on `listenFD`. `FCGI_FAIL_ACCEPT_ON_INTR` makes `accept()` return
-    /// instead of retrying when a signal interrupts it.
+    /// instead of retrying if a signal ever interrupts it.
     init(listenFD: Int32) {
         request = .allocate(capacity: 1)
         FCGX_InitRequest(request, listenFD, FCGI_FAIL_ACCEPT_ON_INTR)
@@ -22,8 +22,9 @@ final class FCGXConnection {
         request.deallocate()
     }
 
-    /// Waits for the next request. Returns 0, or a negative value (`-errno` or one of
-    /// libfcgi's codes) when accepting failed.
+    /// Accepts the next connection and reads its `FCGI_BEGIN_REQUEST` and `FCGI_PARAMS`.
+    /// Returns 0, `-EAGAIN` when none is queued (the listening socket is non-blocking), or
+    /// another negative value (`-errno` or one of libfcgi's codes) when accepting failed.
     func accept() -> Int32 { FCGX_Accept_r(request) }
 
     /// Every parameter (`NAME=value`) of the current request.

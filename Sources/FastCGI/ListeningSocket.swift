@@ -18,7 +18,10 @@ struct ListeningSocket {
     static func bind(_ options: ServerOptions) throws(FastCGIError) -> ListeningSocket {
         let path = options.socketPath
         try removeStale(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking: workers wait with epoll and a worker that loses the race for a
+        // connection gets EAGAIN instead of blocking where a stop signal cannot reach it.
+        let flags = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let fd = socket(AF_UNIX, flags, 0)
         guard fd >= 0 else { throw FastCGIError(.socket, "socket(): \(errnoDescription())") }
         // The umask makes bind create the file with exactly socketMode: no window with wider bits.
         let savedMask = umask(mode_t(~options.socketMode & 0o777))

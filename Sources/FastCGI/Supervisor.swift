@@ -13,8 +13,9 @@ import Glibc
 ///   A worker whose responder cannot be made (`Worker.responderFailed`) is a configuration
 ///   error: the pool stops and `run` returns 78.
 /// - Stop: the socket file is unlinked and the master's descriptor closed (new connections
-///   fail at once), every worker gets SIGTERM and finishes its in-flight request; any still
-///   running after `shutdownGraceSeconds` gets SIGKILL. Returns 0, or 1 if one was killed.
+///   fail at once), every worker gets SIGTERM, finishes its in-flight request and serves the
+///   connections already queued; any still running after `shutdownGraceSeconds` gets SIGKILL.
+///   Returns 0, or 1 if one was killed.
 /// - Reload (SIGHUP): every worker gets SIGTERM and a fresh one is forked in its slot at
 ///   once; the socket stays open, so connections queue in the backlog in between.
 struct Supervisor {
