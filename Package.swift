@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "attest-validate", targets: ["attest-validate"]),
         .executable(name: "attest-refresh", targets: ["attest-refresh"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
+        .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
     ],
     targets: [
         // C libraries, wrapped once each (module.modulemap + shim.h).
@@ -38,6 +39,7 @@ let package = Package(
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
+        .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
 
         // Tests.
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),

@@ -1,4 +1,75 @@
 #ifndef ATTESTEDGE_CFASTCGI_SHIM_H
 #define ATTESTEDGE_CFASTCGI_SHIM_H
+/* libfcgi's request API (FCGX_*), plus the Linux process, signal and epoll calls the pre-fork
+ * pool needs that Swift cannot import directly: function-like macros (sys/wait.h), a variadic
+ * function (prctl), struct sigaction and the packed struct epoll_event. */
 #include <fcgiapp.h>
+#include <signal.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+/* Sets the disposition of `sig` to SIG_DFL (which = 0) or SIG_IGN (which = 1). */
+static inline int attest_fcgi_sigdisposition(int sig, int which) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = which ? SIG_IGN : SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    return sigaction(sig, &action, NULL);
+}
+
+/* prctl(PR_SET_PDEATHSIG): `sig` is delivered to this process when its parent dies. */
+static inline int attest_fcgi_set_parent_death_signal(int sig) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL);
+}
+
+/* A worker's event set: the shared listening socket (EPOLLEXCLUSIVE: one waiting worker is
+ * woken per connection, not all of them) and a signalfd for SIGTERM and SIGINT, which the
+ * caller keeps blocked. Returns the epoll descriptor, or -1 with errno set. */
+static inline int attest_fcgi_worker_events(int listen_fd) {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event listen_event, stop_event;
+    memset(&listen_event, 0, sizeof listen_event);
+    memset(&stop_event, 0, sizeof stop_event);
+    listen_event.events = EPOLLIN | EPOLLEXCLUSIVE;
+    listen_event.data.u32 = 1;
+    stop_event.events = EPOLLIN;
+    stop_event.data.u32 = 2;
+    if (sfd < 0 || epfd < 0
+        || epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &listen_event) != 0
+        || epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &stop_event) != 0) {
+        int saved = errno;
+        if (sfd >= 0) close(sfd);
+        if (epfd >= 0) close(epfd);
+        errno = saved;
+        return -1;
+    }
+    return epfd;
+}
+
+/* Waits on a worker's event set. Returns a bit set (1: a connection is queued, 2: a stop
+ * signal is pending; both can be set), 0 when interrupted, or -1 with errno set. */
+static inline int attest_fcgi_worker_wait(int epfd) {
+    struct epoll_event events[2];
+    int n = epoll_wait(epfd, events, 2, -1);
+    if (n < 0) return errno == EINTR ? 0 : -1;
+    int ready = 0;
+    for (int i = 0; i < n; i++) ready |= (int)events[i].data.u32;
+    return ready;
+}
+
+/* waitpid(2) status decoding. */
+static inline int attest_fcgi_wifexited(int status) { return WIFEXITED(status); }
+static inline int attest_fcgi_wexitstatus(int status) { return WEXITSTATUS(status); }
+static inline int attest_fcgi_wifsignaled(int status) { return WIFSIGNALED(status); }
+static inline int attest_fcgi_wtermsig(int status) { return WTERMSIG(status); }
 #endif

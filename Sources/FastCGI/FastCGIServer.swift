@@ -1,0 +1,54 @@
+import Glibc
+
+/// Runs a pre-forked pool of FastCGI worker processes on one unix socket.
+///
+/// ```
+/// master ── binds the socket, forks, supervises (see `Supervisor`)
+///   ├── worker ── makeResponder(), then accept → respond → finish, one request at a time
+///   └── worker ── …
+/// ```
+/// No threads and no Swift concurrency: each worker is a plain single-threaded process, so a
+/// blocking accept or a slow store call holds only that process.
+public enum FastCGIServer {
+    /// Master: unlinks a stale socket, binds the unix socket (mode `socketMode`), forks
+    /// `workers` worker processes, restarts a worker that dies (with a backoff so a worker that
+    /// crashes at start cannot fork-bomb), on SIGTERM/SIGINT stops accepting and lets in-flight
+    /// requests finish (up to `shutdownGraceSeconds`, then SIGKILL), removes the socket and
+    /// returns the exit status. SIGHUP replaces every worker (e.g. to pick up new keys).
+    ///
+    /// Each worker calls `makeResponder()` after `fork`, so store environments are opened per
+    /// process. Events are logged to stderr as `name[pid]: …`.
+    ///
+    /// - Returns: 0 after a clean stop; 1 if a worker had to be killed or the socket could not
+    ///   be bound; 2 for invalid options; 78 if a worker could not make its responder.
+    public static func run(_ options: ServerOptions, name: String,
+                           makeResponder: @escaping () throws -> any Responder) -> Int32 {
+        let log = Log(name: name)
+        do {
+            try options.validate()
+        } catch {
+            log("invalid options: \(error)")
+            return 2
+        }
+        // Signals for the master are taken synchronously (sigtimedwait): block them before the
+        // first fork so none is lost, and reset dispositions a parent shell may have set to
+        // "ignore" (SIGCHLD ignored would make the kernel reap workers behind our back).
+        var signals = Supervisor.signalSet
+        var previousMask = sigset_t()
+        sigprocmask(SIG_BLOCK, &signals, &previousMask)
+        signal(SIGCHLD, SIG_DFL)
+        signal(SIGPIPE, SIG_IGN)
+        defer { sigprocmask(SIG_SETMASK, &previousMask, nil) }
+
+        let socket: ListeningSocket
+        do {
+            socket = try ListeningSocket.bind(options)
+        } catch {
+            log("cannot listen: \(error)")
+            return 1
+        }
+        log("listening on \(options.socketPath) (mode \(String(options.socketMode, radix: 8)), \(options.workers) workers, body limit \(options.bodyLimit) bytes)")
+        var supervisor = Supervisor(options: options, log: log, socket: socket, makeResponder: makeResponder)
+        return supervisor.run()
+    }
+}

@@ -1,0 +1,192 @@
+internal import CFastCGI
+import Glibc
+
+/// The master process of a pool: forks the workers, replaces those that die, stops them on
+/// SIGTERM/SIGINT and replaces them all on SIGHUP.
+///
+/// The master handles no signal asynchronously: SIGTERM, SIGINT, SIGHUP and SIGCHLD stay
+/// blocked and are taken one at a time with `sigtimedwait`, so its state changes only here.
+///
+/// - Restart: a worker that exits on its own is restarted at once if it lived at least
+///   `quickExit` seconds; one that died sooner is restarted after a backoff that doubles
+///   from `firstBackoff` to `maxBackoff` (a worker crashing at start cannot fork-bomb).
+///   A worker whose responder cannot be made (`Worker.responderFailed`) is a configuration
+///   error: the pool stops and `run` returns 78.
+/// - Stop: the socket file is unlinked and the master's descriptor closed (new connections
+///   fail at once), every worker gets SIGTERM, finishes its in-flight request and serves the
+///   connections already queued; any still running after `shutdownGraceSeconds` gets SIGKILL.
+///   Returns 0, or 1 if one was killed.
+/// - Reload (SIGHUP): every worker gets SIGTERM and a fresh one is forked in its slot at
+///   once; the socket stays open, so connections queue in the backlog in between.
+struct Supervisor {
+    static let quickExit = 1.0
+    static let firstBackoff = 0.1
+    static let maxBackoff = 5.0
+
+    private struct Slot {
+        var pid: pid_t? = nil
+        var startedAt = 0.0
+        var backoff = 0.0
+        var restartAt: Double? = 0
+    }
+
+    let options: ServerOptions
+    let log: Log
+    let socket: ListeningSocket
+    let makeResponder: () throws -> any Responder
+    private var slots: [Slot]
+    private var retiring: Set<pid_t> = []
+    private var deadline: Double? = nil
+    private var killed = false
+    private var exitStatus: Int32 = 0
+
+    init(options: ServerOptions, log: Log, socket: ListeningSocket, makeResponder: @escaping () throws -> any Responder) {
+        self.options = options
+        self.log = log
+        self.socket = socket
+        self.makeResponder = makeResponder
+        slots = Array(repeating: Slot(), count: options.workers)
+    }
+
+    /// The signals the master waits for; block them before calling `run`.
+    static var signalSet: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGCHLD] { sigaddset(&set, signal) }
+        return set
+    }
+
+    mutating func run() -> Int32 {
+        var set = Self.signalSet
+        while true {
+            startDueWorkers()
+            if deadline != nil, liveCount == 0 { break }
+            var info = siginfo_t()
+            var timeout = Self.timespec(seconds: nextWake() - MonotonicClock.now())
+            let signal = sigtimedwait(&set, &info, &timeout)
+            switch signal {
+            case SIGTERM, SIGINT: stop(because: signal == SIGTERM ? "SIGTERM" : "SIGINT")
+            case SIGHUP: reload()
+            default: break
+            }
+            reap()
+            if let deadline, !killed, MonotonicClock.now() >= deadline {
+                killed = true
+                exitStatus = exitStatus == 0 ? 1 : exitStatus
+                log("grace of \(options.shutdownGraceSeconds) s over: killing \(liveCount) workers")
+                forEachLive { kill($0, SIGKILL) }
+            }
+        }
+        log("stopped")
+        return exitStatus
+    }
+
+    private var liveCount: Int { slots.filter { $0.pid != nil }.count + retiring.count }
+
+    private func forEachLive(_ body: (pid_t) -> Void) {
+        for slot in slots { if let pid = slot.pid { body(pid) } }
+        for pid in retiring { body(pid) }
+    }
+
+    private func nextWake() -> Double {
+        var wake = MonotonicClock.now() + 5
+        if let deadline { wake = min(wake, deadline) }
+        for slot in slots { if slot.pid == nil, let at = slot.restartAt { wake = min(wake, at) } }
+        return wake
+    }
+
+    private mutating func startDueWorkers() {
+        guard deadline == nil else { return }
+        let now = MonotonicClock.now()
+        for index in slots.indices {
+            guard slots[index].pid == nil, let at = slots[index].restartAt, at <= now else { continue }
+            let masterPID = getpid()
+            let pid = fork()
+            if pid == 0 {
+                Worker(listenFD: socket.fd, options: options, log: log, masterPID: masterPID).run(makeResponder)
+            }
+            if pid < 0 {
+                log("fork failed: \(errnoDescription()); retrying in 1 s")
+                slots[index].restartAt = now + 1
+                continue
+            }
+            slots[index].pid = pid
+            slots[index].startedAt = now
+            slots[index].restartAt = nil
+            log("worker \(pid) started")
+        }
+    }
+
+    private mutating func reap() {
+        var status: Int32 = 0
+        while true {
+            let pid = waitpid(-1, &status, WNOHANG)
+            guard pid > 0 else { return }
+            let how = Self.describe(status)
+            if retiring.remove(pid) != nil {
+                log("worker \(pid) (replaced) \(how)")
+                continue
+            }
+            guard let index = slots.firstIndex(where: { $0.pid == pid }) else { continue }
+            slots[index].pid = nil
+            if deadline != nil {
+                log("worker \(pid) \(how)")
+                continue
+            }
+            if attest_fcgi_wifexited(status) != 0, attest_fcgi_wexitstatus(status) == Worker.responderFailed {
+                log("worker \(pid) could not make its responder: stopping the pool")
+                exitStatus = Worker.responderFailed
+                stop(because: "configuration error")
+                continue
+            }
+            let now = MonotonicClock.now()
+            var slot = slots[index]
+            slot.backoff = now - slot.startedAt < Self.quickExit
+                ? min(max(slot.backoff * 2, Self.firstBackoff), Self.maxBackoff) : 0
+            slot.restartAt = now + slot.backoff
+            slots[index] = slot
+            log("worker \(pid) \(how); restarting in \(Self.format(slot.backoff)) s")
+        }
+    }
+
+    private mutating func stop(because reason: String) {
+        if deadline != nil {
+            log("\(reason) again: killing \(liveCount) workers now")
+            killed = true
+            exitStatus = exitStatus == 0 ? 1 : exitStatus
+            forEachLive { kill($0, SIGKILL) }
+            return
+        }
+        deadline = MonotonicClock.now() + Double(options.shutdownGraceSeconds)
+        socket.close()
+        for index in slots.indices { slots[index].restartAt = nil }
+        log("\(reason): stopping \(liveCount) workers (grace \(options.shutdownGraceSeconds) s)")
+        forEachLive { kill($0, SIGTERM) }
+    }
+
+    private mutating func reload() {
+        guard deadline == nil else { return }
+        log("SIGHUP: replacing \(slots.filter { $0.pid != nil }.count) workers")
+        for index in slots.indices {
+            guard let pid = slots[index].pid else { continue }
+            retiring.insert(pid)
+            kill(pid, SIGTERM)
+            slots[index] = Slot()
+        }
+    }
+
+    private static func describe(_ status: Int32) -> String {
+        if attest_fcgi_wifsignaled(status) != 0 { return "killed by signal \(attest_fcgi_wtermsig(status))" }
+        return "exited with status \(attest_fcgi_wexitstatus(status))"
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        let tenths = Int((seconds * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+
+    private static func timespec(seconds: Double) -> Glibc.timespec {
+        let clamped = max(seconds, 0.001)
+        return Glibc.timespec(tv_sec: Int(clamped), tv_nsec: Int((clamped - clamped.rounded(.down)) * 1e9))
+    }
+}

@@ -1,0 +1,90 @@
+import AttestCore
+import FastCGI
+import Glibc
+
+/// What each request does.
+enum BenchMode: String, Sendable {
+    /// `{"ok":true}`: the FastCGI floor.
+    case trivial
+    /// Echoes what arrived (method, path, query, ids, a header, body length, worker pid).
+    case echo
+    /// One P-256 ECDSA verification with a key parsed once per worker, then `{"ok":true}`.
+    case p256Verify = "p256-verify"
+    /// Sleeps one second, then `{"ok":true}` (in-flight requests for shutdown tests).
+    case slow
+}
+
+/// The benchmark responder. Every mode answers an over-limit body with the 413 envelope of
+/// SPEC §3, as the real endpoints do.
+struct BenchResponder: Responder {
+    let mode: BenchMode
+    private let key: ECPublicKey?
+    private let signature: [UInt8]
+    private static let message = Array("attest-fcgi-bench p256-verify".utf8)
+
+    init(mode: BenchMode) throws {
+        self.mode = mode
+        if mode == .p256Verify {
+            let signer = try SigningKey.generate(.p256)
+            signature = try signer.sign(Self.message)
+            key = try signer.publicKey()
+        } else {
+            key = nil
+            signature = []
+        }
+    }
+
+    mutating func respond(to request: Request) -> Response {
+        if request.bodyTooLarge {
+            return .json(413, #"{"error":"request body too large","code":"payload_too_large","requestId":"\#(JSON.escape(request.requestID))","reason":"request body too large"}"#)
+        }
+        switch mode {
+        case .trivial:
+            return .json(200, #"{"ok":true}"#)
+        case .slow:
+            usleep(1_000_000)
+            return .json(200, #"{"ok":true}"#)
+        case .p256Verify:
+            guard let key, key.isValidSignature(signature, message: Self.message) else {
+                return .json(500, #"{"ok":false}"#)
+            }
+            return .json(200, #"{"ok":true}"#)
+        case .echo:
+            let fields: [(String, String)] = [
+                ("method", JSON.string(request.method)),
+                ("path", JSON.string(request.path)),
+                ("query", JSON.string(request.query)),
+                ("requestId", JSON.string(request.requestID)),
+                ("remoteAddress", JSON.string(request.remoteAddress)),
+                ("bundleId", request.header("X-Bundle-ID").map(JSON.string) ?? "null"),
+                ("contentType", request.header("Content-Type").map(JSON.string) ?? "null"),
+                ("bodyLength", "\(request.body.count)"),
+                ("pid", "\(getpid())"),
+            ]
+            return .json(200, "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+        }
+    }
+}
+
+/// Just enough JSON writing for the echo mode, without Foundation.
+enum JSON {
+    static func string(_ text: String) -> String { "\"" + escape(text) + "\"" }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
