@@ -46,7 +46,7 @@ public enum ValidateEndpoint {
             throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from DCAppAttestService.generateKey() (32 bytes).")
         }
         guard let objectBytes = try fields.string("attestationObject").flatMap({ RequestFields.base64($0) }),
-              (try? CBORReader.decode(objectBytes[...])) != nil else {
+              (try? CBORReader.decode(objectBytes[...]))?.mapEntries != nil else {
             throw ServiceError(.attestationObjectInvalid, "attestationObject must be the base64-encoded CBOR object from attestKey().")
         }
         guard let challenge = try fields.string("challenge") else {

@@ -1,0 +1,68 @@
+import AttestCore
+import AttestService
+import AttestStore
+import AttestTesting
+import FastCGI
+
+/// A fixture trusting a fresh test PKI, with a software device that talks to the endpoints
+/// in-process (the same bodies the iOS SDK sends).
+final class DeviceFlow {
+    let fixture: Fixture
+    let pki: TestPKI
+    var device: SoftwareDevice
+
+    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, rate: UInt32 = 0,
+         configure: (inout Configuration) -> Void = { _ in }) throws {
+        let start = Timestamp(iso8601: "2026-01-01T00:00:00Z")!
+        pki = try TestPKI.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
+        fixture = try Fixture(tier: tier, policy: policy, trustAnchors: [pki.rootCertificate], configure: configure, rate: rate)
+        device = try SoftwareDevice.generate()
+    }
+
+    var context: ServiceContext { fixture.context }
+
+    func validateBody(challenge: String, device: SoftwareDevice? = nil, environment: AppAttestEnvironment = .production,
+                      extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil) throws -> JSONValue {
+        let d = device ?? self.device
+        let cdh = SHA256.hash(challenge.utf8)
+        var (keyID, object) = try d.attest(clientDataHash: cdh, appID: Fixture.appID, environment: environment, pki: pki, at: fixture.clock.now())
+        tamper?(&object)
+        return .object([
+            ("challenge", .string(challenge)), ("keyId", .string(Base64.encode(keyID))),
+            ("attestationObject", .string(Base64.encode(object))), ("clientDataHash", .string(Base64.encode(cdh))),
+            ("bundleId", .string(Fixture.bundleID)), ("teamId", .string(Fixture.teamID)),
+            ("deviceModel", "iPhone15,2"), ("osVersion", "18.0"), ("appVersion", "2.1.0"), ("appBuildNumber", "42"),
+            ("platform", "iOS"),
+        ] + extra)
+    }
+
+    func refreshBody(challenge: String, counter: UInt32? = nil) throws -> JSONValue {
+        let cdh = SHA256.hash(challenge.utf8)
+        let assertion: [UInt8]
+        if let counter {
+            assertion = try device.assertion(clientDataHash: cdh, appID: Fixture.appID, counter: counter)
+        } else {
+            assertion = try device.assert(clientDataHash: cdh, appID: Fixture.appID)
+        }
+        return .object([
+            ("keyId", .string(Base64.encode(device.keyID))), ("assertion", .string(Base64.encode(assertion))),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("challenge", .string(challenge)),
+        ])
+    }
+
+    func post(_ endpoint: Endpoint, _ body: JSONValue, headers: [String: String] = Fixture.appHeaders) -> (Int, JSONValue) {
+        fixture.call(endpoint, body: body.jsonText, headers: headers)
+    }
+
+    /// Enrolls `device` and checks it worked.
+    @discardableResult
+    func enroll() throws -> JSONValue {
+        let (status, body) = post(.validate, try validateBody(challenge: try fixture.challenge()))
+        guard status == 200 else { throw FixtureError("enroll failed: \(status) \(body.jsonText)") }
+        return body
+    }
+
+    func storedDevice() throws -> DeviceRecord? {
+        try context.store.read { try $0.device(keyID: self.device.keyID) }
+    }
+}
