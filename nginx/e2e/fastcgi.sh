@@ -237,6 +237,29 @@ t_graceful() {
 }
 check "SIGTERM with one slow request in flight and one queued: both complete with 200, master exits 0, socket removed" t_graceful
 
+t_grace_bound() {
+  local pool worker fds status=0 t0 elapsed
+  bench_start_pool pool "$LOG/hung.log" "$BIN" --mode slow --socket "$RUN/validate.sock" --workers 1 --shutdown-grace 1 || return 1
+  worker=$(bench_workers "$pool")
+  fds=$(ls "/proc/$worker/fd" | wc -l)
+  curl -s -o "$DIR/hung.body" -w '%{http_code}' "$BASE/api/v1/attestation/validate" > "$DIR/hung.status" &
+  local client=$!
+  in_flight() { [ "$(ls "/proc/$worker/fd" 2>/dev/null | wc -l)" -gt "$fds" ]; }
+  wait_for in_flight || fail "the request never reached the worker" || return 1
+  kill -STOP "$worker"   # a request that will not finish
+  t0=$(date +%s%N)
+  kill -TERM "$pool"
+  wait "$pool" || status=$?
+  elapsed=$(( ($(date +%s%N) - t0) / 1000000 ))
+  wait "$client" || true
+  [ "$status" = 1 ] || fail "master exited with $status, expected 1 (a worker was killed)" || return 1
+  [ "$elapsed" -ge 900 ] && [ "$elapsed" -lt 4000 ] || fail "stop took $elapsed ms with a 1 s grace" || return 1
+  grep -q 'grace of 1 s over: killing 1 workers' "$LOG/hung.log" || fail "$(cat "$LOG/hung.log")" || return 1
+  [ "$(cat "$DIR/hung.status")" = 502 ] || fail "the killed request got $(cat "$DIR/hung.status")" || return 1
+  [ ! -e "$RUN/validate.sock" ] || fail "socket file left behind"
+}
+check "a request that never finishes: the worker is killed when --shutdown-grace runs out, master exits 1" t_grace_bound
+
 t_502() {
   http GET /api/v1/org/webhooks
   expect_json_error 502 unavailable || return 1
