@@ -92,15 +92,19 @@ final class FCGXConnection {
         }
     }
 
-    /// Reads until `count` bytes or the end of the stream, in small chunks, so that a request
-    /// without a body costs no large allocation.
+    /// Reads until `count` bytes or the end of the stream through a small stack buffer, so
+    /// that a request without a body costs no allocation.
     private func read(upTo count: Int) -> [UInt8] {
         var body: [UInt8] = []
-        var chunk = [CChar](repeating: 0, count: min(count, 4096))
-        while body.count < count {
-            let n = FCGX_GetStr(&chunk, Int32(min(count - body.count, chunk.count)), request.pointee.in)
-            if n <= 0 { break }
-            chunk.withUnsafeBytes { body.append(contentsOf: $0.prefix(Int(n))) }
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { chunk in
+            guard let base = chunk.baseAddress else { return }
+            while body.count < count {
+                let n = FCGX_GetStr(base, Int32(min(count - body.count, chunk.count)), request.pointee.in)
+                if n <= 0 { break }
+                UnsafeRawBufferPointer(start: base, count: Int(n)).withMemoryRebound(to: UInt8.self) {
+                    body.append(contentsOf: $0)
+                }
+            }
         }
         return body
     }

@@ -13,8 +13,7 @@ extension Response {
         out.reserveCapacity(64 + headers.count * 40 + (bodyless ? 0 : body.count))
         out.append(contentsOf: "Status: \(code) \(HTTPReason.phrase(for: code))\r\n".utf8)
         for header in headers {
-            let lower = header.name.lowercased()
-            if lower == "content-length" || lower == "status" || header.name.isEmpty { continue }
+            if header.name.isEmpty || Self.isComputed(header.name) { continue }
             Self.appendSanitized(header.name, to: &out)
             out.append(contentsOf: ": ".utf8)
             Self.appendSanitized(header.value, to: &out)
@@ -24,6 +23,16 @@ extension Response {
         out.append(contentsOf: "\r\n".utf8)
         if !bodyless { out.append(contentsOf: body) }
         return out
+    }
+
+    /// `Content-Length` or `Status`, in any case: written from `body` and `status` instead.
+    private static func isComputed(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == 14 || utf8.count == 6 else { return false }
+        let target = utf8.count == 14 ? "content-length".utf8 : "status".utf8
+        return zip(utf8, target).allSatisfy { byte, lower in
+            (byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) == lower
+        }
     }
 
     private static func appendSanitized(_ text: String, to out: inout [UInt8]) {

@@ -13,12 +13,14 @@ public struct ServerOptions: Sendable {
     /// Permission bits of the socket file (`--socket-mode`, octal). nginx's worker user
     /// needs write permission: 0660 with the socket's group shared with nginx.
     public var socketMode: UInt32 = 0o660
-    /// How long in-flight requests may run after SIGTERM before workers are killed.
+    /// How long in-flight requests may run after SIGTERM before workers are killed
+    /// (`--shutdown-grace`, 0...3600).
     public var shutdownGraceSeconds: Int = 10
 
     /// Upper bounds checked by `parse` and by `FastCGIServer.run`.
     public static let maxWorkers = 64
     public static let maxBodyLimit = 16 << 20
+    public static let maxShutdownGraceSeconds = 3600
     /// `sun_path` holds 108 bytes including the terminating NUL.
     public static let maxSocketPathBytes = 107
 
@@ -32,8 +34,8 @@ public struct ServerOptions: Sendable {
         self.shutdownGraceSeconds = shutdownGraceSeconds
     }
 
-    /// Pulls `--socket PATH`, `--workers N`, `--body-limit BYTES` and `--socket-mode OCTAL`
-    /// (also written `--flag=value`) out of `argv`; returns the rest untouched and in order,
+    /// Pulls `--socket PATH`, `--workers N`, `--body-limit BYTES`, `--socket-mode OCTAL` and
+    /// `--shutdown-grace SECONDS` (also written `--flag=value`) out of `argv`; returns the rest untouched and in order,
     /// including `argv[0]` if present. Parsing stops at `--`, which stays in the rest. A flag
     /// given twice takes its last value.
     ///
@@ -67,6 +69,9 @@ public struct ServerOptions: Sendable {
         }
         if let text = values["--body-limit"] {
             options.bodyLimit = try Self.integer(text, flag: "--body-limit", in: 0...maxBodyLimit)
+        }
+        if let text = values["--shutdown-grace"] {
+            options.shutdownGraceSeconds = try Self.integer(text, flag: "--shutdown-grace", in: 0...maxShutdownGraceSeconds)
         }
         if let text = values["--socket-mode"] {
             let digits = text.hasPrefix("0o") ? String(text.dropFirst(2)) : text
@@ -102,12 +107,13 @@ public struct ServerOptions: Sendable {
         if backlog < 1 {
             throw FastCGIError(.invalidOption, "backlog must be positive, got \(backlog)")
         }
-        if shutdownGraceSeconds < 0 {
-            throw FastCGIError(.invalidOption, "shutdown grace must not be negative, got \(shutdownGraceSeconds)")
+        if !(0...Self.maxShutdownGraceSeconds).contains(shutdownGraceSeconds) {
+            throw FastCGIError(.invalidOption, flag: "--shutdown-grace",
+                               "must be in 0...\(Self.maxShutdownGraceSeconds), got \(shutdownGraceSeconds)")
         }
     }
 
-    private static let flags: Set<String> = ["--socket", "--workers", "--body-limit", "--socket-mode"]
+    private static let flags: Set<String> = ["--socket", "--workers", "--body-limit", "--socket-mode", "--shutdown-grace"]
 
     private static func split(_ arg: String) -> (String, String?) {
         guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }

@@ -90,7 +90,7 @@ struct Supervisor {
 
     private func nextWake() -> Double {
         var wake = MonotonicClock.now() + 5
-        if let deadline { wake = min(wake, deadline) }
+        if let deadline, !killed { wake = min(wake, deadline) }
         for slot in slots { if slot.pid == nil, let at = slot.restartAt { wake = min(wake, at) } }
         return wake
     }

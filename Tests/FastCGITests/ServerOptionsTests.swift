@@ -17,12 +17,13 @@ import Testing
     @Test("every flag, in both spellings, and the rest kept in order")
     func everyFlag() throws {
         let argv = ["attest-challenge", "--data", "/var/lib/x", "--socket=/s.sock", "--workers", "4",
-                    "--body-limit=1024", "--verbose", "--socket-mode", "600", "tail"]
+                    "--body-limit=1024", "--verbose", "--socket-mode", "600", "--shutdown-grace", "3", "tail"]
         let (options, rest) = try ServerOptions.parse(argv)
         #expect(options.socketPath == "/s.sock")
         #expect(options.workers == 4)
         #expect(options.bodyLimit == 1024)
         #expect(options.socketMode == 0o600)
+        #expect(options.shutdownGraceSeconds == 3)
         #expect(rest == ["attest-challenge", "--data", "/var/lib/x", "--verbose", "tail"])
     }
 
@@ -68,6 +69,7 @@ import Testing
         (["--body-limit", "-1"], "--body-limit"), (["--body-limit", "99999999999"], "--body-limit"),
         (["--socket-mode", "888"], "--socket-mode"), (["--socket-mode", "1777"], "--socket-mode"),
         (["--socket-mode", ""], "--socket-mode"), (["--socket-mode", "rw"], "--socket-mode"),
+        (["--shutdown-grace", "-1"], "--shutdown-grace"), (["--shutdown-grace", "3601"], "--shutdown-grace"),
     ])
     func badValue(extra: [String], flag: String) {
         let error = parseError(["--socket", "/a"] + extra)

@@ -1,0 +1,338 @@
+#!/usr/bin/env bash
+# End-to-end tests of the FastCGI runtime behind real nginx: a temporary directory, nginx on a
+# free loopback port with the shipped site.conf, and attest-fcgi-bench pools behind the
+# endpoint locations. One PASS/FAIL line per check and a summary; exits non-zero on failure.
+# Run by nginx/test.sh after the release build; also runs on its own:
+#   bash nginx/e2e/fastcgi.sh        (KEEP=1 keeps the temporary directory)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source nginx/scripts/deps.sh
+source nginx/scripts/bench-lib.sh
+
+swift build -c release --product attest-fcgi-bench 2>&1 | tail -1
+BIN=$PWD/.build/release/attest-fcgi-bench
+
+DIR=$(mktemp -d /tmp/attestedge-fcgi-e2e.XXXXXX)
+PORT=$(bench_free_port)
+PASSED=0
+FAILED=0
+finish() {
+  bench_cleanup
+  if [ "$FAILED" -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then echo "logs and configs kept in $DIR"; else rm -rf "$DIR"; fi
+}
+trap finish EXIT
+
+# --- helpers -------------------------------------------------------------------------------
+BASE="http://127.0.0.1:$PORT"
+RUN=$DIR/run
+LOG=$DIR/logs
+
+# http METHOD PATH [curl args…]: sets STATUS, BODY (file) and HEADERS (file).
+N=0
+http() {
+  local method=$1 path=$2
+  shift 2
+  N=$((N + 1))
+  BODY=$DIR/body.$N
+  HEADERS=$DIR/headers.$N
+  STATUS=$(curl -s -X "$method" -D "$HEADERS" -o "$BODY" -w '%{http_code}' "$@" "$BASE$path")
+}
+# parse_json FILE: fills J[key] with the body's top-level values (one python3 run per body);
+# returns non-zero if the body is not a JSON object.
+declare -A J
+parse_json() {
+  J=()
+  local key value out
+  out=$(python3 -c '
+import json, sys
+body = json.load(open(sys.argv[1]))
+assert isinstance(body, dict)
+for k, v in body.items():
+    print(k + "\t" + ("" if v is None else str(v).replace("\n", " ")))' "$1" 2>/dev/null) || return 1
+  while IFS=$'\t' read -r key value; do J[$key]=$value; done <<< "$out"
+}
+header() { grep -i "^$2:" "$1" | head -1 | cut -d: -f2- | tr -d ' \r'; }
+fail() { echo "    $*" >&2; return 1; }
+expect_status() { [ "$STATUS" = "$1" ] || fail "expected HTTP $1, got $STATUS: $(head -c 300 "$BODY")"; }
+expect_json_error() { # STATUS CODE: the SPEC §3 envelope from nginx or a responder
+  expect_status "$1" || return 1
+  [ "$(header "$HEADERS" Content-Type)" = application/json ] || fail "Content-Type is not application/json"
+  parse_json "$BODY" || fail "body is not a JSON object: $(head -c 200 "$BODY")" || return 1
+  [ "${J[code]:-}" = "$2" ] || fail "code is '${J[code]:-}', expected $2"
+  [ -n "${J[error]:-}" ] && [ "${J[error]}" = "${J[reason]:-}" ] || fail "error and reason differ or are empty"
+  [[ "${J[requestId]:-}" =~ ^[0-9a-f]{32}$ ]] || fail "requestId '${J[requestId]:-}' is not nginx's \$request_id"
+}
+# access_line ID: the access-log line of a request id (waits briefly for nginx to write it).
+access_line() {
+  local i
+  for i in $(seq 1 40); do
+    grep "request_id=$1 " "$LOG/access.log" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# wait_for CONDITION-COMMAND…: up to 5 s.
+wait_for() {
+  local i
+  for i in $(seq 1 100); do "$@" && return 0; sleep 0.05; done
+  return 1
+}
+sorted_workers() { bench_workers "$1" | sort | tr '\n' ' '; }
+check() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  if "$@"; then echo "PASS  $name ($((SECONDS - t0)) s)"; PASSED=$((PASSED + 1)); else echo "FAIL  $name"; FAILED=$((FAILED + 1)); fi
+}
+
+# --- the stack -----------------------------------------------------------------------------
+bench_render_nginx "$DIR" "$PORT"
+echo '{"keys":[{"kty":"EC","crv":"P-256","kid":"e2e","x":"AA","y":"AA"}]}' > "$DIR/data/jwks.json"
+bench_start_nginx "$DIR"
+bench_start_pool ECHO "$LOG/echo.log" "$BIN" --mode echo --socket "$RUN/challenge.sock" --workers 2 --body-limit 1024
+bench_start_pool TRIVIAL "$LOG/trivial.log" "$BIN" --mode trivial --socket "$RUN/refresh.sock" --workers 2 --body-limit 1024
+bench_start_pool VERIFY "$LOG/verify.log" "$BIN" --mode p256-verify --socket "$RUN/mad.sock" --workers 1
+bench_start_pool SLOW "$LOG/slow.log" "$BIN" --mode slow --socket "$RUN/webhooks.sock" --workers 1
+
+# --- checks --------------------------------------------------------------------------------
+t_trivial() {
+  http GET /api/v1/attestation/refresh
+  expect_status 200 && [ "$(cat "$BODY")" = '{"ok":true}' ] || fail "body: $(cat "$BODY")"
+  [ "$(header "$HEADERS" Content-Type)" = application/json ] || fail "Content-Type: $(header "$HEADERS" Content-Type)"
+}
+check "trivial pool: 200 {\"ok\":true} with Content-Type application/json through nginx" t_trivial
+
+t_params() {
+  http GET '/api/v1/attestation/challenge?nonce=a%20b&x=1' -H 'X-Bundle-ID: com.example.app'
+  expect_status 200 && parse_json "$BODY" || fail "body: $(cat "$BODY")" || return 1
+  [ "${J[method]}" = GET ] || fail "method ${J[method]}"
+  [ "${J[path]}" = /api/v1/attestation/challenge ] || fail "path ${J[path]}"
+  [ "${J[query]}" = 'nonce=a%20b&x=1' ] || fail "query ${J[query]}"
+  [ "${J[bundleId]}" = com.example.app ] || fail "X-Bundle-ID arrived as '${J[bundleId]}'"
+  [ "${J[remoteAddress]}" = 127.0.0.1 ] || fail "REMOTE_ADDR ${J[remoteAddress]}"
+  access_line "${J[requestId]}" | grep -q '"GET /api/v1/attestation/challenge?nonce=a%20b&x=1 HTTP/1.1" 200' \
+    || fail "REQUEST_ID ${J[requestId]} is not the access log's request_id" || return 1
+  http POST /api/v1/attestation/challenge -H 'Content-Type: application/json' --data-binary '{"bundleId":"com.example.app"}'
+  expect_status 200 && parse_json "$BODY" || return 1
+  [ "${J[method]}" = POST ] && [ "${J[bodyLength]}" = 30 ] && [ "${J[contentType]}" = application/json ] \
+    || fail "POST arrived as $(cat "$BODY")"
+}
+check "params arrive: method, path, query, header, REMOTE_ADDR, body, REQUEST_ID = access log id" t_params
+
+t_socket_mode() {
+  [ "$(stat -c %a "$RUN/challenge.sock")" = 660 ] || fail "mode $(stat -c %a "$RUN/challenge.sock")"
+}
+check "the socket is created with mode 0660" t_socket_mode
+
+t_nginx_413() {
+  head -c 70000 /dev/zero > "$DIR/body70k"
+  http POST /api/v1/attestation/challenge --data-binary @"$DIR/body70k"
+  expect_json_error 413 payload_too_large || return 1
+  http POST /api/v1/attestation/challenge -H 'Expect:' --data-binary @"$DIR/body70k"
+  expect_json_error 413 payload_too_large || fail "(without Expect: 100-continue)"
+}
+check "a body over nginx's 64k limit: 413 JSON with code and requestId (with and without Expect)" t_nginx_413
+
+t_app_413() {
+  local i size
+  head -c 2000 /dev/zero > "$DIR/body2k"
+  head -c 60000 /dev/zero > "$DIR/body60k"
+  for i in $(seq 1 5); do
+    for size in 2k 60k; do
+      http POST /api/v1/attestation/refresh -H 'Expect:' --data-binary @"$DIR/body$size"
+      expect_json_error 413 payload_too_large || fail "($size body, attempt $i)" || return 1
+    done
+  done
+  ! grep -E 'prematurely|reset by peer|broken pipe' "$LOG/error.log" || fail "nginx logged an upstream error"
+  http POST /api/v1/attestation/refresh --data-binary @"$DIR/body2k"
+  expect_json_error 413 payload_too_large || fail "(with Expect: 100-continue)"
+  http POST /api/v1/attestation/refresh -H 'Expect:' --data-binary 'short'
+  expect_status 200 || fail "a body under the limit after oversized ones"
+}
+check "a body over the responder's --body-limit: its own 413 JSON reaches nginx cleanly (unread body)" t_app_413
+
+t_verify() {
+  http GET /api/v1/heartbeat
+  expect_status 200 && [ "$(cat "$BODY")" = '{"ok":true}' ] || fail "body: $(cat "$BODY")"
+}
+check "p256-verify pool: one ECDSA verify per request, 200" t_verify
+
+t_kill_worker() {
+  local before victim survivor after new i
+  before=$(sorted_workers "$ECHO")
+  victim=${before%% *}
+  survivor=${before#* }
+  survivor=${survivor%% *}
+  kill -9 "$victim"
+  replaced() { after=$(sorted_workers "$ECHO"); [ "$(wc -w <<< "$after")" = 2 ] && ! grep -qw "$victim" <<< "$after"; }
+  wait_for replaced || fail "workers after kill -9 $victim: $(sorted_workers "$ECHO")" || return 1
+  new=$(comm -13 <(tr ' ' '\n' <<< "$before" | sort) <(tr ' ' '\n' <<< "$after" | sort) | tr -d '\n')
+  [ -n "$new" ] || fail "no new worker pid (before: $before, after: $after)" || return 1
+  grep -q "worker $victim killed by signal 9; restarting" "$LOG/echo.log" || fail "no restart line in the pool log" || return 1
+  for i in 1 2 3; do
+    http GET /api/v1/attestation/challenge
+    expect_status 200 || return 1
+  done
+  # Idle workers are woken in a fixed order, so pause the survivor to see the newcomer serve.
+  kill -STOP "$survivor"
+  http GET /api/v1/attestation/challenge
+  kill -CONT "$survivor"
+  expect_status 200 && parse_json "$BODY" || return 1
+  [ "${J[pid]}" = "$new" ] || fail "answered by ${J[pid]}, expected the new worker $new"
+}
+check "kill -9 of a worker: the master forks a replacement (new pid) and the endpoint keeps answering" t_kill_worker
+
+t_crash_backoff() {
+  local i
+  has_worker() { [ -n "$(bench_workers "$VERIFY")" ]; }
+  # The first kill finds a worker that lived long (restart at once); each further kill hits a
+  # worker younger than a second, so the delay doubles.
+  for i in 1 2 3 4; do
+    wait_for has_worker || fail "no replacement after kill $((i - 1))" || return 1
+    kill -9 $(bench_workers "$VERIFY")
+    sleep 0.02
+  done
+  wait_for has_worker || fail "no replacement after the last kill" || return 1
+  grep -q 'restarting in 0.1 s' "$LOG/verify.log" && grep -q 'restarting in 0.2 s' "$LOG/verify.log" \
+    && grep -q 'restarting in 0.4 s' "$LOG/verify.log" || fail "$(grep restarting "$LOG/verify.log")" || return 1
+  http GET /api/v1/heartbeat
+  expect_status 200
+}
+check "a worker that dies right after starting is restarted with a doubling backoff (0.1, 0.2, 0.4 s)" t_crash_backoff
+
+t_reload() {
+  local before after
+  before=$(sorted_workers "$ECHO")
+  kill -HUP "$ECHO"
+  disjoint() { after=$(sorted_workers "$ECHO"); [ "$(wc -w <<< "$after")" = 2 ] && [ -z "$(comm -12 <(tr ' ' '\n' <<< "$before" | sort) <(tr ' ' '\n' <<< "$after" | sort) | tr -d '\n')" ]; }
+  wait_for disjoint || fail "workers before SIGHUP: $before, after: $(sorted_workers "$ECHO")" || return 1
+  http GET /api/v1/attestation/challenge
+  expect_status 200
+}
+check "SIGHUP replaces every worker and the endpoint keeps answering" t_reload
+
+t_graceful() {
+  local status=0 worker fds c
+  worker=$(bench_workers "$SLOW")
+  fds=$(ls "/proc/$worker/fd" | wc -l)
+  # Two clients at once: the one worker takes the first, the second waits in the backlog.
+  for c in 1 2; do
+    curl -s -o "$DIR/slow$c.body" -w '%{http_code}' "$BASE/api/v1/org/webhooks" > "$DIR/slow$c.status" &
+    eval "client$c=\$!"
+  done
+  in_flight() { [ "$(ls "/proc/$worker/fd" 2>/dev/null | wc -l)" -gt "$fds" ]; }
+  wait_for in_flight || fail "the slow request never reached the worker" || return 1
+  sleep 0.2
+  kill -TERM "$SLOW"
+  wait "$SLOW" || status=$?
+  wait "$client1" "$client2" || true
+  for c in 1 2; do
+    [ "$(cat "$DIR/slow$c.status")" = 200 ] && [ "$(cat "$DIR/slow$c.body")" = '{"ok":true}' ] \
+      || fail "request $c got $(cat "$DIR/slow$c.status"): $(cat "$DIR/slow$c.body")" || return 1
+  done
+  [ "$status" = 0 ] || fail "master exited with $status" || return 1
+  [ ! -e "$RUN/webhooks.sock" ] || fail "socket file left behind" || return 1
+  grep -q 'SIGTERM: stopping 1 workers' "$LOG/slow.log" && grep -q 'worker stopping after 2 requests' "$LOG/slow.log" \
+    || fail "pool log: $(cat "$LOG/slow.log")"
+}
+check "SIGTERM with one slow request in flight and one queued: both complete with 200, master exits 0, socket removed" t_graceful
+
+t_grace_bound() {
+  local pool worker fds status=0 t0 elapsed
+  bench_start_pool pool "$LOG/hung.log" "$BIN" --mode slow --socket "$RUN/validate.sock" --workers 1 --shutdown-grace 1 || return 1
+  worker=$(bench_workers "$pool")
+  fds=$(ls "/proc/$worker/fd" | wc -l)
+  curl -s -o "$DIR/hung.body" -w '%{http_code}' "$BASE/api/v1/attestation/validate" > "$DIR/hung.status" &
+  local client=$!
+  in_flight() { [ "$(ls "/proc/$worker/fd" 2>/dev/null | wc -l)" -gt "$fds" ]; }
+  wait_for in_flight || fail "the request never reached the worker" || return 1
+  kill -STOP "$worker"   # a request that will not finish
+  t0=$(date +%s%N)
+  kill -TERM "$pool"
+  wait "$pool" || status=$?
+  elapsed=$(( ($(date +%s%N) - t0) / 1000000 ))
+  wait "$client" || true
+  [ "$status" = 1 ] || fail "master exited with $status, expected 1 (a worker was killed)" || return 1
+  [ "$elapsed" -ge 900 ] && [ "$elapsed" -lt 4000 ] || fail "stop took $elapsed ms with a 1 s grace" || return 1
+  grep -q 'grace of 1 s over: killing 1 workers' "$LOG/hung.log" || fail "$(cat "$LOG/hung.log")" || return 1
+  [ "$(cat "$DIR/hung.status")" = 502 ] || fail "the killed request got $(cat "$DIR/hung.status")" || return 1
+  [ ! -e "$RUN/validate.sock" ] || fail "socket file left behind"
+}
+check "a request that never finishes: the worker is killed when --shutdown-grace runs out, master exits 1" t_grace_bound
+
+t_502() {
+  http GET /api/v1/org/webhooks
+  expect_json_error 502 unavailable || return 1
+  ! grep -qi '<html' "$BODY" || fail "HTML body"
+  local rid line
+  rid=${J[requestId]}
+  line=$(access_line "$rid") || fail "no access log line with request_id=$rid" || return 1
+  grep -q '" 502 ' <<< "$line" || fail "access log line: $line"
+}
+check "a stopped pool: nginx answers 502 as JSON and its requestId is the access log line's" t_502
+
+t_stale_socket() {
+  local workers pid
+  workers=$(bench_workers "$TRIVIAL")
+  kill -9 "$TRIVIAL"
+  wait "$TRIVIAL" 2>/dev/null || true
+  gone() { for pid in $workers; do kill -0 "$pid" 2>/dev/null && return 1; done; return 0; }
+  wait_for gone || fail "workers $workers outlived their master" || return 1
+  [ -S "$RUN/refresh.sock" ] || fail "expected a stale socket file" || return 1
+  bench_start_pool TRIVIAL "$LOG/trivial2.log" "$BIN" --mode trivial --socket "$RUN/refresh.sock" --workers 1 || return 1
+  http GET /api/v1/attestation/refresh
+  expect_status 200
+}
+check "master killed with -9: its workers exit (parent-death signal); a new pool replaces the stale socket" t_stale_socket
+
+t_socket_in_use() {
+  local status=0
+  "$BIN" --mode trivial --socket "$RUN/challenge.sock" --workers 1 2> "$LOG/second.log" || status=$?
+  [ "$status" = 1 ] || fail "second pool exited with $status" || return 1
+  grep -q 'is in use' "$LOG/second.log" || fail "$(cat "$LOG/second.log")" || return 1
+  http GET /api/v1/attestation/challenge
+  expect_status 200
+}
+check "a second pool on a live socket refuses to start and leaves the first one serving" t_socket_in_use
+
+t_404() {
+  http GET /api/v1/nope
+  expect_json_error 404 not_found
+}
+check "unknown path: 404 JSON not_found" t_404
+
+t_jwks() {
+  local path
+  for path in /.well-known/jwks.json /api/v1/attestation/public-key; do
+    http GET "$path"
+    expect_status 200 || return 1
+    [ "$(header "$HEADERS" Content-Type)" = application/json ] || fail "$path Content-Type $(header "$HEADERS" Content-Type)" || return 1
+    [ "$(header "$HEADERS" Cache-Control)" = "public,max-age=300" ] || fail "$path Cache-Control $(header "$HEADERS" Cache-Control)" || return 1
+    cmp -s "$BODY" "$DIR/data/jwks.json" || fail "$path body differs from jwks.json" || return 1
+  done
+}
+check "JWKS served from the data directory at both paths, application/json, Cache-Control max-age=300" t_jwks
+
+t_429() {
+  local i
+  for i in $(seq 1 40); do echo "url = $BASE/api/v1/attestation/challenge"; done > "$DIR/urls"
+  curl -s -o /dev/null -w '%{http_code}\n' -K "$DIR/urls" > "$DIR/codes"
+  grep -q 429 "$DIR/codes" || fail "no 429 in 40 quick requests: $(sort "$DIR/codes" | uniq -c | tr '\n' ' ')" || return 1
+  http GET /api/v1/attestation/challenge
+  expect_json_error 429 rate_limited || return 1
+  [ "$(header "$HEADERS" Retry-After)" = 1 ] || fail "Retry-After '$(header "$HEADERS" Retry-After)'"
+}
+check "challenge flood from one IP: 429 JSON rate_limited with Retry-After" t_429
+
+t_clean_stop() {
+  local status=0
+  bench_stop_pool "$ECHO" || status=$?
+  [ "$status" = 0 ] || fail "echo master exited with $status" || return 1
+  [ ! -e "$RUN/challenge.sock" ] || fail "socket file left behind" || return 1
+  [ -z "$(bench_workers "$ECHO")" ] || fail "workers left"
+}
+check "SIGTERM on an idle pool: master exits 0 and removes its socket" t_clean_stop
+
+bench_stop_nginx
+echo "fastcgi e2e: $PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

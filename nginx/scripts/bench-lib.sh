@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Reusable pieces for AttestEdge's benchmark and end-to-end scripts: source it, then call the
+# bench_* functions. Everything it starts is a child of the calling script and is recorded, so
+# `trap bench_cleanup EXIT` stops whatever is still running.
+#
+#   bench_root                          the repository root
+#   bench_free_port                     a free TCP port on 127.0.0.1
+#   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
+#                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
+#                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit)
+#   bench_start_nginx DIR               nginx in the foreground as a child; waits until it answers
+#   bench_stop_nginx                    graceful stop (SIGQUIT), then wait
+#   bench_start_pool VAR LOG BIN ARGS…  start a FastCGI pool (BIN ARGS… must include --socket);
+#                                       VAR receives the master's pid; waits for its workers
+#   bench_stop_pool PID                 SIGTERM, wait; returns the master's exit status
+#   bench_workers PID                   the worker pids of a pool master, one a line
+#   bench_rss_kib PID                   resident memory of a process, KiB
+#   bench_wrk URL THREADS CONNS SECS [MASTER]
+#                                       run wrk; sets BENCH_RPS (requests/s) and, with MASTER,
+#                                       BENCH_LOADED_RSS (each worker's RSS in KiB, mid-run)
+#   bench_cleanup                       stop everything started here that is still running
+set -euo pipefail
+
+BENCH_CHILDREN=()
+BENCH_NGINX_PID=""
+BENCH_NGINX_PORT=""
+BENCH_RPS=""
+BENCH_LOADED_RSS=""
+
+bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
+
+bench_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+bench_render_nginx() {
+  local dir=$1 port=$2 src user
+  src="$(bench_root)/nginx"
+  mkdir -p "$dir/conf" "$dir/logs" "$dir/run" "$dir/data"
+  user=$(id -un)
+  local subst=(-e "s|@LISTEN@|127.0.0.1:$port|g" -e "s|@RUN_DIR@|$dir/run|g" -e "s|@LOG_DIR@|$dir/logs|g"
+               -e "s|@DATA_DIR@|$dir/data|g" -e "s|@CONF_DIR@|$dir/conf|g" -e "s|@USER@|$user|g")
+  sed "${subst[@]}" "$src/nginx.conf" > "$dir/conf/nginx.conf"
+  sed "${subst[@]}" "$src/site.conf" > "$dir/conf/site.conf"
+  cp "$src/fastcgi_params" "$dir/conf/fastcgi_params"
+  if [ "${BENCH_NO_RATE_LIMIT:-0}" = 1 ]; then
+    sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
+  fi
+  if grep -q '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf"; then
+    echo "bench_render_nginx: unreplaced placeholder:" >&2
+    grep -n '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf" >&2
+    return 1
+  fi
+  BENCH_NGINX_PORT=$port
+}
+
+bench_start_nginx() {
+  local dir=$1 i
+  nginx -t -q -p "$dir/run" -c "$dir/conf/nginx.conf" -e "$dir/logs/error.log"
+  nginx -p "$dir/run" -c "$dir/conf/nginx.conf" -e "$dir/logs/error.log" &
+  BENCH_NGINX_PID=$!
+  BENCH_CHILDREN+=("$BENCH_NGINX_PID")
+  for i in $(seq 1 100); do
+    if curl -s -o /dev/null "http://127.0.0.1:$BENCH_NGINX_PORT/"; then return 0; fi
+    kill -0 "$BENCH_NGINX_PID" 2>/dev/null || { echo "nginx exited; see $dir/logs/error.log" >&2; return 1; }
+    sleep 0.05
+  done
+  echo "nginx did not answer on port $BENCH_NGINX_PORT" >&2
+  return 1
+}
+
+bench_stop_nginx() {
+  [ -n "$BENCH_NGINX_PID" ] || return 0
+  kill -QUIT "$BENCH_NGINX_PID" 2>/dev/null || true
+  wait "$BENCH_NGINX_PID" 2>/dev/null || true
+  BENCH_NGINX_PID=""
+}
+
+bench_start_pool() {
+  local var=$1 log=$2 bin=$3 socket="" workers=2 i pid
+  shift 3
+  local args=("$@")
+  for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+      --socket) socket=${args[i + 1]} ;;
+      --socket=*) socket=${args[i]#--socket=} ;;
+      --workers) workers=${args[i + 1]} ;;
+      --workers=*) workers=${args[i]#--workers=} ;;
+    esac
+  done
+  "$bin" "${args[@]}" 2>>"$log" &
+  pid=$!
+  BENCH_CHILDREN+=("$pid")
+  printf -v "$var" '%s' "$pid"
+  for i in $(seq 1 200); do
+    if [ -S "$socket" ] && [ "$(bench_workers "$pid" | wc -l)" -ge "$workers" ]; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || { echo "pool $bin exited; see $log" >&2; return 1; }
+    sleep 0.05
+  done
+  echo "pool $bin did not start $workers workers on $socket; see $log" >&2
+  return 1
+}
+
+bench_stop_pool() {
+  local pid=$1 status=0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  wait "$pid" || status=$?
+  return "$status"
+}
+
+bench_workers() {
+  ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true
+}
+
+bench_rss_kib() {
+  awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+
+bench_wrk() {
+  local url=$1 threads=$2 conns=$3 secs=$4 master=${5:-} out pid w
+  out=$(mktemp)
+  wrk -t"$threads" -c"$conns" -d"${secs}s" "$url" > "$out" 2>&1 &
+  pid=$!
+  BENCH_LOADED_RSS=""
+  if [ -n "$master" ]; then
+    sleep "$(awk -v s="$secs" 'BEGIN { print s / 2 }')"
+    for w in $(bench_workers "$master"); do BENCH_LOADED_RSS+="$(bench_rss_kib "$w") "; done
+    BENCH_LOADED_RSS=${BENCH_LOADED_RSS% }
+  fi
+  wait "$pid" || { cat "$out" >&2; rm -f "$out"; return 1; }
+  BENCH_RPS=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
+  if grep -q 'Non-2xx' "$out"; then
+    echo "warning: wrk saw non-2xx responses: $(grep 'Non-2xx' "$out")" >&2
+  fi
+  rm -f "$out"
+  [ -n "$BENCH_RPS" ]
+}
+
+bench_cleanup() {
+  local pid i
+  for pid in "${BENCH_CHILDREN[@]}"; do
+    kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null || true
+  done
+  for i in $(seq 1 40); do
+    local alive=0
+    for pid in "${BENCH_CHILDREN[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.05
+  done
+  for pid in "${BENCH_CHILDREN[@]}"; do
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  BENCH_CHILDREN=()
+}
