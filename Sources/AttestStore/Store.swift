@@ -38,6 +38,22 @@ public final class Store {
         } else {
             syncThread = nil
         }
+        try checkSchema()
+    }
+
+    /// The layout of the whole store, in `meta` under "schema". A store written by a build with
+    /// another schema is refused rather than misread.
+    public static let schemaVersion: UInt8 = 1
+
+    private func checkSchema() throws {
+        let key = Array("schema".utf8)
+        if let stored = try read({ try $0.get(.meta, key) }) {
+            guard stored == [Self.schemaVersion] else {
+                throw StoreError(.open, "\(directory) has store schema \(stored.first.map(String.init) ?? "?"); this build reads \(Self.schemaVersion)")
+            }
+            return
+        }
+        try write([.durable]) { txn in _ = try txn.put(.meta, key, [Self.schemaVersion], noOverwrite: true) }
     }
 
     deinit { syncThread?.stop() }
@@ -82,5 +98,12 @@ public final class Store {
             for db in Database.allCases { counts[db] = try txn.count(db) }
             return counts
         }
+    }
+}
+
+extension Store {
+    /// Map size and bytes in use of each environment (how close a `full` error is).
+    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] {
+        [(.durable, durable.usage().mapSize, durable.usage().used), (.ephemeral, ephemeral.usage().mapSize, ephemeral.usage().used)]
     }
 }

@@ -16,6 +16,10 @@ enum DeviceCLI {
           refresh     challenge → assertion (counter + 1) → POST /refresh; saves the new token
           heartbeat   POST /api/v1/heartbeat with the saved token
           show        print the saved state (keyId, deviceId, counter, token claims)
+          body validate|refresh [--challenge C] [--counter N]
+                      print one request body without sending it (for tests that tamper or race):
+                      validate: a new, unsaved key; refresh: the saved device at --counter N
+                      (not advanced) or at the next counter (advanced)
           batch validate|refresh --count N --out FILE [--devices M]
                       pre-generate request bodies (one JSON body per line) for a load tool:
                       validate: N fresh keys and attestations; refresh: M enrolled devices
@@ -41,7 +45,7 @@ enum DeviceCLI {
         do {
             let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment", "device-model",
                                                     "os-version", "app-version", "app-build", "platform", "fingerprint",
-                                                    "subject", "count", "out", "devices", "concurrency"],
+                                                    "subject", "count", "out", "devices", "challenge", "counter"],
                                      switches: ["json"])
             let options = try DeviceOptions(args)
             switch try args.positional(0, "COMMAND (enroll, refresh, heartbeat, show, batch)") {
@@ -49,6 +53,7 @@ enum DeviceCLI {
             case "refresh": return try RefreshCommand.run(options)
             case "heartbeat": return try Heartbeat.run(options)
             case "show": return try Show.run(options)
+            case "body": return try BodyCommand.run(options, kind: try args.positional(1, "body kind (validate or refresh)"), args: args)
             case "batch": return try Batch.run(options, kind: try args.positional(1, "batch kind (validate or refresh)"), args: args)
             case let other: throw UsageError("unknown command \(other)")
             }

@@ -12,6 +12,7 @@ let commands: [Command] = [
     configCommand,
     keysCommand,
     deviceCommand,
+    storeCommand,
     serveCommand,
     verifyCommand,
     benchCommand,

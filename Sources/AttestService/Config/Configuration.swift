@@ -27,6 +27,10 @@ public struct Configuration: Sendable, Equatable {
     public var testRoots: [String] = []
     /// `rateLimits.validatePerIPPerMinute`: 0 disables the per-IP limit on validate.
     public var validatePerIPPerMinute = 120
+    /// `rateLimits.challengePerIPPerSecond`, `rateLimits.challengeBurst`: nginx's per-IP limit
+    /// on the challenge endpoint (rendered into site.conf by `attestctl serve`).
+    public var challengePerIPPerSecond = 10
+    public var challengeBurst = 20
     /// `webhooks.allowPrivateAddresses`.
     public var allowPrivateWebhookAddresses = false
 

@@ -70,6 +70,8 @@ public struct ConfigurationKey: Sendable {
                          kind: .stringList, get: { .array($0.testRoots.map { .string($0) }) },
                          set: { c, v in c.testRoots = v.arrayValue!.map { $0.stringValue! } }),
         .int("rateLimits.validatePerIPPerMinute", "Validate requests per client IP per minute (0: no limit).", 0...1_000_000, \.validatePerIPPerMinute),
+        .int("rateLimits.challengePerIPPerSecond", "Challenge requests per client IP per second, enforced by nginx (site.conf).", 1...1_000_000, \.challengePerIPPerSecond),
+        .int("rateLimits.challengeBurst", "Challenge requests per client IP served at once above the rate (nginx burst).", 0...1_000_000, \.challengeBurst),
         ConfigurationKey(name: "webhooks.allowPrivateAddresses", doc: "Allow webhook URLs on private, loopback or link-local addresses (tests).",
                          kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
                          set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),

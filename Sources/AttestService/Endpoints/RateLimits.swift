@@ -2,7 +2,9 @@ import AttestCore
 import AttestStore
 
 /// Fixed one-minute windows in the ephemeral store: the organization's bucket, shared by
-/// validate and refresh, and validate's per-IP limit.
+/// validate and refresh, and validate's per-IP limit. A 429 carries `Retry-After` and
+/// `X-RateLimit-Reset` both in seconds from now (as nginx's own 429 does), `X-RateLimit-Limit`
+/// and `X-RateLimit-Remaining`.
 extension ServiceContext {
     static let rateWindowSeconds: Int64 = 60
 
@@ -28,7 +30,7 @@ extension ServiceContext {
                                hint: "Back off and retry after the Retry-After header's seconds.",
                                log: "bucket \(bucket)",
                                headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(limit)),
-                                         ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", String(windowEnd))])
+                                         ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", String(retry))])
         }
     }
 }

@@ -94,3 +94,14 @@ final class LMDBEnvironment {
         return stat.ms_entries
     }
 }
+
+extension LMDBEnvironment {
+    /// (map size, bytes in use) of the environment.
+    func usage() -> (mapSize: Int, used: Int) {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        mdb_env_info(env, &info)
+        mdb_env_stat(env, &stat)
+        return (info.me_mapsize, (info.me_last_pgno + 1) * Int(stat.ms_psize))
+    }
+}

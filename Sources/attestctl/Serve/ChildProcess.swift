@@ -8,12 +8,17 @@ final class ChildProcess {
     let name: String
     let pid: pid_t
     let logFile: String
+    let executable: String
+    let arguments: [String]
+    let startedAt = monotonicSeconds()
     private(set) var exitStatus: Int32?
 
     /// Starts `executable` with `arguments`; stdout and stderr go to `logFile`.
     init(name: String, executable: String, arguments: [String], logFile: String) throws {
         self.name = name
         self.logFile = logFile
+        self.executable = executable
+        self.arguments = arguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -38,6 +43,11 @@ final class ChildProcess {
         let rc = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
         guard rc == 0 else { throw CommandFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
         pid = child
+    }
+
+    /// A new process with the same command line.
+    func respawn() throws -> ChildProcess {
+        try ChildProcess(name: name, executable: executable, arguments: arguments, logFile: logFile)
     }
 
     /// Whether it is still running (reaps it when it has exited).

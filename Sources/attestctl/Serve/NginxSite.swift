@@ -25,14 +25,25 @@ struct NginxSite {
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
-    func render(data: DataDirectory, listen: String, user: String) throws -> String {
+    /// Locations of pools in `absentPools` (responders this build does not have yet) answer
+    /// 501 `not_implemented` as JSON instead of passing to a socket nobody listens on.
+    func render(data: DataDirectory, configuration c: Configuration, user: String, absentPools: [String]) throws -> String {
         let values = [
-            "@LISTEN@": listen, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
+            "@LISTEN@": c.listen, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user,
+            "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
         for file in Self.files {
             guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
+            for pool in absentPools {
+                let message = "this server does not run the \(pool) responder yet"
+                text = text.replacingAll("fastcgi_pass unix:@RUN_DIR@/\(pool).sock;", with:
+                    "default_type application/json; return 501 '{\"error\":\"\(message)\",\"code\":\"not_implemented\",\"requestId\":\"$request_id\",\"reason\":\"\(message)\"}\\n';")
+            }
             for (placeholder, value) in values { text = text.replacingAll(placeholder, with: value) }
+            if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
+                throw CommandFailure("\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
+            }
             try FileIO.writeAtomically(data.nginxDirectory + "/" + file, text: text)
         }
         return data.nginxDirectory + "/nginx.conf"

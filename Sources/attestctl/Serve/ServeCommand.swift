@@ -40,6 +40,9 @@ struct Serve {
     }
 
     static let endpoints: [Endpoint] = [.challenge, .validate, .refresh]
+    /// Pools site.conf routes to that later capabilities add (heartbeat and usage, webhooks):
+    /// while their executables are absent their locations answer 501 JSON.
+    static let optionalPools = ["mad", "webhooks"]
 
     func run() throws -> Int32 {
         if !data.isInitialised {
@@ -52,7 +55,9 @@ struct Serve {
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
         let site = try NginxSite.locate(args.value("nginx-templates"))
-        let nginxConf = try site.render(data: data, listen: config.listen, user: NginxSite.currentUser())
+        let binaries = executableDirectory()
+        let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
+        let nginxConf = try site.render(data: data, configuration: config, user: NginxSite.currentUser(), absentPools: absent)
         guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
         var signals = sigset_t()
@@ -66,7 +71,6 @@ struct Serve {
             for child in children where !child.wait(seconds: 12) { child.signal(SIGKILL); _ = child.wait(seconds: 2) }
         }
         do {
-            let binaries = executableDirectory()
             for endpoint in Self.endpoints {
                 let name = "attest-\(endpoint.rawValue)"
                 let exe = binaries + "/" + name
@@ -88,13 +92,24 @@ struct Serve {
         }
         // Wait for Ctrl-C, SIGTERM, or a child that exits.
         var received: Int32 = 0
+        var quickFailures = [String: Int]()
         while true {
             sigwait(&signals, &received)
             if received == SIGCHLD {
-                if let dead = children.first(where: { !$0.isRunning }) {
-                    Output.err("\(dead.name) \(dead.exitDescription); stopping. Its log (\(dead.logFile)):\n\(dead.logTail())")
-                    stopAll()
-                    return 1
+                for (i, dead) in children.enumerated() where !dead.isRunning {
+                    // nginx is the front door: without it nothing works, so stop. A pool is
+                    // restarted (its location answers 502 JSON meanwhile) unless it keeps dying
+                    // at start, which is a configuration problem worth stopping for.
+                    let quick = monotonicSeconds() - dead.startedAt < 2
+                    quickFailures[dead.name] = quick ? (quickFailures[dead.name] ?? 0) + 1 : 0
+                    if dead.name == "nginx" || (quickFailures[dead.name] ?? 0) >= 3 {
+                        Output.err("\(dead.name) \(dead.exitDescription); stopping. Its log (\(dead.logFile)):\n\(dead.logTail())")
+                        stopAll()
+                        return 1
+                    }
+                    Output.err("\(dead.name) \(dead.exitDescription); restarting it (see \(dead.logFile))")
+                    if quick { usleep(500_000) }
+                    children[i] = try dead.respawn()
                 }
                 continue
             }

@@ -1,0 +1,41 @@
+import AttestCore
+import AttestStore
+import CLISupport
+
+/// `attestctl store stats`: entry counts per database and how full each environment is.
+let storeCommand = Command(
+    name: "store",
+    summary: "show entry counts per database and map usage",
+    usage: """
+        usage: attestctl store stats [--json] [--data DIR]
+
+        Reads a consistent snapshot while the pools run. A map near full answers 503 soon:
+        raise store.durableMapSizeMiB / store.ephemeralMapSizeMiB and restart.
+        """,
+    run: { argv in
+        let (_, rest) = try subcommand(argv, ["stats"])
+        let args = try Arguments(rest, valued: ["data"], switches: ["json"])
+        let (_, store) = try openStore(dataDirectory(args))
+        let counts = try store.entryCounts()
+        let usage = store.usage()
+        if args.flag("json") {
+            Output.out(JSONValue.object([
+                ("databases", .object(Database.allCases.map { ($0.rawValue, .int(Int64(counts[$0] ?? 0))) })),
+                ("environments", .object(usage.map { ($0.environment.rawValue, ["mapSize": .int(Int64($0.mapSize)), "used": .int(Int64($0.used))]) })),
+            ]).prettyJSONText)
+        } else {
+            Output.out(Output.table(["DATABASE", "ENVIRONMENT", "ENTRIES"], Database.allCases.map {
+                [$0.rawValue, $0.environment.rawValue, String(counts[$0] ?? 0)]
+            }))
+            Output.out("")
+            Output.out(Output.table(["ENVIRONMENT", "USED", "MAP SIZE", "FULL"], usage.map {
+                [$0.environment.rawValue, mib($0.used), mib($0.mapSize), "\(($0.used * 1000 / max(1, $0.mapSize) + 5) / 10)%"]
+            }))
+        }
+        return 0
+    })
+
+func mib(_ bytes: Int) -> String {
+    let tenths = (bytes * 10 + (1 << 19)) >> 20
+    return "\(tenths / 10).\(tenths % 10) MiB"
+}
