@@ -1,0 +1,187 @@
+"""Helpers for the end-to-end suites: a whole AttestEdge stack started with `attestctl serve`
+in a temporary data directory, HTTP through its nginx, the CLIs, and a PASS/FAIL tally."""
+import base64
+import hashlib
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BIN = os.environ.get("ATTEST_BIN", os.path.join(ROOT, ".build", "release"))
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def unb64(text: str) -> bytes:
+    return base64.b64decode(text + "=" * (-len(text) % 4))
+
+
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+class Tally:
+    """Counts checks; each prints PASS or FAIL with what it saw."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"PASS: {name}", flush=True)
+        else:
+            self.failed.append(name)
+            print(f"FAIL: {name}" + (f" -- {detail}" if detail else ""), flush=True)
+        return ok
+
+    def summary(self, suite):
+        total = self.passed + len(self.failed)
+        print(f"{suite}: {self.passed}/{total} checks passed" + (f"; failed: {', '.join(self.failed)}" if self.failed else ""))
+        return 0 if not self.failed else 1
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers}
+        self.body = body
+
+    @property
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def __repr__(self):
+        return f"HTTP {self.status} {self.body[:300]!r}"
+
+
+class Stack:
+    """`attestctl serve` on a free loopback port with a fresh data directory."""
+
+    def __init__(self, setup=None, workers=2, sync=None):
+        self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ctl("init", "--test-ca")
+        self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
+        self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
+        if sync:
+            self.ctl("config", "set", "store.sync", sync)
+        if setup:
+            setup(self)
+        self.log = open(os.path.join(self.dir, "serve.out"), "w")
+        self.serve = subprocess.Popen(
+            [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
+             "--workers", str(workers)], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.serve.poll() is not None:
+                raise RuntimeError("attestctl serve exited:\n" + self.serve_output())
+            if "AttestEdge is up" in self.serve_output():
+                return
+            time.sleep(0.1)
+        raise RuntimeError("attestctl serve did not come up:\n" + self.serve_output())
+
+    def serve_output(self):
+        with open(os.path.join(self.dir, "serve.out")) as f:
+            return f.read()
+
+    def stop(self):
+        if self.serve.poll() is None:
+            self.serve.send_signal(signal.SIGTERM)
+            try:
+                self.serve.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+        return self.serve.returncode
+
+    def ctl(self, *args, check=True):
+        p = subprocess.run([os.path.join(BIN, "attestctl"), *args, "--data", self.data], capture_output=True, text=True)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"attestctl {' '.join(args)} failed: {p.stdout}{p.stderr}")
+        return p
+
+    def ctl_json(self, *args):
+        return json.loads(self.ctl(*args, "--json").stdout)
+
+    def device(self, state, *args, team="ABCDE12345", bundle="com.example.app"):
+        return subprocess.run(
+            [os.path.join(BIN, "attest-device"), "--server", self.base, "--team", team, "--bundle", bundle,
+             "--state", state, "--test-ca", os.path.join(self.data, "test-ca", "ca.pem"), *args],
+            capture_output=True, text=True)
+
+    def state(self, name):
+        return os.path.join(self.dir, name + ".json")
+
+    def http(self, method, path, headers=None, body=None, timeout=30):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        conn.request(method, path, body=data, headers=h)
+        r = conn.getresponse()
+        result = Response(r.status, r.getheaders(), r.read())
+        conn.close()
+        return result
+
+    def access_log_has(self, request_id, status):
+        with open(os.path.join(self.data, "log", "access.log")) as f:
+            return any(f"request_id={request_id}" in line and f'" {status} ' in line for line in f)
+
+    def pool_master(self, endpoint):
+        out = subprocess.run(["pgrep", "-f", f"attest-{endpoint} --socket"], capture_output=True, text=True).stdout.split()
+        pids = [int(p) for p in out]
+        parents = {p: int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1]) for p in pids if os.path.exists(f"/proc/{p}")}
+        masters = [p for p in pids if parents.get(p) == self.serve.pid]
+        return masters[0] if masters else None
+
+    def pool_workers(self, endpoint):
+        master = self.pool_master(endpoint)
+        if master is None:
+            return []
+        out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
+        return sorted(int(p) for p in out)
+
+
+def app_headers(team="ABCDE12345", bundle="com.example.app"):
+    return {"X-Bundle-ID": bundle, "X-Team-ID": team}
+
+
+def cbor_map_of_bytes(pairs):
+    """CBOR for {text: bytes, …}: all a hand-made assertion needs."""
+    def head(major, n):
+        if n < 24:
+            return bytes([major << 5 | n])
+        if n < 256:
+            return bytes([major << 5 | 24, n])
+        return bytes([major << 5 | 25]) + n.to_bytes(2, "big")
+    out = head(5, len(pairs))
+    for k, v in pairs:
+        kb = k.encode()
+        out += head(3, len(kb)) + kb + head(2, len(v)) + v
+    return out
+
+
+ISO_SECONDS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""End-to-end through real nginx: the challenge endpoint, the error envelope, pools that die
+or stop (issue: runtime and challenge), and the device flow with attest-device, tokens
+against the JWKS with PyJWT, every refusal's status and code, and the two races (issue:
+validate, refresh, tokens). Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+import concurrent.futures
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from stack import ISO_SECONDS, Stack, Tally, app_headers, b64, cbor_map_of_bytes, sha256, unb64  # noqa: E402
+
+import jwt  # PyJWT, from PyPI: an independent verifier
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+
+T = Tally()
+A = app_headers()
+OTHER = app_headers("OTHER12345", "com.example.other")
+
+
+def setup(stack):
+    stack.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
+    stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app", "--env", "both")
+    stack.ctl("app", "add", "--org", "acme", "--team", "OTHER12345", "--bundle", "com.example.other")
+
+
+def challenge(stack, headers=A):
+    r = stack.http("GET", "/api/v1/attestation/challenge", headers)
+    assert r.status == 200, r
+    return r.json["challenge"]
+
+
+def envelope_ok(stack, r, status, code):
+    j = r.json or {}
+    ok = (r.status == status and j.get("code") == code and isinstance(j.get("error"), str) and j.get("reason") == j.get("error")
+          and isinstance(j.get("requestId"), str) and len(j["requestId"]) > 0)
+    return ok, f"{r!r}"
+
+
+def expect(stack, name, r, status, code):
+    ok, detail = envelope_ok(stack, r, status, code)
+    T.check(f"{name}: {status} {code}", ok, detail)
+
+
+def body_from(p):
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def challenge_checks(s):
+    r = s.http("GET", "/api/v1/attestation/challenge", A)
+    j = r.json or {}
+    T.check("challenge: 200 with exactly challenge, expiresAt, expiresIn", r.status == 200 and set(j) == {"challenge", "expiresAt", "expiresIn"}, repr(r))
+    T.check("challenge: expiresAt has no fractional seconds", bool(ISO_SECONDS.match(j.get("expiresAt", ""))), j.get("expiresAt"))
+    T.check("challenge: expiresIn is 300", j.get("expiresIn") == 300)
+    T.check("challenge: JSON content type", r.headers.get("content-type", "").startswith("application/json"))
+    r = s.http("GET", "/api/v1/attestation/challenge", {"X-Bundle-ID": "com.unknown", "X-Team-ID": "ABCDE12345"})
+    expect(s, "challenge for an unknown app", r, 403, "app_not_registered")
+    rid = (r.json or {}).get("requestId", "")
+    T.check("error envelope: requestId is the id nginx logged", s.access_log_has(rid, 403), rid)
+    T.check("error envelope: hint present and a string", isinstance((r.json or {}).get("hint"), str))
+    # A challenge bound to app A is invalid for app B.
+    c = challenge(s, A)
+    body = body_from(s.device(s.state("bind"), "body", "validate", "--challenge", c, team="OTHER12345", bundle="com.example.other"))
+    expect(s, "challenge bound to another app", s.http("POST", "/api/v1/attestation/validate", OTHER, body), 400, "challenge_invalid")
+    big = b"{" + b" " * 70_000 + b"}"
+    expect(s, "oversized body", s.http("POST", "/api/v1/attestation/validate", A, big), 413, "payload_too_large")
+    expect(s, "non-JSON body", s.http("POST", "/api/v1/attestation/validate", A, b"hello"), 400, "bad_request")
+    r = s.http("GET", "/nowhere")
+    expect(s, "unknown path", r, 404, "not_found")
+
+
+def no_store_growth(s):
+    before = s.ctl_json("store", "stats")["databases"]
+    started = time.time()
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    ok = 0
+    for _ in range(10_000):
+        conn.request("GET", "/api/v1/attestation/challenge", headers=A)
+        r = conn.getresponse()
+        r.read()
+        ok += r.status == 200
+    conn.close()
+    after = s.ctl_json("store", "stats")["databases"]
+    T.check(f"10,000 challenges answered 200 ({time.time() - started:.1f}s)", ok == 10_000, f"{ok} ok")
+    T.check("10,000 challenges leave every database's entry count unchanged", before == after, f"{before} -> {after}")
+
+
+def killed_worker(s):
+    workers = s.pool_workers("challenge")
+    T.check("challenge pool has its workers", len(workers) >= 1, str(workers))
+    if not workers:
+        return
+    os.kill(workers[0], signal.SIGKILL)
+    deadline = time.time() + 10
+    replaced = []
+    while time.time() < deadline:
+        now = s.pool_workers("challenge")
+        if workers[0] not in now and len(now) == len(workers):
+            replaced = now
+            break
+        time.sleep(0.05)
+    T.check("a killed worker is replaced", bool(replaced), f"{workers} -> {s.pool_workers('challenge')}")
+    codes = [s.http("GET", "/api/v1/attestation/challenge", A).status for _ in range(50)]
+    T.check("the endpoint keeps answering after a worker is killed", codes == [200] * 50, str(set(codes)))
+
+
+def stopped_pool(s):
+    os.kill(s.serve.pid, signal.SIGSTOP)  # hold serve so it does not restart the pool at once
+    try:
+        master = s.pool_master("refresh")
+        os.kill(master, signal.SIGTERM)
+        deadline = time.time() + 15
+        while time.time() < deadline and os.path.exists(f"/proc/{master}") and open(f"/proc/{master}/stat").read().split(") ")[1][0] != "Z":
+            time.sleep(0.05)
+        r = s.http("POST", "/api/v1/attestation/refresh", A, {"keyId": "x"})
+        expect(s, "a stopped pool answers as JSON", r, 502, "unavailable")
+        T.check("502 is JSON, not HTML", r.headers.get("content-type", "").startswith("application/json") and b"<html" not in r.body.lower())
+        T.check("502 requestId is the id nginx logged", s.access_log_has((r.json or {}).get("requestId", "?"), 502))
+    finally:
+        os.kill(s.serve.pid, signal.SIGCONT)
+    deadline = time.time() + 15
+    status = 0
+    while time.time() < deadline:
+        status = s.http("POST", "/api/v1/attestation/refresh", A, {}).status
+        if status != 502:
+            break
+        time.sleep(0.1)
+    T.check("serve restarts the stopped pool", status == 400, f"status {status}")
+
+
+def device_flow(s):
+    st = s.state("flow")
+    p = s.device(st, "enroll")
+    T.check("attest-device enroll", p.returncode == 0, p.stderr)
+    for i in range(3):
+        p = s.device(st, "refresh")
+        T.check(f"attest-device refresh #{i + 1}", p.returncode == 0, p.stderr)
+    shown = json.loads(s.device(st, "show", "--json").stdout)
+    T.check("counter is 3 after three refreshes", shown["counter"] == 3, str(shown.get("counter")))
+    stored = s.ctl_json("device", "show", shown["keyId"])
+    T.check("the store's counter is 3", stored["counter"] == 3 and stored["status"] == "active", json.dumps(stored)[:200])
+    r = s.http("POST", "/api/v1/heartbeat", dict(A, Authorization="Bearer x"), {"appState": "active"})
+    expect(s, "heartbeat route present until the accounting responder lands", r, 501, "not_implemented")
+    # Tokens: PyJWT against the JWKS nginx serves.
+    jwks = s.http("GET", "/.well-known/jwks.json")
+    alt = s.http("GET", "/api/v1/attestation/public-key")
+    T.check("JWKS at both paths, same document", jwks.status == 200 and alt.status == 200 and jwks.body == alt.body)
+    T.check("JWKS is JSON with a cache lifetime", jwks.headers.get("content-type", "").startswith("application/json")
+            and "max-age" in jwks.headers.get("cache-control", ""))
+    token = json.loads(open(st).read())["fields"]["token"]
+    header = jwt.get_unverified_header(token)
+    keys = {k["kid"]: k for k in jwks.json["keys"]}
+    try:
+        key = jwt.PyJWK.from_dict(keys[header["kid"]]).key
+        claims = jwt.decode(token, key=key, algorithms=["ES256"], audience="com.example.app", issuer="attestedge")
+        T.check("the token verifies with PyJWT against the served JWKS", claims["device_id"] == shown["deviceId"], str(claims)[:200])
+    except Exception as e:  # noqa: BLE001 - any failure is the finding
+        T.check("the token verifies with PyJWT against the served JWKS", False, repr(e))
+    # Rotation: a new key signs, the old token still verifies against the JWKS.
+    s.ctl("keys", "rotate")
+    time.sleep(1.1)
+    p = s.device(st, "refresh")
+    new_token = json.loads(open(st).read())["fields"]["token"]
+    jwks = s.http("GET", "/.well-known/jwks.json").json
+    kids = [k["kid"] for k in jwks["keys"]]
+    T.check("after rotation the JWKS holds the new and the previous key", len(kids) == 2 and header["kid"] in kids, str(kids))
+    T.check("after rotation new tokens carry the new kid", p.returncode == 0 and jwt.get_unverified_header(new_token)["kid"] == kids[0],
+            p.stderr)
+
+
+def refusals(s):
+    st = s.state("refusals")
+    s.device(st, "enroll")
+    # Replays.
+    c = challenge(s)
+    body = body_from(s.device(s.state("r1"), "body", "validate", "--challenge", c))
+    T.check("validate with a fresh challenge", s.http("POST", "/api/v1/attestation/validate", A, body).status == 200)
+    body2 = body_from(s.device(s.state("r2"), "body", "validate", "--challenge", c))
+    expect(s, "validate replaying a challenge", s.http("POST", "/api/v1/attestation/validate", A, body2), 400, "challenge_already_used")
+    expect(s, "validate replaying an attestation", s.http("POST", "/api/v1/attestation/validate", A,
+                                                        dict(body, challenge=challenge(s))), 400, "client_data_hash_invalid")
+    c = challenge(s)
+    rb = body_from(s.device(st, "body", "refresh", "--challenge", c))
+    T.check("refresh with the next counter", s.http("POST", "/api/v1/attestation/refresh", A, rb).status == 200)
+    expect(s, "refresh replaying a challenge", s.http("POST", "/api/v1/attestation/refresh", A, rb), 400, "challenge_already_used")
+    # Bad input.
+    expect(s, "validate with a keyId that is not base64", s.http("POST", "/api/v1/attestation/validate", A,
+                                                               dict(body_from(s.device(s.state("r3"), "body", "validate")), keyId="!!!")), 400, "key_id_invalid")
+    vb = body_from(s.device(s.state("r4"), "body", "validate"))
+    expect(s, "validate with attestationObject not base64", s.http("POST", "/api/v1/attestation/validate", A, dict(vb, attestationObject="%%")),
+           400, "attestation_object_invalid")
+    missing = {k: v for k, v in body_from(s.device(s.state("r5"), "body", "validate")).items() if k != "keyId"}
+    expect(s, "validate without keyId", s.http("POST", "/api/v1/attestation/validate", A, missing), 400, "key_id_invalid")
+    missing = {k: v for k, v in body_from(s.device(s.state("r6"), "body", "validate")).items() if k != "bundleId"}
+    expect(s, "validate without bundleId", s.http("POST", "/api/v1/attestation/validate", A, missing), 400, "bad_request")
+    rb = body_from(s.device(st, "body", "refresh"))
+    expect(s, "refresh with an assertion that is not base64", s.http("POST", "/api/v1/attestation/refresh", A, dict(rb, assertion="!!!")),
+           400, "bad_request")
+    rb = {k: v for k, v in body_from(s.device(st, "body", "refresh")).items() if k != "assertion"}
+    expect(s, "refresh without assertion", s.http("POST", "/api/v1/attestation/refresh", A, rb), 400, "bad_request")
+    # Tampered attestation: the last byte is inside authData's extensions, so it stays CBOR.
+    vb = body_from(s.device(s.state("r7"), "body", "validate"))
+    raw = bytearray(unb64(vb["attestationObject"]))
+    raw[-1] ^= 0x01
+    expect(s, "tampered attestation", s.http("POST", "/api/v1/attestation/validate", A, dict(vb, attestationObject=b64(bytes(raw)))),
+           401, "apple_validation_failed")
+    # Unknown key: an assertion from a key the server never saw (signed by Python's cryptography).
+    key = ec.generate_private_key(ec.SECP256R1())
+    point = key.public_key().public_bytes(encoding=__import__("cryptography.hazmat.primitives.serialization", fromlist=["Encoding"]).Encoding.X962,
+                                          format=__import__("cryptography.hazmat.primitives.serialization", fromlist=["PublicFormat"]).PublicFormat.UncompressedPoint)
+    c = challenge(s)
+    cdh = sha256(c.encode())
+    auth = sha256(b"ABCDE12345.com.example.app") + b"\x00" + (1).to_bytes(4, "big")
+    sig = key.sign(sha256(auth + cdh), ec.ECDSA(hashes.SHA256()))
+    stranger = {"keyId": b64(sha256(point)), "assertion": b64(cbor_map_of_bytes([("signature", sig), ("authenticatorData", auth)])),
+                "clientDataHash": b64(cdh), "challenge": c}
+    expect(s, "refresh with an unknown key", s.http("POST", "/api/v1/attestation/refresh", A, stranger), 404, "not_found")
+    # Revoked key.
+    rv = s.state("revoked")
+    s.device(rv, "enroll")
+    key_id = json.loads(open(rv).read())["keyId"]
+    s.ctl("device", "revoke", key_id)
+    expect(s, "refresh with a revoked key", s.http("POST", "/api/v1/attestation/refresh", A, body_from(s.device(rv, "body", "refresh"))),
+           403, "forbidden")
+    # Wrong app: a key attested for app A presented for app B.
+    wa = s.state("wrongapp")
+    s.device(wa, "enroll")
+    wb = body_from(s.device(wa, "body", "refresh", "--challenge", challenge(s, OTHER), team="OTHER12345", bundle="com.example.other"))
+    expect(s, "refresh for another app", s.http("POST", "/api/v1/attestation/refresh", OTHER, wb), 409, "reattest_required")
+    # Tampered assertion (the last byte is the counter's), then the device stays refused until it re-enrolls.
+    tp = s.state("tampered")
+    s.device(tp, "enroll")
+    tb = body_from(s.device(tp, "body", "refresh"))
+    raw = bytearray(unb64(tb["assertion"]))
+    raw[-1] ^= 0x01
+    expect(s, "tampered assertion", s.http("POST", "/api/v1/attestation/refresh", A, dict(tb, assertion=b64(bytes(raw)))), 409, "reattest_required")
+    again = body_from(s.device(tp, "body", "refresh"))
+    expect(s, "a good refresh after 409 still fails", s.http("POST", "/api/v1/attestation/refresh", A, again), 409, "reattest_required")
+    p = s.device(tp, "enroll")
+    p2 = s.device(tp, "refresh")
+    T.check("after re-enrolling, refresh works again", p.returncode == 0 and p2.returncode == 0, p.stderr + p2.stderr)
+    # Replayed counter on a fresh device.
+    rc = s.state("counter")
+    s.device(rc, "enroll")
+    s.device(rc, "refresh")
+    counter = json.loads(open(rc).read())["counter"]
+    cb = body_from(s.device(rc, "body", "refresh", "--counter", str(counter)))
+    expect(s, "refresh replaying a counter", s.http("POST", "/api/v1/attestation/refresh", A, cb), 409, "reattest_required")
+
+
+def race(s, name, bodies, path):
+    barrier = threading.Barrier(len(bodies))
+
+    def send(b):
+        barrier.wait()
+        return s.http("POST", path, A, b)
+
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        return list(pool.map(send, bodies))
+
+
+def races(s):
+    devices_before = s.ctl_json("store", "stats")["databases"]["devices"]
+    c = challenge(s)
+    bodies = [body_from(s.device(s.state(f"race{i}"), "body", "validate", "--challenge", c)) for i in range(20)]
+    results = race(s, "validate", bodies, "/api/v1/attestation/validate")
+    codes = sorted(r.status for r in results)
+    others = {(r.json or {}).get("code") for r in results if r.status != 200}
+    T.check("20 concurrent validates with one challenge: exactly one 200", codes.count(200) == 1, str(codes))
+    T.check("the other 19 are challenge_already_used", others == {"challenge_already_used"}, str(others))
+    T.check("the store gained exactly one device", s.ctl_json("store", "stats")["databases"]["devices"] == devices_before + 1)
+    st = s.state("racer")
+    s.device(st, "enroll")
+    key_id = json.loads(open(st).read())["keyId"]
+    bodies = [body_from(s.device(st, "body", "refresh", "--counter", "1")) for _ in range(20)]
+    results = race(s, "refresh", bodies, "/api/v1/attestation/refresh")
+    codes = sorted(r.status for r in results)
+    T.check("20 concurrent refreshes with one counter: exactly one 200", codes.count(200) == 1, str(codes))
+    T.check("the other 19 are reattest_required", {(r.json or {}).get("code") for r in results if r.status != 200} == {"reattest_required"})
+    stored = s.ctl_json("device", "show", key_id)
+    T.check("the store holds counter 1 (advanced once)", stored["counter"] == 1, str(stored["counter"]))
+    T.check("the replays invalidated the stored attestation", stored["status"] == "invalidated", stored["status"])
+
+
+def main():
+    s = Stack(setup=setup)
+    try:
+        challenge_checks(s)
+        device_flow(s)
+        refusals(s)
+        races(s)
+        no_store_growth(s)
+        killed_worker(s)
+        stopped_pool(s)
+    except Exception as e:  # noqa: BLE001 - report, then fail
+        import traceback
+        traceback.print_exc()
+        T.check("suite ran to the end", False, repr(e))
+    finally:
+        rc = s.stop()
+        T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}\n{s.serve_output()[-2000:]}")
+        leftovers = os.popen(f"pgrep -f '{s.data}'").read().split()
+        T.check("nothing is left running", not leftovers, str(leftovers))
+    return T.summary("stack end-to-end")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
