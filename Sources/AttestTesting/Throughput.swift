@@ -15,8 +15,9 @@ public enum Throughput {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    /// Runs `body` in batches for about `seconds` of CPU time; returns (operations, seconds).
-    public static func run(seconds: Double, batch: Int = 8, _ body: () -> Void) -> (operations: Int, seconds: Double) {
+    /// Runs `body` in batches for about `seconds` of CPU time (at least one batch); returns
+    /// (operations, seconds).
+    public static func run(seconds: Double, batch: Int = 4, _ body: () -> Void) -> (operations: Int, seconds: Double) {
         let start = threadCPUSeconds()
         var operations = 0
         var elapsed = 0.0
@@ -34,15 +35,22 @@ public enum Throughput {
         return Double(r.operations) / r.seconds
     }
 
-    /// The rates of `a` and `b`, each given about `seconds` in total, alternating in `rounds`.
-    public static func compare(seconds: Double, rounds: Int = 10, _ a: () -> Void, _ b: () -> Void) -> (a: Double, b: Double) {
-        var totals = [(0, 0.0), (0, 0.0)]
-        let slice = seconds / Double(rounds)
+    /// The rates of `a` and `b`, each given about `seconds` in total, alternating in slices of
+    /// about `slice` seconds, and the median over the slices of the ratio rate(a) / rate(b)
+    /// measured side by side: a burst of machine noise then spoils one pair, not the answer.
+    public static func compare(seconds: Double, slice: Double = 0.05, _ a: () -> Void, _ b: () -> Void)
+        -> (a: Double, b: Double, ratio: Double) {
+        let rounds = max(5, Int((seconds / slice).rounded()))
+        var totals = (aOps: 0, aTime: 0.0, bOps: 0, bTime: 0.0)
+        var ratios = [Double]()
         for _ in 0..<rounds {
-            let ra = run(seconds: slice, a), rb = run(seconds: slice, b)
-            totals[0].0 += ra.operations; totals[0].1 += ra.seconds
-            totals[1].0 += rb.operations; totals[1].1 += rb.seconds
+            let ra = run(seconds: seconds / Double(rounds), a), rb = run(seconds: seconds / Double(rounds), b)
+            totals.aOps += ra.operations; totals.aTime += ra.seconds
+            totals.bOps += rb.operations; totals.bTime += rb.seconds
+            ratios.append((Double(ra.operations) / ra.seconds) / (Double(rb.operations) / rb.seconds))
         }
-        return (Double(totals[0].0) / totals[0].1, Double(totals[1].0) / totals[1].1)
+        ratios.sort()
+        let median = ratios.count % 2 == 1 ? ratios[ratios.count / 2] : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
+        return (Double(totals.aOps) / totals.aTime, Double(totals.bOps) / totals.bTime, median)
     }
 }

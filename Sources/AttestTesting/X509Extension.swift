@@ -9,11 +9,6 @@ import AttestCore
 /// App Attest nonce (1.2.840.113635.100.8.2) ::= SEQUENCE { [1] EXPLICIT OCTET STRING }
 /// ```
 public enum X509Extension {
-    public static let basicConstraintsOID = ObjectIdentifier("2.5.29.19")
-    public static let keyUsageOID = ObjectIdentifier("2.5.29.15")
-    public static let subjectKeyIdentifierOID = ObjectIdentifier("2.5.29.14")
-    public static let authorityKeyIdentifierOID = ObjectIdentifier("2.5.29.35")
-
     /// An extension with `value` (the extnValue's content) as given.
     public static func der(_ oid: ObjectIdentifier, critical: Bool = false, value: [UInt8]) -> [UInt8] {
         var parts = [DERBuilder.oid(oid)]
@@ -27,13 +22,13 @@ public enum X509Extension {
         var parts = [[UInt8]]()
         if ca { parts.append(DERBuilder.boolean(true)) }
         if let pathLength { parts.append(DERBuilder.integer(pathLength)) }
-        return der(basicConstraintsOID, critical: true, value: DERBuilder.sequence(parts))
+        return der(.basicConstraints, critical: true, value: DERBuilder.sequence(parts))
     }
 
     /// Critical keyUsage; `bits` is the first (and only) octet, bit 0 the high bit.
     public static func keyUsage(_ bits: UInt8) -> [UInt8] {
         let unused = bits == 0 ? 0 : UInt8(bits.trailingZeroBitCount)
-        return der(keyUsageOID, critical: true, value: DERBuilder.tlv(0x03, [unused, bits]))
+        return der(.keyUsage, critical: true, value: DERBuilder.tlv(0x03, [unused, bits]))
     }
 
     /// keyCertSign | cRLSign, a CA's usage.
@@ -42,12 +37,12 @@ public enum X509Extension {
     public static let credentialUsage: UInt8 = 0xF0
 
     public static func subjectKeyIdentifier(_ id: [UInt8]) -> [UInt8] {
-        der(subjectKeyIdentifierOID, value: DERBuilder.octetString(id))
+        der(.subjectKeyIdentifier, value: DERBuilder.octetString(id))
     }
 
     /// `SEQUENCE { [0] IMPLICIT keyIdentifier }`.
     public static func authorityKeyIdentifier(_ id: [UInt8]) -> [UInt8] {
-        der(authorityKeyIdentifierOID, value: DERBuilder.sequence([DERBuilder.tlv(0x80, id)]))
+        der(.authorityKeyIdentifier, value: DERBuilder.sequence([DERBuilder.tlv(0x80, id)]))
     }
 
     /// The App Attest nonce extension carrying `nonce`.

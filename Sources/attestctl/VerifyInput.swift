@@ -31,7 +31,9 @@ struct VerifyInput: Decodable {
     var teamId: String?
     var bundleId: String?
     var environment: String?
-    var previousCounter: UInt32?
+    /// A JSON number; read as a Double because JSONDecoder reports an out-of-range integer as
+    /// "not valid JSON" without naming the field.
+    var previousCounter: Double?
 
     /// Reads and decodes `path` (`-` for standard input).
     static func read(_ path: String) throws(InputError) -> VerifyInput {
@@ -43,20 +45,18 @@ struct VerifyInput: Decodable {
         }
     }
 
-    /// `"field \"keyId\" must be …"` from a decoding error, naming the field.
+    /// A message naming the field a decoding error is about.
     static func describe(_ error: DecodingError) -> String {
+        let context: DecodingError.Context
         switch error {
-        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            guard let field = context.codingPath.last?.stringValue else { return "input is not a JSON object" }
-            return "field \"\(field)\" must be \(type == UInt32.self ? "a whole number from 0 to 4294967295" : "a string")"
-        case .dataCorrupted(let context):
-            guard let field = context.codingPath.last?.stringValue else { return "input is not JSON" }
-            return "field \"\(field)\" must be a whole number from 0 to 4294967295"
-        case .keyNotFound(let key, _):
-            return "field \"\(key.stringValue)\" is missing"
-        @unknown default:
-            return "input is not a verify object"
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): context = c
+        case .keyNotFound(let key, _): return "field \"\(key.stringValue)\" is missing"
+        @unknown default: return "input is not a verify object"
         }
+        guard let field = context.codingPath.last?.stringValue else {
+            return error.isTypeMismatch ? "input is not a JSON object" : "input is not JSON"
+        }
+        return field == "previousCounter" ? "field \"previousCounter\" must be a number" : "field \"\(field)\" must be a string"
     }
 
     /// A required text field.
@@ -103,7 +103,10 @@ struct VerifyInput: Decodable {
 
     func counter() throws(InputError) -> UInt32 {
         guard let previousCounter else { throw InputError("field \"previousCounter\" is missing") }
-        return previousCounter
+        guard let counter = UInt32(exactly: previousCounter) else {
+            throw InputError("field \"previousCounter\" must be a whole number from 0 to 4294967295")
+        }
+        return counter
     }
 }
 
@@ -121,5 +124,12 @@ func readFile(_ path: String, option: String) throws(InputError) -> [UInt8] {
         guard n >= 0 else { throw InputError("cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
         guard n > 0 else { return out }
         out += buffer[..<n]
+    }
+}
+
+extension DecodingError {
+    var isTypeMismatch: Bool {
+        if case .typeMismatch = self { return true }
+        return false
     }
 }

@@ -44,6 +44,23 @@ import Testing
         #expect(try verify(assertion(counter: 1), key: fromPEM).counter == 1, "the same key as PEM SubjectPublicKeyInfo")
     }
 
+    @Test func keyFromPointIsTheKeyFromSubjectPublicKeyInfo() throws {
+        let fromSPKI = try ECPublicKey(subjectPublicKeyInfo: device.key.subjectPublicKeyInfo)
+        #expect(publicKey.subjectPublicKeyInfo == fromSPKI.subjectPublicKeyInfo, "the same key either way")
+        #expect(publicKey.x962Point == device.publicKey && fromSPKI.x962Point == device.publicKey, "the same point either way")
+    }
+
+    @Test func pointsThatAreNotP256KeysAreRefused() throws {
+        var offCurve = device.publicKey
+        offCurve[64] ^= 0x01
+        #expect(errorCode { try ECPublicKey(x962Point: offCurve) } == .publicKeyInvalid, "y changed: not on the curve")
+        #expect(errorCode { try ECPublicKey(x962Point: device.publicKey.dropLast()) } == .publicKeyInvalid, "64 bytes")
+        var compressed = device.publicKey
+        compressed[0] = 0x02
+        #expect(errorCode { try ECPublicKey(x962Point: compressed) } == .publicKeyInvalid, "a 0x02 prefix on 65 bytes")
+        #expect(errorCode { try ECPublicKey(x962Point: [0x04] + [UInt8](repeating: 0, count: 64)) } == .publicKeyInvalid, "all zeros")
+    }
+
     @Test func signatureIsOverTheNonceWithSHA256() throws {
         let encoded = try assertion(counter: 7)
         let parsed = try Assertion(cborEncoded: encoded[...])

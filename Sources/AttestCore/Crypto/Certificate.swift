@@ -61,10 +61,6 @@ public final class Certificate: @unchecked Sendable {
         return String(cString: line)
     }
 
-    /// Whether the certificate is a CA (basicConstraints cA, or a v1 self-signed root), as
-    /// OpenSSL's chain building judges it.
-    var isCertificateAuthority: Bool { X509_check_ca(x509) != 0 }
-
     /// The fields App Attest reads (public key, extensions), from the DER.
     public func fields() throws(AttestError) -> CertificateFields {
         try CertificateFields(derEncoded: derEncoded[...])

@@ -6,8 +6,12 @@ import Synchronization
 /// The first chain through an intermediate is verified in full (`X509_verify_cert` with the
 /// anchors trusted and the intermediates untrusted). The intermediate is then cached, keyed by
 /// the SHA-256 of its DER, together with the window in which it and its issuer are valid; a
-/// later chain through the same intermediate at a time inside that window is verified with the
-/// intermediate as a partial-chain anchor, so it costs one signature check (the leaf's).
+/// later chain through the same intermediate at a time inside that window costs one signature
+/// check (the leaf's). For a leaf shaped like App Attest's, that check is made directly on the
+/// leaf's DER with the intermediate's prepared key (`VerifiedIntermediate.admits`), because
+/// parsing a certificate with OpenSSL 3.0 (`d2i_X509`) decodes its public key through
+/// `OSSL_DECODER`, which alone costs about a fifth of a P-384 verification; any other leaf
+/// goes through `X509_verify_cert` with the intermediate as a partial-chain anchor.
 public final class ChainVerifier: @unchecked Sendable {
     public let trustAnchors: [Certificate]
     private let anchorStore: OpaquePointer
@@ -39,11 +43,37 @@ public final class ChainVerifier: @unchecked Sendable {
 
     /// Verifies `leafDER` ← `intermediatesDER` ← an anchor at `time`; throws `.certificateChain`.
     public func verify(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>], at time: Timestamp) throws(AttestError) -> Certificate {
+        _ = try verifiedLeafFields(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
+        return try Certificate(derEncoded: leafDER)
+    }
+
+    /// As `verify`, returning the leaf's fields read from its DER (`.certificateChain` when
+    /// they cannot be read), without parsing the leaf with OpenSSL on the cached fast path.
+    func verifiedLeafFields(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>],
+                            at time: Timestamp) throws(AttestError) -> CertificateFields {
+        let fields: CertificateFields
+        do { fields = try CertificateFields(derEncoded: leafDER) } catch {
+            // Let OpenSSL say what is wrong with it, if anything chains at all.
+            _ = try verifyWithOpenSSL(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
+            throw AttestError(.certificateChain, "credential certificate: \(error.reason)")
+        }
+        if intermediatesDER.count == 1, let cached = cache.withLock({ $0[SHA256.hash(intermediatesDER[0])] }),
+           cached.validFrom <= time, time < cached.validUntil, cached.admits(fields, at: time) {
+            return fields
+        }
+        _ = try verifyWithOpenSSL(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
+        return fields
+    }
+
+    /// The chain through `X509_verify_cert`: partial-chain from a cached intermediate inside its
+    /// window, else in full (caching the intermediate when the chain is leaf ← it ← anchor).
+    private func verifyWithOpenSSL(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>],
+                                   at time: Timestamp) throws(AttestError) -> Certificate {
         let leaf = try Certificate(derEncoded: leafDER)
         if intermediatesDER.count == 1 {
             let key = SHA256.hash(intermediatesDER[0])
             let cached = cache.withLock { $0[key] }
-            if let cached, cached.validFrom <= time, time <= cached.validUntil {
+            if let cached, cached.validFrom <= time, time < cached.validUntil {
                 try Self.run(store: cached.store, leaf: leaf, untrusted: [], at: time)
                 return leaf
             }
@@ -94,20 +124,77 @@ public final class ChainVerifier: @unchecked Sendable {
     }
 }
 
-/// An intermediate that chained to an anchor, as a one-certificate partial-chain store.
+/// An intermediate that chained to an anchor: a one-certificate partial-chain store, and its
+/// subject and prepared public key for checking leaves directly.
 final class VerifiedIntermediate: @unchecked Sendable {
     let store: OpaquePointer
     let validFrom: Timestamp
     let validUntil: Timestamp
+    /// The encoded subject Name a leaf's issuer must equal.
+    let subject: [UInt8]
+    /// The intermediate's key, when the intermediate's extensions are ones that constrain
+    /// nothing below it (otherwise `admits` always defers to `X509_verify_cert`).
+    let key: ECPublicKey?
 
     init?(_ intermediate: Certificate, issuer: (Timestamp, Timestamp)) {
         guard let store = X509_STORE_new() else { return nil }
         guard X509_STORE_add_cert(store, intermediate.x509) == 1 else { X509_STORE_free(store); return nil }
         X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         self.store = store
+        // Half-open, as OpenSSL's own checks: valid from notBefore, expired at notAfter.
         validFrom = max(intermediate.notBefore, issuer.0)
         validUntil = min(intermediate.notAfter, issuer.1)
+        let fields = try? intermediate.fields()
+        subject = fields.map { Array($0.subject) } ?? []
+        let inert: Set<ObjectIdentifier> = [.basicConstraints, .keyUsage, .subjectKeyIdentifier, .authorityKeyIdentifier]
+        if let fields, Set(fields.extensions.keys).isSubset(of: inert) {
+            key = try? ECPublicKey(subjectPublicKeyInfo: Array(fields.subjectPublicKeyInfo))
+        } else {
+            key = nil
+        }
     }
 
     deinit { X509_STORE_free(store) }
+
+    /// ecdsa-with-SHA256 and ecdsa-with-SHA384 AlgorithmIdentifiers (no parameters).
+    static let ecdsaWithSHA256: [UInt8] = [0x30, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02]
+    static let ecdsaWithSHA384: [UInt8] = [0x30, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x03]
+    /// Apple's private arc (1.2.840.113635): extensions OpenSSL does not interpret.
+    static let appleArc: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63]
+
+    /// Whether `leaf`, issued by this intermediate, is valid at `time`, checked as
+    /// `X509_verify_cert` would for an end-entity certificate under this (trusted) intermediate:
+    /// v3; the same ECDSA algorithm inside and outside the TBSCertificate; issuer equal to this
+    /// subject; `notBefore ≤ time < notAfter` (OpenSSL counts notAfter itself as expired); only
+    /// basicConstraints (not a CA), keyUsage, extKeyUsage and Apple-arc extensions, none critical
+    /// but the first two; and the signature verifies. `false` means "not decided here": the
+    /// caller then asks OpenSSL, which gives the verdict and the reason.
+    func admits(_ leaf: CertificateFields, at time: Timestamp) -> Bool {
+        guard let key, leaf.version == 2, leaf.tbsSignatureAlgorithm.elementsEqual(leaf.signatureAlgorithm),
+              leaf.issuer.elementsEqual(subject), leaf.signatureBits.first == 0,
+              let notBefore = leaf.notBefore, let notAfter = leaf.notAfter, notBefore <= time, time < notAfter,
+              leaf.criticalExtensions.isSubset(of: [.basicConstraints, .keyUsage]) else { return false }
+        for (oid, value) in leaf.extensions where !oid.contentOctets.starts(with: Self.appleArc) {
+            switch oid {
+            case .basicConstraints: guard value.elementsEqual([0x30, 0x00]) else { return false }
+            case .keyUsage: guard value.count >= 3, value.first == 0x03, Int(value[value.startIndex + 1]) == value.count - 2 else { return false }
+            case .extendedKeyUsage: guard Self.isSequenceOfOIDs(value) else { return false }
+            default: return false
+            }
+        }
+        let digest: [UInt8]
+        if leaf.signatureAlgorithm.elementsEqual(Self.ecdsaWithSHA256) {
+            digest = SHA256.hash(leaf.tbsCertificate)
+        } else if leaf.signatureAlgorithm.elementsEqual(Self.ecdsaWithSHA384) {
+            digest = SHA384.hash(leaf.tbsCertificate)
+        } else {
+            return false
+        }
+        return key.isValidSignature(leaf.signatureBits.dropFirst(), digest: digest)
+    }
+
+    static func isSequenceOfOIDs(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard let node = try? DER.parse(bytes), node.isUniversal(DER.Node.sequence), let items = try? node.children() else { return false }
+        return items.allSatisfy { $0.isUniversal(DER.Node.objectIdentifier) && !$0.constructed && !$0.content.isEmpty }
+    }
 }

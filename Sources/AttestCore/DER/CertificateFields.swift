@@ -22,15 +22,57 @@ public struct CertificateFields: Sendable {
     /// Extension id → extnValue content octets.
     public let extensions: [ObjectIdentifier: ArraySlice<UInt8>]
 
+    // What ChainVerifier's cached path checks without OpenSSL (see `VerifiedIntermediate`).
+    /// The TBSCertificate, whole: the bytes the issuer signed.
+    let tbsCertificate: ArraySlice<UInt8>
+    /// 0 for v1 (no `[0]` field), 2 for v3.
+    let version: Int
+    /// The encoded AlgorithmIdentifiers inside the TBSCertificate and after it.
+    let tbsSignatureAlgorithm: ArraySlice<UInt8>
+    let signatureAlgorithm: ArraySlice<UInt8>
+    /// The signature BIT STRING's content, unused-bits octet included.
+    let signatureBits: ArraySlice<UInt8>
+    /// The encoded issuer and subject Names.
+    let issuer: ArraySlice<UInt8>
+    let subject: ArraySlice<UInt8>
+    /// The validity, when both times are plain UTCTime/GeneralizedTime `…Z` (else nil).
+    let notBefore: Timestamp?
+    let notAfter: Timestamp?
+    /// Extensions marked critical.
+    let criticalExtensions: Set<ObjectIdentifier>
+
     public init(derEncoded der: ArraySlice<UInt8>) throws(AttestError) {
         let cert = try DER.parse(der)
         let top = try cert.children()
         guard cert.isUniversal(DER.Node.sequence), top.count == 3, top[0].isUniversal(DER.Node.sequence) else {
             throw AttestError(.derMalformed, "not a certificate")
         }
+        guard top[1].isUniversal(DER.Node.sequence), top[2].isUniversal(DER.Node.bitString) else {
+            throw AttestError(.derMalformed, "not a certificate")
+        }
         var tbs = try top[0].children()[...]
-        if let first = tbs.first, first.isContext(0) { tbs = tbs.dropFirst() }
+        var version = 0
+        if let first = tbs.first, first.isContext(0) {
+            let inner = try first.children()
+            guard inner.count == 1, inner[0].isUniversal(DER.Node.integer), inner[0].content.count == 1 else {
+                throw AttestError(.derMalformed, "malformed certificate version")
+            }
+            version = Int(inner[0].content.first!)
+            tbs = tbs.dropFirst()
+        }
         guard tbs.count >= 6 else { throw AttestError(.derMalformed, "TBSCertificate has \(tbs.count) fields") }
+        let t = tbs.startIndex
+        let validity = try tbs[t + 3].children()
+        guard validity.count == 2 else { throw AttestError(.derMalformed, "malformed validity") }
+        tbsCertificate = top[0].encoded
+        self.version = version
+        tbsSignatureAlgorithm = tbs[t + 1].encoded
+        signatureAlgorithm = top[1].encoded
+        signatureBits = top[2].content
+        issuer = tbs[t + 2].encoded
+        subject = tbs[t + 4].encoded
+        notBefore = Timestamp(derTime: validity[0])
+        notAfter = Timestamp(derTime: validity[1])
         let spki = tbs[tbs.startIndex + 5]
         let spkiParts = try spki.children()
         guard spki.isUniversal(DER.Node.sequence), spkiParts.count == 2,
@@ -49,6 +91,7 @@ public struct CertificateFields: Sendable {
             ? ObjectIdentifier(contentOctets: Array(alg[1].content)) : nil
 
         var found = [ObjectIdentifier: ArraySlice<UInt8>]()
+        var critical = Set<ObjectIdentifier>()
         if let wrapper = tbs.dropFirst(6).first(where: { $0.isContext(3) }) {
             let list = try wrapper.children()
             guard list.count == 1, list[0].isUniversal(DER.Node.sequence) else {
@@ -65,9 +108,11 @@ public struct CertificateFields: Sendable {
                 let oid = ObjectIdentifier(contentOctets: Array(parts[0].content))
                 guard found[oid] == nil else { throw AttestError(.derMalformed, "duplicate extension \(oid)") }
                 found[oid] = parts[parts.count - 1].content
+                if parts.count == 3, parts[1].content.elementsEqual([0xFF]) { critical.insert(oid) }
             }
         }
         extensions = found
+        criticalExtensions = critical
     }
 
     /// The uncompressed P-256 point of an EC P-256 key, or `nil` for any other key.
@@ -75,6 +120,13 @@ public struct CertificateFields: Sendable {
         guard keyAlgorithm == .ecPublicKey, keyParameters == .prime256v1,
               subjectPublicKey.count == 65, subjectPublicKey.first == 0x04 else { return nil }
         return subjectPublicKey
+    }
+
+    /// Whether basicConstraints says cA TRUE (a v3 CA certificate).
+    public var isCertificateAuthority: Bool {
+        guard let value = extensions[.basicConstraints], let seq = try? DER.parse(value), let parts = try? seq.children(),
+              let first = parts.first, first.isUniversal(DER.Node.boolean) else { return false }
+        return first.content.elementsEqual([0xFF])
     }
 
     /// The App Attest nonce: extension 1.2.840.113635.100.8.2, `SEQUENCE { [1] EXPLICIT OCTET STRING }`.
@@ -92,5 +144,30 @@ public struct CertificateFields: Sendable {
             throw AttestError(.nonce, "nonce extension does not hold one OCTET STRING")
         }
         return octets[0].content
+    }
+}
+
+extension Timestamp {
+    /// A DER `Time` as RFC 5280 profiles it: UTCTime `YYMMDDHHMMSSZ` (years 1950–2049) or
+    /// GeneralizedTime `YYYYMMDDHHMMSSZ`; nil for anything else.
+    init?(derTime node: DER.Node) {
+        let digits: Int
+        switch (node.tagClass, node.constructed, node.tagNumber) {
+        case (.universal, false, 23): digits = 12
+        case (.universal, false, 24): digits = 14
+        default: return nil
+        }
+        let text = Array(node.content)
+        guard text.count == digits + 1, text.last == UInt8(ascii: "Z"),
+              text.dropLast().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        func number(_ i: Int, _ n: Int) -> Int { text[i..<(i + n)].reduce(0) { $0 * 10 + Int($1 - 0x30) } }
+        var year = digits == 12 ? number(0, 2) : number(0, 4)
+        if digits == 12 { year += year < 50 ? 2000 : 1900 }
+        let o = digits - 10
+        let month = number(o, 2), day = number(o + 2, 2), hour = number(o + 4, 2), minute = number(o + 6, 2), second = number(o + 8, 2)
+        guard (1...12).contains(month), day >= 1, day <= Timestamp.daysIn(year, month), hour < 24, minute < 60, second < 60 else {
+            return nil
+        }
+        self.init(civil: Civil(year: year, month: month, day: day, hour: hour, minute: minute, second: second))
     }
 }

@@ -38,4 +38,9 @@ public struct ObjectIdentifier: Hashable, Sendable, CustomStringConvertible {
     public static let appAttestNonce = ObjectIdentifier("1.2.840.113635.100.8.2")
     public static let ecPublicKey = ObjectIdentifier("1.2.840.10045.2.1")
     public static let prime256v1 = ObjectIdentifier("1.2.840.10045.3.1.7")
+    public static let basicConstraints = ObjectIdentifier("2.5.29.19")
+    public static let keyUsage = ObjectIdentifier("2.5.29.15")
+    public static let extendedKeyUsage = ObjectIdentifier("2.5.29.37")
+    public static let subjectKeyIdentifier = ObjectIdentifier("2.5.29.14")
+    public static let authorityKeyIdentifier = ObjectIdentifier("2.5.29.35")
 }

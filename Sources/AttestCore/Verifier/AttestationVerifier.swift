@@ -26,15 +26,11 @@ public struct AttestationVerifier: Sendable {
     public func verify(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8],
                        appID: String, policy: EnvironmentPolicy, at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
         // Step 2: the chain.
-        let credCert = try chainVerifier.verify(leafDER: object.x5c[0], intermediatesDER: Array(object.x5c.dropFirst()), at: time)
+        let fields = try chainVerifier.verifiedLeafFields(leafDER: object.x5c[0], intermediatesDER: Array(object.x5c.dropFirst()), at: time)
         // x5c in the wrong order still chains (the intermediate alone reaches the root): the
         // first certificate must be the end-entity credential certificate.
-        guard !credCert.isCertificateAuthority else {
+        guard !fields.isCertificateAuthority else {
             throw AttestError(.certificateChain, "x5c[0] is a CA certificate, not the credential certificate")
-        }
-        let fields: CertificateFields
-        do { fields = try credCert.fields() } catch {
-            throw AttestError(.certificateChain, "credential certificate: \(error.reason)")
         }
         let authData: AuthenticatorData
         do { authData = try AuthenticatorData(bytes: object.authData) } catch {
