@@ -161,4 +161,14 @@ import Testing
     @Test func trailingBytesFailAssertionFormat() throws {
         #expect(errorCode { try verify(assertion(counter: 1) + [0x00]) } == .assertionFormat, "a byte after the map")
     }
+
+    /// Real devices' assertion flags are not something this project has a capture of; whatever
+    /// they are (AT set included), the 37-byte head is all that is read and the signature
+    /// covers the byte.
+    @Test func flagsAreNotInterpreted() throws {
+        for flags: UInt8 in [0x00, 0x01, 0x40, 0x45, 0xC0] {
+            let a = try device.assertion(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, counter: 7, flags: flags)
+            #expect(try verify(a, previousCounter: 6).counter == 7, "flags 0x\(String(flags, radix: 16))")
+        }
+    }
 }

@@ -7,6 +7,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -306,7 +307,7 @@ def main():
     finally:
         rc = s.stop()
         T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}\n{s.serve_output()[-2000:]}")
-        leftovers = os.popen(f"pgrep -f '{s.data}'").read().split()
+        leftovers = subprocess.run(["pgrep", "-f", s.data], capture_output=True, text=True).stdout.split()
         T.check("nothing is left running", not leftovers, str(leftovers))
     return T.summary("stack end-to-end")
 

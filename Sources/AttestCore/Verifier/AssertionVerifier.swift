@@ -12,8 +12,11 @@ public enum AssertionVerifier {
     public static func verify(assertion: ArraySlice<UInt8>, clientDataHash: [UInt8], publicKey: ECPublicKey,
                               appID: String, previousCounter: UInt32) throws(AttestError) -> VerifiedAssertion {
         let parsed = try Assertion(cborEncoded: assertion)
-        let authData: AuthenticatorData
-        do { authData = try AuthenticatorData(bytes: parsed.authenticatorData) } catch {
+        // Only the fixed 37-byte head is read (rpIDHash, flags, signCount). Its flags are not
+        // interpreted: no assertion carries attested credential data, and a device setting AT
+        // anyway must not be refused for it; every byte is covered by the signature.
+        let authData: AssertionAuthenticatorData
+        do { authData = try AssertionAuthenticatorData(parsed.authenticatorData) } catch {
             throw AttestError(.assertionFormat, "authenticatorData: \(error.reason)")
         }
         let nonce = SHA256.hash(parsed.authenticatorData, clientDataHash)
@@ -52,4 +55,19 @@ public struct Assertion: Sendable {
 /// What a valid assertion establishes: the counter to store.
 public struct VerifiedAssertion: Sendable, Hashable {
     public let counter: UInt32
+}
+
+/// The head of an assertion's authenticator data: `rpIDHash (32) ‖ flags (1) ‖ signCount (4, BE)`.
+struct AssertionAuthenticatorData {
+    let rpIDHash: ArraySlice<UInt8>
+    let signCount: UInt32
+
+    init(_ bytes: ArraySlice<UInt8>) throws(AttestError) {
+        guard bytes.count >= AuthenticatorData.minimumLength else {
+            throw AttestError(.authenticatorDataMalformed, "\(bytes.count) bytes, fewer than \(AuthenticatorData.minimumLength)")
+        }
+        let s = bytes.startIndex
+        rpIDHash = bytes[s..<(s + 32)]
+        signCount = bytes[(s + 33)..<(s + 37)].reduce(0) { $0 << 8 | UInt32($1) }
+    }
 }
