@@ -15,6 +15,8 @@ public final class ServiceContext {
     /// Parsed device keys by keyId: a keyId is the hash of its key, so an entry never goes stale.
     var publicKeys: [[UInt8]: ECPublicKey] = [:]
     static let publicKeyCacheCapacity = 50_000
+    /// App lookups by App ID, with the durable version they were read at (see `appContext`).
+    var appCache: [String: (version: Int, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
     /// Where diagnostics go (stderr in the executables; collected in tests).
     public var log: (String) -> Void = { _ in }

@@ -1,3 +1,4 @@
+import CLMDB
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,11 +59,9 @@ public final class Store {
 
     deinit { syncThread?.stop() }
 
-    private var environments: [Database.Environment: LMDBEnvironment] { [.durable: durable, .ephemeral: ephemeral] }
-
     /// Runs `body` in a read-only snapshot.
     public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
-        let txn = Transaction(environments: environments)
+        let txn = Transaction(durable: durable, ephemeral: ephemeral)
         do {
             let result = try body(txn)
             try txn.finish(commit: false)
@@ -77,10 +76,10 @@ public final class Store {
     /// when it returns; aborts when it throws.
     public func write<T>(_ environments: Set<Database.Environment> = [.durable, .ephemeral],
                          _ body: (Transaction) throws -> T) throws -> T {
-        let txn = Transaction(environments: self.environments)
+        let txn = Transaction(durable: durable, ephemeral: ephemeral)
         do {
             for name in [Database.Environment.ephemeral, .durable] where environments.contains(name) {
-                txn.slots[name] = .writing(try self.environments[name]!.beginWrite())
+                txn.setSlot(name, .writing(try txn.environment(name).beginWrite()))
             }
             let result = try body(txn)
             try txn.finish(commit: true)
@@ -105,5 +104,15 @@ extension Store {
     /// Map size and bytes in use of each environment (how close a `full` error is).
     public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] {
         [(.durable, durable.usage().mapSize, durable.usage().used), (.ephemeral, ephemeral.usage().mapSize, ephemeral.usage().used)]
+    }
+}
+
+extension Store {
+    /// The id of the durable environment's last committed write transaction, from any
+    /// process. Unchanged means nothing durable changed: callers cache reads against it.
+    public var durableVersion: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(durable.env, &info)
+        return info.me_last_txnid
     }
 }

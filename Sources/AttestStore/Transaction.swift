@@ -19,17 +19,28 @@ public final class Transaction {
         }
     }
 
-    let environments: [Database.Environment: LMDBEnvironment]
-    var slots: [Database.Environment: Slot] = [:]
+    let durable: LMDBEnvironment
+    let ephemeral: LMDBEnvironment
+    var durableSlot = Slot.unused
+    var ephemeralSlot = Slot.unused
 
-    init(environments: [Database.Environment: LMDBEnvironment]) {
-        self.environments = environments
+    init(durable: LMDBEnvironment, ephemeral: LMDBEnvironment) {
+        self.durable = durable
+        self.ephemeral = ephemeral
+    }
+
+    func environment(_ name: Database.Environment) -> LMDBEnvironment { name == .durable ? durable : ephemeral }
+
+    func slot(_ name: Database.Environment) -> Slot { name == .durable ? durableSlot : ephemeralSlot }
+
+    func setSlot(_ name: Database.Environment, _ slot: Slot) {
+        if name == .durable { durableSlot = slot } else { ephemeralSlot = slot }
     }
 
     func txn(for db: Database, writing: Bool) throws -> (OpaquePointer, MDB_dbi) {
         let envName = db.environment
-        let env = environments[envName]!
-        switch slots[envName] ?? .unused {
+        let env = environment(envName)
+        switch slot(envName) {
         case .writing(let t):
             return (t, env.handle(db))
         case .reading(let t):
@@ -38,7 +49,7 @@ public final class Transaction {
         case .unused:
             precondition(!writing, "write to \(db.rawValue) in a transaction that only reads \(envName.rawValue)")
             let t = try env.beginRead()
-            slots[envName] = .reading(t)
+            setSlot(envName, .reading(t))
             return (t, env.handle(db))
         }
     }
@@ -115,7 +126,7 @@ public final class Transaction {
     /// Entries in `db`.
     public func count(_ db: Database) throws -> Int {
         let (t, _) = try txn(for: db, writing: false)
-        return try environments[db.environment]!.count(db, in: t)
+        return try environment(db.environment).count(db, in: t)
     }
 
     /// Deletes up to `limit` entries of an expiry-keyed database (`challenges`, `rates`: the
@@ -151,10 +162,9 @@ public final class Transaction {
         // between the two commits can never let a replay through.
         var firstError: StoreError? = nil
         for name in [Database.Environment.ephemeral, .durable] {
-            guard let slot = slots[name] else { continue }
-            switch slot {
+            switch slot(name) {
             case .unused: break
-            case .reading(let t): environments[name]!.endRead(t)
+            case .reading(let t): environment(name).endRead(t)
             case .writing(let t):
                 if commit && firstError == nil {
                     let rc = mdb_txn_commit(t)
@@ -163,7 +173,7 @@ public final class Transaction {
                     mdb_txn_abort(t)
                 }
             }
-            slots[name] = .unused
+            setSlot(name, .unused)
         }
         if let firstError { throw firstError }
     }

@@ -57,6 +57,18 @@ import Testing
         #expect(throws: ServiceError.self) { try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now()) }
     }
 
+    @Test func aDisabledAppIsRefusedAtTheNextRequestDespiteTheLookupCache() throws {
+        let f = try Fixture()
+        #expect(f.call(.challenge, "GET").0 == 200, "cached now")
+        try f.context.store.write { txn in
+            var app = try #require(try txn.app(id: Fixture.appID))
+            app.enabled = false
+            try txn.put(app)
+        }
+        let (status, body) = f.call(.challenge, "GET")
+        #expect(status == 403 && body["code"]?.stringValue == "app_not_registered")
+    }
+
     @Test func postIs405() throws {
         let f = try Fixture()
         #expect(f.call(.challenge, "POST").0 == 405)

@@ -17,7 +17,11 @@
 #   bench_rss_kib PID                   resident memory of a process, KiB
 #   bench_wrk URL THREADS CONNS SECS [MASTER]
 #                                       run wrk; sets BENCH_RPS (requests/s) and, with MASTER,
-#                                       BENCH_LOADED_RSS (each worker's RSS in KiB, mid-run)
+#                                       BENCH_LOADED_RSS (each worker's RSS in KiB, mid-run);
+#                                       extra wrk arguments (headers, -s script) from the
+#                                       array BENCH_WRK_EXTRA; wrk's output in BENCH_WRK_OUT
+#   bench_pool_cpu_ms PID               CPU time (user + system, ms) used so far by a pool's workers
+#   bench_requests                      requests wrk completed in the last bench_wrk run
 #   bench_cleanup                       stop everything started here that is still running
 set -euo pipefail
 
@@ -26,6 +30,8 @@ BENCH_NGINX_PID=""
 BENCH_NGINX_PORT=""
 BENCH_RPS=""
 BENCH_LOADED_RSS=""
+BENCH_WRK_EXTRA=()
+BENCH_WRK_OUT=""
 
 bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
@@ -120,7 +126,7 @@ bench_rss_kib() {
 bench_wrk() {
   local url=$1 threads=$2 conns=$3 secs=$4 master=${5:-} out pid w
   out=$(mktemp)
-  wrk -t"$threads" -c"$conns" -d"${secs}s" "$url" > "$out" 2>&1 &
+  wrk -t"$threads" -c"$conns" -d"${secs}s" "${BENCH_WRK_EXTRA[@]}" "$url" > "$out" 2>&1 &
   pid=$!
   BENCH_LOADED_RSS=""
   if [ -n "$master" ]; then
@@ -130,11 +136,25 @@ bench_wrk() {
   fi
   wait "$pid" || { cat "$out" >&2; rm -f "$out"; return 1; }
   BENCH_RPS=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
+  BENCH_WRK_OUT=$(cat "$out")
   if grep -q 'Non-2xx' "$out"; then
     echo "warning: wrk saw non-2xx responses: $(grep 'Non-2xx' "$out")" >&2
   fi
   rm -f "$out"
   [ -n "$BENCH_RPS" ]
+}
+
+bench_pool_cpu_ms() {
+  local total=0 w ticks
+  for w in $(bench_workers "$1"); do
+    ticks=$(awk '{ print $14 + $15 }' "/proc/$w/stat" 2>/dev/null || echo 0)
+    total=$((total + ticks))
+  done
+  echo $((total * 1000 / $(getconf CLK_TCK)))
+}
+
+bench_requests() {
+  awk '/requests in/ { print $1 }' <<< "$BENCH_WRK_OUT"
 }
 
 bench_cleanup() {

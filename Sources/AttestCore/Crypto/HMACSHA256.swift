@@ -28,11 +28,17 @@ public final class HMACSHA256: @unchecked Sendable {
 
     /// The 32-byte tag of `message`.
     public func authenticate<C: Collection>(_ message: C) -> [UInt8] where C.Element == UInt8 {
+        authenticate(message, EmptyCollection())
+    }
+
+    /// The tag of the concatenation `a ‖ b`, without building it.
+    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B) -> [UInt8] where A.Element == UInt8, B.Element == UInt8 {
         let ctx = EVP_MD_CTX_new()
         defer { EVP_MD_CTX_free(ctx) }
         var digest = [UInt8](repeating: 0, count: 32)
         EVP_MD_CTX_copy_ex(ctx, inner)
-        SHA256.update(ctx, message)
+        SHA256.update(ctx, a)
+        if !b.isEmpty { SHA256.update(ctx, b) }
         EVP_DigestFinal_ex(ctx, &digest, nil)
         EVP_MD_CTX_copy_ex(ctx, outer)
         EVP_DigestUpdate(ctx, digest, 32)

@@ -18,18 +18,35 @@ public enum Base64 {
 
     /// Encodes bytes; `url` selects the base64url alphabet without padding.
     public static func encode<C: Collection>(_ bytes: C, url useURL: Bool = false) -> String where C.Element == UInt8 {
+        if let text = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0, url: useURL) }) { return text }
+        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, url: useURL) }
+    }
+
+    private static func encode(buffer input: UnsafeBufferPointer<UInt8>, url useURL: Bool) -> String {
         let alphabet = useURL ? url : standard
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var it = bytes.makeIterator()
-        while let b0 = it.next() {
-            let b1 = it.next(), b2 = it.next()
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
-            if let b1 { out.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)]) } else if !useURL { out.append(UInt8(ascii: "=")) }
-            if let b2 { out.append(alphabet[Int(b2 & 0x3F)]) } else if !useURL { out.append(UInt8(ascii: "=")) }
+        let full = input.count / 3, rest = input.count % 3
+        let length = full * 4 + (rest == 0 ? 0 : useURL ? rest + 1 : 4)
+        return String(unsafeUninitializedCapacity: length) { out in
+            var o = 0, i = 0
+            for _ in 0..<full {
+                let b0 = input[i], b1 = input[i + 1], b2 = input[i + 2]
+                out[o] = alphabet[Int(b0 >> 2)]
+                out[o + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
+                out[o + 2] = alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]
+                out[o + 3] = alphabet[Int(b2 & 0x3F)]
+                i += 3
+                o += 4
+            }
+            if rest > 0 {
+                let b0 = input[i], b1: UInt8 = rest == 2 ? input[i + 1] : 0
+                out[o] = alphabet[Int(b0 >> 2)]
+                out[o + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
+                o += 2
+                if rest == 2 { out[o] = alphabet[Int((b1 & 0x0F) << 2)]; o += 1 } else if !useURL { out[o] = UInt8(ascii: "="); o += 1 }
+                if !useURL { out[o] = UInt8(ascii: "="); o += 1 }
+            }
+            return o
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes either alphabet, padded or not; `nil` when the text is not base64.

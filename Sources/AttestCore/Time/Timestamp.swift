@@ -35,13 +35,19 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         return "\(c.year)-\(c.month < 10 ? "0" : "")\(c.month)"
     }
 
-    /// ISO 8601 UTC without fractional seconds.
+    /// ISO 8601 UTC without fractional seconds (`YYYY-MM-DDTHH:MM:SSZ`; years 0…9999).
     public var iso8601: String {
         let c = civil
-        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let y = String(c.year)
-        let year = String(repeating: "0", count: max(0, 4 - y.count)) + y
-        return "\(year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
+        guard (0...9999).contains(c.year) else { return "\(c.year)-\(c.month)-\(c.day)T\(c.hour):\(c.minute):\(c.second)Z" }
+        return String(unsafeUninitializedCapacity: 20) { out in
+            func put(_ v: Int, _ at: Int, _ digits: Int) {
+                var v = v
+                for i in stride(from: at + digits - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
+            }
+            put(c.year, 0, 4); out[4] = 0x2D; put(c.month, 5, 2); out[7] = 0x2D; put(c.day, 8, 2); out[10] = 0x54
+            put(c.hour, 11, 2); out[13] = 0x3A; put(c.minute, 14, 2); out[16] = 0x3A; put(c.second, 17, 2); out[19] = 0x5A
+            return 20
+        }
     }
 
     public var description: String { iso8601 }

@@ -37,7 +37,7 @@ public struct ChallengeAuthority: Sendable {
     }
 
     private func tag(_ prefix: [UInt8], appID: String?) -> ArraySlice<UInt8> {
-        mac.authenticate(prefix + Array((appID ?? "").utf8)).prefix(16)
+        mac.authenticate(prefix, (appID ?? "").utf8).prefix(16)
     }
 
     /// Checks authenticity, app binding and expiry (not single use: that needs the store).

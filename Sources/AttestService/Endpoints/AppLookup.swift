@@ -3,35 +3,60 @@ import AttestStore
 import FastCGI
 
 /// Resolving the app a device request is for, from `X-Bundle-ID` and `X-Team-ID`.
-struct AppContext {
+/// A class: it is cached per worker and handed around without copying its strings.
+final class AppContext {
     let app: AppRecord
     let org: OrgRecord
+
+    init(app: AppRecord, org: OrgRecord) {
+        self.app = app
+        self.org = org
+    }
 }
 
 extension ServiceContext {
     /// The registered, enabled app the headers name (403 `app_not_registered` otherwise).
     /// `required == false` lets a request without both headers through as `nil`.
-    func appContext(_ request: Request, in txn: Transaction, required: Bool = true) throws -> AppContext? {
-        let bundle = request.header("X-Bundle-ID")?.trimmedNonEmpty
-        let team = request.header("X-Team-ID")?.trimmedNonEmpty
+    ///
+    /// Lookups are cached per worker and stay valid while the durable environment's last
+    /// transaction id is unchanged, so a change made by any process (attestctl disabling an
+    /// app) is seen by the very next request, and a challenge flood reads nothing.
+    func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
+        // The FastCGI param names nginx gives these headers, looked up directly (hot path).
+        let bundle = request.params["HTTP_X_BUNDLE_ID"]?.trimmedNonEmpty
+        let team = request.params["HTTP_X_TEAM_ID"]?.trimmedNonEmpty
         guard let bundle, let team else {
             if !required && bundle == nil && team == nil { return nil }
             throw ServiceError(.badRequest, "The X-Bundle-ID and X-Team-ID headers are required.",
                                hint: "Send your app's bundle identifier and Apple Developer Team ID in the headers.")
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
-        guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else {
+        let version = store.durableVersion
+        if let cached = appCache[appID], cached.version == version { return cached.context }
+        let found = try store.read { txn -> AppContext? in
+            guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return nil }
+            return AppContext(app: app, org: org)
+        }
+        guard let found else {
             throw ServiceError(.appNotRegistered, "The app \(appID) is not registered with this server.",
                                hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
         }
-        return AppContext(app: app, org: org)
+        if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
+        appCache[appID] = (version, found)
+        return found
     }
 }
 
 extension String {
+    /// Without leading and trailing ASCII white space; `nil` when nothing is left. Works on
+    /// the UTF-8 bytes: header values are ASCII, and this runs on every request.
     var trimmedNonEmpty: String? {
-        let t = self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
-        return t.isEmpty ? nil : String(t)
+        let u = utf8
+        func space(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+        guard let first = u.firstIndex(where: { !space($0) }) else { return nil }
+        let last = u.lastIndex(where: { !space($0) })!
+        if first == u.startIndex && last == u.index(before: u.endIndex) { return self }
+        return String(self[first...last])
     }
 }

@@ -14,12 +14,22 @@ public enum ChallengeEndpoint {
             guard request.method == "GET" || request.method == "HEAD" else {
                 throw ServiceError(.methodNotAllowed, "Use GET for /api/v1/attestation/challenge.")
             }
-            let app = try ctx.store.read { txn in try ctx.appContext(request, in: txn, required: false) }
+            let app = try ctx.appContext(request, required: false)
             let now = ctx.clock.now()
             let ttl = Int64(ctx.configuration.challengeTTLSeconds)
             let expiry = now + ttl
             let challenge = ctx.challenges.issue(appID: app?.app.appID, expiry: expiry, id: ctx.random.bytes(16))
-            return ServiceContext.json(["challenge": .string(challenge), "expiresAt": .string(expiry.iso8601), "expiresIn": .int(ttl)])
+            // Every part is base64url, digits or ISO 8601: nothing needs JSON escaping.
+            var body = [UInt8]()
+            body.reserveCapacity(128)
+            body += #"{"challenge":""#.utf8
+            body += challenge.utf8
+            body += #"","expiresAt":""#.utf8
+            body += expiry.iso8601.utf8
+            body += #"","expiresIn":"#.utf8
+            body += String(ttl).utf8
+            body.append(UInt8(ascii: "}"))
+            return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")], body: body)
         }
     }
 }

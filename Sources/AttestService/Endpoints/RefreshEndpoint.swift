@@ -28,7 +28,7 @@ public enum RefreshEndpoint {
     static func refresh(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh")
         let now = ctx.clock.now()
-        let app = try ctx.store.read { try ctx.appContext(request, in: $0)! }
+        let app = try ctx.appContext(request)!
         try ctx.enforceRateLimits(org: app.org, clientIP: nil, now: now)
         let fields = try RequestFields(body: request.body)
         func required(_ name: String, count: Int? = nil) throws -> [UInt8] {

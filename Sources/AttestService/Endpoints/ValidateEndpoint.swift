@@ -32,7 +32,7 @@ public enum ValidateEndpoint {
         try requirePOST(request, "/api/v1/attestation/validate")
         let now = ctx.clock.now()
         // 1. App, rate limits.
-        let app = try ctx.store.read { try ctx.appContext(request, in: $0)! }
+        let app = try ctx.appContext(request)!
         try ctx.enforceRateLimits(org: app.org, clientIP: request.remoteAddress, now: now)
         // 2. Decoding.
         let fields = try RequestFields(body: request.body)
