@@ -1,8 +1,9 @@
 /// The named databases and the environment each lives in.
 ///
-/// `durable` is synced per `StoreOptions.sync`; `ephemeral` never syncs (safe against process
-/// crashes; after a power loss delete `ephemeral/`: it only holds used challenges and rate
-/// windows, which expire within minutes).
+/// `durable` is synced per `StoreOptions.sync`; `ephemeral` never syncs and commits through a
+/// writable map (safe against process crashes; after a power loss delete `ephemeral/`: it
+/// only holds used challenges and rate windows, which expire within minutes — a challenge
+/// used just before the loss could then be presented once more until its expiry).
 public enum Database: String, CaseIterable, Sendable {
     // durable
     case meta, orgs, apps, devices, deviceIDs = "device_ids", receipts, fingerprints

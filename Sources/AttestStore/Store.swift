@@ -1,4 +1,3 @@
-import CLMDB
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +31,7 @@ public final class Store {
                                       maxReaders: options.maxReaders, noSync: noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
-                                        maxReaders: options.maxReaders, noSync: true,
+                                        maxReaders: options.maxReaders, noSync: true, writeMap: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)
@@ -110,9 +109,5 @@ extension Store {
 extension Store {
     /// The id of the durable environment's last committed write transaction, from any
     /// process. Unchanged means nothing durable changed: callers cache reads against it.
-    public var durableVersion: Int {
-        var info = MDB_envinfo()
-        mdb_env_info(durable.env, &info)
-        return info.me_last_txnid
-    }
+    public var durableVersion: Int { durable.lastTransactionID }
 }

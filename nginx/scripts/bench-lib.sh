@@ -174,3 +174,34 @@ bench_cleanup() {
   wait 2>/dev/null || true
   BENCH_CHILDREN=()
 }
+
+# bench_replay URL BODIES THREADS CONNS BUNDLE TEAM: send every line of BODIES once with
+# nginx/bench/replay.lua; sets BENCH_REPLAY_OK, BENCH_REPLAY_FAILED, BENCH_REPLAY_LOST and
+# BENCH_REPLAY_RPS (successes per second from the first request sent to the last answer).
+bench_replay() {
+  local url=$1 bodies=$2 threads=$3 conns=$4 bundle=$5 team=$6 out pid i lines
+  out=$(mktemp)
+  wrk -t"$threads" -c"$conns" -d600s --timeout 30s -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" > "$out" 2>&1 &
+  pid=$!
+  BENCH_CHILDREN+=("$pid")
+  for i in $(seq 1 12000); do
+    lines=$(grep -c '^REPLAY ' "$out" || true)
+    [ "$lines" -ge "$threads" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if [ "$(grep -c '^REPLAY ' "$out" || true)" -lt "$threads" ]; then
+    echo "bench_replay: wrk did not finish:" >&2; cat "$out" >&2; rm -f "$out"; return 1
+  fi
+  read -r BENCH_REPLAY_OK BENCH_REPLAY_FAILED BENCH_REPLAY_LOST BENCH_REPLAY_RPS < <(awk '
+    /^REPLAY / {
+      for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      ok += v["ok"]; failed += v["failed"]; lost += v["lost"]
+      if (first == "" || v["first"] < first) first = v["first"]
+      if (v["last"] > last) last = v["last"]
+    }
+    END { printf "%d %d %d %.1f\n", ok, failed, lost, ok / (last - first) }' "$out")
+  rm -f "$out"
+}

@@ -52,6 +52,11 @@ public func constantTimeEqual<A: Collection, B: Collection>(_ a: A, _ b: B) -> B
 where A.Element == UInt8, B.Element == UInt8 {
     guard a.count == b.count else { return false }
     var diff: UInt8 = 0
-    for (x, y) in zip(a, b) { diff |= x ^ y }
+    var i = a.startIndex, j = b.startIndex
+    while i != a.endIndex {
+        diff |= a[i] ^ b[j]
+        a.formIndex(after: &i)
+        b.formIndex(after: &j)
+    }
     return diff == 0
 }

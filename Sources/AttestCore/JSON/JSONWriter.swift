@@ -2,10 +2,7 @@
 extension JSONValue {
     /// Compact JSON text.
     public var jsonText: String {
-        var out = [UInt8]()
-        out.reserveCapacity(128)
-        write(to: &out, indent: nil, level: 0)
-        return String(decoding: out, as: UTF8.self)
+        String(decoding: jsonBytes, as: UTF8.self)
     }
 
     /// JSON text indented by two spaces, keys in their stored order.
@@ -17,15 +14,16 @@ extension JSONValue {
 
     public var jsonBytes: [UInt8] {
         var out = [UInt8]()
+        out.reserveCapacity(512)
         write(to: &out, indent: nil, level: 0)
         return out
     }
 
     func write(to out: inout [UInt8], indent: Int?, level: Int) {
         switch self {
-        case .null: out += Array("null".utf8)
-        case .bool(let b): out += Array((b ? "true" : "false").utf8)
-        case .int(let i): out += Array(String(i).utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d):
             if d.isFinite { out += Array((d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)).utf8) } else { out += Array("null".utf8) }
         case .string(let s): JSONValue.writeString(s, to: &out)
@@ -64,6 +62,12 @@ extension JSONValue {
     /// A JSON string literal: quotes, backslash and control characters escaped.
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copy them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): out += [0x5C, 0x22]

@@ -12,7 +12,10 @@ final class LMDBEnvironment {
     /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
     private var idleReader: OpaquePointer?
 
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, databases: [Database]) throws {
+    /// `writeMap` maps the file writable and commits by writing to memory (no pwrite per
+    /// page): only for the ephemeral environment, whose contents may be discarded after a
+    /// power loss (with a writable map and no sync, a system crash can corrupt it).
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, writeMap: Bool = false, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -27,6 +30,7 @@ final class LMDBEnvironment {
             try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
             var flags = UInt32(MDB_NOTLS)
             if noSync { flags |= UInt32(MDB_NOSYNC) }
+            if writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_MAPASYNC) }
             try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
             var dead: Int32 = 0
             _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died
@@ -96,6 +100,13 @@ final class LMDBEnvironment {
 }
 
 extension LMDBEnvironment {
+    /// The id of the last committed write transaction (any process).
+    var lastTransactionID: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info.me_last_txnid
+    }
+
     /// (map size, bytes in use) of the environment.
     func usage() -> (mapSize: Int, used: Int) {
         var info = MDB_envinfo()

@@ -1,0 +1,76 @@
+-- wrk script: replays pre-generated request bodies (one JSON body per line), each exactly
+-- once. Thread i of N sends lines i, i+N, i+2N, …; once its lines are all answered (or,
+-- all sent, no answer came for 3 s: a request wrk lost to a reconnect) it prints
+--   REPLAY thread=<i> ok=<200 with a token> failed=<other answers> lost=<no answer> first=<s> last=<s>
+-- (times from gettimeofday, seconds; last = the last answer) and stops. A connection with
+-- nothing left to send asks for /bench-idle (nginx's own 404) every 20 ms until its thread
+-- stops; those answers are not counted. wrk itself sleeps its full -d: the caller stops it
+-- once every thread has printed.
+--   wrk -t2 -c16 -d300s -s replay.lua URL -- BODIES_FILE THREADS BUNDLE_ID TEAM_ID
+local ffi = require("ffi")
+ffi.cdef [[
+  struct attest_timeval { long tv_sec; long tv_usec; };
+  int gettimeofday(struct attest_timeval *tv, void *tz);
+]]
+local function now()
+  local tv = ffi.new("struct attest_timeval")
+  ffi.C.gettimeofday(tv, nil)
+  return tonumber(tv.tv_sec) + tonumber(tv.tv_usec) / 1e6
+end
+
+local count = 0
+function setup(thread)
+  thread:set("id", count)
+  count = count + 1
+end
+
+function init(args)
+  local file, threads = args[1], tonumber(args[2])
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["X-Bundle-ID"] = args[3]
+  wrk.headers["X-Team-ID"] = args[4]
+  bodies = {}
+  local n = 0
+  for line in io.lines(file) do
+    if line ~= "" then
+      if n % threads == id then bodies[#bodies + 1] = line end
+      n = n + 1
+    end
+  end
+  sent, ok, failed, first, last = 0, 0, 0, nil, nil
+end
+
+function request()
+  if sent < #bodies then
+    sent = sent + 1
+    if first == nil then first = now() end
+    return wrk.format("POST", nil, nil, bodies[sent])
+  end
+  return wrk.format("GET", "/bench-idle")
+end
+
+function delay()
+  if sent < #bodies then return 0 end
+  return 20
+end
+
+local finished = false
+local function finish()
+  if finished then return end
+  finished = true
+  local lost = #bodies - ok - failed
+  last = last or now()
+  io.write(string.format("REPLAY thread=%d ok=%d failed=%d lost=%d first=%.6f last=%.6f\n", id, ok, failed, lost, first or last, last))
+  io.flush()
+  wrk.thread:stop()
+end
+
+function response(status, headers, body)
+  if status == 404 and body:find('"error":"not found"', 1, true) then
+    if sent == #bodies and (#bodies == 0 or now() - (last or first or now()) > 3) then finish() end
+    return
+  end
+  if status == 200 and body:find('"token"', 1, true) then ok = ok + 1 else failed = failed + 1 end
+  last = now()
+  if ok + failed == #bodies then finish() end
+end
