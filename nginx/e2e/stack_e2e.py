@@ -174,6 +174,27 @@ def device_flow(s):
     T.check("after rotation the JWKS holds the new and the previous key", len(kids) == 2 and header["kid"] in kids, str(kids))
     T.check("after rotation new tokens carry the new kid", p.returncode == 0 and jwt.get_unverified_header(new_token)["kid"] == kids[0],
             p.stderr)
+    # RS256, selectable per deployment: rotate to an RSA key; PyJWT verifies against the JWKS.
+    s.ctl("keys", "rotate", "--algorithm", "RS256")
+    time.sleep(1.1)
+    p = s.device(st, "refresh")
+    rs_token = json.loads(open(st).read())["fields"]["token"]
+    rs_header = jwt.get_unverified_header(rs_token)
+    jwks = s.http("GET", "/.well-known/jwks.json").json
+    rs_keys = {k["kid"]: k for k in jwks["keys"]}
+    try:
+        rs_claims = jwt.decode(rs_token, key=jwt.PyJWK.from_dict(rs_keys[rs_header["kid"]]).key, algorithms=["RS256"],
+                               audience="com.example.app", issuer="attestedge")
+        T.check("an RS256 token verifies with PyJWT against the served JWKS", rs_header["alg"] == "RS256"
+                and rs_claims["device_id"] == shown["deviceId"], str(rs_header))
+    except Exception as e:  # noqa: BLE001
+        T.check("an RS256 token verifies with PyJWT against the served JWKS", False, repr(e) + p.stderr)
+    try:
+        jwt.decode(token, key=jwt.PyJWK.from_dict(rs_keys[header["kid"]]).key, algorithms=["ES256"], audience="com.example.app",
+                   issuer="attestedge")
+        T.check("a token of the rotated-out ES256 key still verifies during the overlap", True)
+    except Exception as e:  # noqa: BLE001
+        T.check("a token of the rotated-out ES256 key still verifies during the overlap", False, repr(e))
 
 
 def refusals(s):

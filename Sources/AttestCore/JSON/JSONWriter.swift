@@ -63,7 +63,11 @@ extension JSONValue {
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        let plain: Bool = s.utf8.withContiguousStorageIfAvailable { bytes in
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+            return true
+        } ?? false
+        if plain {
             out.append(contentsOf: s.utf8)
             out.append(UInt8(ascii: "\""))
             return
