@@ -180,7 +180,7 @@ struct Serve {
             if FileIO.exists(data.testCADirectory + "/ca.pem") {
                 Output.out("""
                   enroll a software device:
-                    attest-device --server \(base) --team DEMOTEAM01 --bundle com.example.demo \\
+                    \(executableDirectory())/attest-device --server \(base) --team DEMOTEAM01 --bundle com.example.demo \\
                       --test-ca \(data.testCADirectory)/ca.pem --state /tmp/demo-device.json enroll
                 """)
             }
