@@ -2,15 +2,11 @@ import AttestCore
 import AttestService
 import AttestStore
 import CLISupport
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The data directory: `--data DIR`, else `$ATTEST_EDGE_DATA`, else `./var`.
 func dataDirectory(_ args: Arguments) -> DataDirectory {
     if let dir = args.value("data") { return DataDirectory(dir) }
-    if let env = getenv("ATTEST_EDGE_DATA") { return DataDirectory(String(decoding: UnsafeRawBufferPointer(start: env, count: strlen(env)), as: UTF8.self)) }
-    return DataDirectory("./var")
+    return DataDirectory(environment("ATTEST_EDGE_DATA") ?? "./var")
 }
 
 /// The configuration and store of an initialised data directory.

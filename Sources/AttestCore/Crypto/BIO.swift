@@ -9,7 +9,7 @@ enum MemoryBIO {
             throw AttestError.openSSL(.crypto, "BIO_new_mem_buf")
         }
         defer { BIO_free(bio) }
-        // BIO_new_mem_buf does not copy: `bytes` outlives the BIO because of the defer order.
+        // BIO_new_mem_buf does not copy: keep `bytes` alive until the BIO is done with it.
         return try withExtendedLifetime(bytes) { () throws(AttestError) -> T in try body(bio) }
     }
 

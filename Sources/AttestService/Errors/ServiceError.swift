@@ -83,8 +83,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
 extension ServiceError {
     /// A store failure: 503 with no internals in the body.
     public static func store(_ error: StoreError) -> ServiceError {
-        ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.",
-                     hint: error.code == .full ? nil : nil, log: error.description)
+        ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.", log: error.description)
     }
 
     /// Anything unexpected: 500 with no detail in the body.
