@@ -2,15 +2,14 @@ import COpenSSL
 
 /// Memory BIO helpers for PEM in and out.
 enum MemoryBIO {
-    /// Runs `body` with a read-only BIO over `text`.
+    /// Runs `body` with a memory BIO holding a copy of `text`.
     static func reading<T>(_ text: String, _ body: (OpaquePointer) throws(AttestError) -> T) throws(AttestError) -> T {
-        let bytes = Array(text.utf8)
-        guard let bio = bytes.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
-            throw AttestError.openSSL(.crypto, "BIO_new_mem_buf")
-        }
+        guard let bio = BIO_new(BIO_s_mem()) else { throw AttestError.openSSL(.crypto, "BIO_new") }
         defer { BIO_free(bio) }
-        // BIO_new_mem_buf does not copy: keep `bytes` alive until the BIO is done with it.
-        return try withExtendedLifetime(bytes) { () throws(AttestError) -> T in try body(bio) }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
+        guard written == Int32(bytes.count) else { throw AttestError.openSSL(.crypto, "BIO_write") }
+        return try body(bio)
     }
 
     /// Runs `body` with a writable BIO and returns what it wrote as text.
