@@ -19,7 +19,11 @@ public struct AttestationObject: Sendable {
     /// Decodes the CBOR (failing with `.cborMalformed` or `.cborLimitExceeded`) and checks the
     /// shape (failing with `.format`).
     public init(cborEncoded bytes: ArraySlice<UInt8>) throws(AttestError) {
-        let root = try CBORReader.decode(bytes)
+        try self.init(cbor: CBORReader.decode(bytes))
+    }
+
+    /// Checks the shape of an already decoded value (failing with `.format`).
+    public init(cbor root: CBORValue) throws(AttestError) {
         guard root.mapEntries != nil else { throw AttestError(.format, "attestation object is not a map") }
         guard let fmt = root[text: "fmt"]?.textValue else { throw AttestError(.format, "fmt is missing") }
         guard fmt == Self.format else { throw AttestError(.format, "fmt is \"\(fmt)\", not \"\(Self.format)\"") }

@@ -46,7 +46,7 @@ public enum ValidateEndpoint {
             throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from DCAppAttestService.generateKey() (32 bytes).")
         }
         guard let objectBytes = try fields.string("attestationObject").flatMap({ RequestFields.base64($0) }),
-              (try? CBORReader.decode(objectBytes[...]))?.mapEntries != nil else {
+              let objectCBOR = try? CBORReader.decode(objectBytes[...]), objectCBOR.mapEntries != nil else {
             throw ServiceError(.attestationObjectInvalid, "attestationObject must be the base64-encoded CBOR object from attestKey().")
         }
         guard let challenge = try fields.string("challenge") else {
@@ -61,7 +61,7 @@ public enum ValidateEndpoint {
         // 4. Apple's verification.
         let verified: VerifiedAttestation
         do {
-            verified = try ctx.attestationVerifier.verify(attestationObject: objectBytes[...], keyID: keyID, clientDataHash: clientDataHash,
+            verified = try ctx.attestationVerifier.verify(AttestationObject(cbor: objectCBOR), keyID: keyID, clientDataHash: clientDataHash,
                                                          appID: app.app.appID, policy: app.app.policy, at: now)
         } catch {
             try ctx.consumeAlone(token, now: now)
