@@ -11,6 +11,8 @@ public final class ServiceContext {
     public let random: any RandomSource
     public let challenges: ChallengeAuthority
     public let attestationVerifier: AttestationVerifier
+    /// Verifies against the configured test roots only; `nil` when there are none.
+    public let testRootVerifier: AttestationVerifier?
     public let keyRing: KeyRing
     /// Parsed device keys by keyId: a keyId is the hash of its key, so an entry never goes stale.
     var publicKeys: [[UInt8]: ECPublicKey] = [:]
@@ -22,24 +24,25 @@ public final class ServiceContext {
     public var log: (String) -> Void = { _ in }
 
     public init(configuration: Configuration, store: Store, clock: any Clock, random: any RandomSource,
-                challengeSecret: [UInt8], trustAnchors: [Certificate], keyRing: KeyRing) throws {
+                challengeSecret: [UInt8], trustAnchors: [Certificate], testRoots: [Certificate] = [], keyRing: KeyRing) throws {
         self.configuration = configuration
         self.store = store
         self.clock = clock
         self.random = random
         self.challenges = ChallengeAuthority(secret: challengeSecret)
         self.attestationVerifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: trustAnchors))
+        self.testRootVerifier = testRoots.isEmpty ? nil : AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: testRoots))
         self.keyRing = keyRing
     }
 
     /// Opens a data directory the way the executables do: its configuration, store, secret
-    /// and keys, trusting `trustAnchors` (see `TrustAnchors.load`).
-    public static func open(dataDirectory data: DataDirectory, trustAnchors: [Certificate], clock: any Clock = SystemClock(),
+    /// and keys, trusting `trust` (see `TrustAnchors.load`).
+    public static func open(dataDirectory data: DataDirectory, trust: TrustAnchors, clock: any Clock = SystemClock(),
                             random: any RandomSource = SystemRandom(), log: @escaping (String) -> Void) throws -> ServiceContext {
         let configuration = try data.loadConfiguration()
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
-                                         challengeSecret: data.challengeSecret(), trustAnchors: trustAnchors,
+                                         challengeSecret: data.challengeSecret(), trustAnchors: trust.hardware, testRoots: trust.test,
                                          keyRing: KeyRing(directory: data.keysDirectory))
         context.log = log
         return context

@@ -26,7 +26,7 @@ public enum ServiceMain {
             let anchors = try TrustAnchors.load(data: data, configuration: configuration, extraPEMFiles: args.values("trust-root"),
                                                 warn: { Output.err("\(name): \($0)") })
             return FastCGIServer.run(options, name: name) {
-                let context = try ServiceContext.open(dataDirectory: data, trustAnchors: anchors, random: BufferedRandom(),
+                let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0)") })
                 return ServiceResponder(endpoint: endpoint, context: context)
             }

@@ -4,8 +4,11 @@
 /// devices      keyID (32 bytes)      → DeviceRecord
 /// device_ids   deviceID (UTF-8)      → keyID
 /// receipts     keyID                 → u8 1 ‖ receipt bytes (Apple's PKCS #7)
-/// fingerprints fingerprint (UTF-8)   → u8 1 ‖ u32 keys seen ‖ 32-byte latest keyID
+/// fingerprints appID ‖ 0x00 ‖ fingerprint (UTF-8) → u8 1 ‖ u32 keys seen ‖ 32-byte latest keyID
 /// ```
+/// `deviceFingerprint` is client-supplied, so its records are scoped to the app: one tenant's
+/// values never touch another's. (Entries written before the scoping, keyed by the bare
+/// fingerprint, are never read again.)
 extension Transaction {
     public func device(keyID: [UInt8]) throws -> DeviceRecord? {
         guard let bytes = try get(.devices, keyID) else { return nil }
@@ -49,11 +52,16 @@ extension Transaction {
         try put(.receipts, keyID, [1] + receipt)
     }
 
-    /// Records that `keyID` was attested with `fingerprint`; returns how many distinct keys
-    /// the fingerprint has now been seen with (key churn is a risk signal).
+    static func fingerprintKey(_ fingerprint: String, appID: String) -> [UInt8] {
+        Array(appID.utf8) + [0] + Array(fingerprint.utf8)
+    }
+
+    /// Records that `keyID` was attested with `fingerprint` for `appID`; returns how many
+    /// distinct keys the fingerprint has now been seen with in that app (key churn is a risk
+    /// signal).
     @discardableResult
-    public func noteFingerprint(_ fingerprint: String, keyID: [UInt8]) throws -> UInt32 {
-        let key = Array(fingerprint.utf8)
+    public func noteFingerprint(_ fingerprint: String, appID: String, keyID: [UInt8]) throws -> UInt32 {
+        let key = Self.fingerprintKey(fingerprint, appID: appID)
         var count: UInt32 = 0
         if let bytes = try get(.fingerprints, key) {
             var r = try BinaryReader(bytes, record: "fingerprint")
@@ -70,9 +78,9 @@ extension Transaction {
         return count
     }
 
-    /// Distinct keys seen with `fingerprint` (0 when never seen).
-    public func fingerprintKeyCount(_ fingerprint: String) throws -> UInt32 {
-        guard let bytes = try get(.fingerprints, Array(fingerprint.utf8)) else { return 0 }
+    /// Distinct keys seen with `fingerprint` in `appID` (0 when never seen).
+    public func fingerprintKeyCount(_ fingerprint: String, appID: String) throws -> UInt32 {
+        guard let bytes = try get(.fingerprints, Self.fingerprintKey(fingerprint, appID: appID)) else { return 0 }
         var r = try BinaryReader(bytes, record: "fingerprint")
         return try r.u32()
     }

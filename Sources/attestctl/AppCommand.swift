@@ -37,19 +37,22 @@ let appCommand = Command(
             return 0
         }
         guard let orgName = args.value("org") else { throw UsageError("--org is required") }
-        guard let team = args.value("team"), team.count == 10, team.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+        guard let team = args.value("team"), AppIdentifier.isValidTeamID(team) else {
             throw UsageError("--team must be the 10-character Apple Developer Team ID (A-Z, 0-9)")
         }
-        guard let bundle = args.value("bundle"), !bundle.isEmpty, bundle.count <= 155,
-              bundle.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) else {
-            throw UsageError("--bundle must be a bundle identifier (letters, digits, '.', '-')")
+        guard let bundle = args.value("bundle"), AppIdentifier.isValidBundleID(bundle) else {
+            throw UsageError("--bundle must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'")
         }
         guard let policy = EnvironmentPolicy(rawValue: args.value("env") ?? "production") else {
             throw UsageError("--env must be production, development or both")
         }
         let claims = args.value("claims") ?? ""
+        let lifetime = try args.int("token-lifetime", default: 0, in: 0...2_592_000)
+        guard lifetime == 0 || lifetime >= Configuration.minimumTokenLifetimeSeconds else {
+            throw UsageError("--token-lifetime must be 0 (the deployment default) or at least \(Configuration.minimumTokenLifetimeSeconds) seconds: the iOS SDK treats a token as expired 300 s before its expiresAt, so shorter lifetimes make every call re-attest")
+        }
         let app = AppRecord(teamID: team, bundleID: bundle, org: orgName, policy: policy,
-                            tokenLifetimeSeconds: UInt32(try args.int("token-lifetime", default: 0, in: 0...2_592_000)),
+                            tokenLifetimeSeconds: UInt32(lifetime),
                             customClaimsJSON: claims, minAppVersion: args.value("min-app-version") ?? "",
                             minOSVersion: args.value("min-os-version") ?? "", createdAt: now())
         try store.write([.durable]) { txn in

@@ -43,11 +43,14 @@ import Testing
         #expect(status == 400 && body["code"]?.stringValue == "bad_request")
     }
 
-    @Test func withoutHeadersTheChallengeIsUnboundAndAcceptedForAnyApp() throws {
+    @Test func withoutHeadersTheChallengeIsUnboundAndRefusedByValidateAndRefresh() throws {
         let f = try Fixture()
         let challenge = try f.challenge(headers: [:])
-        let token = try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now())
+        let token = try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now(), requireBinding: false)
         #expect(token.boundToApp == false)
+        #expect(throws: ServiceError.self, "validate and refresh refuse unbound challenges") {
+            try f.context.challenges.check(challenge, appID: Fixture.appID, now: f.clock.now())
+        }
     }
 
     @Test func aBoundChallengeIsInvalidForAnotherApp() throws {
@@ -109,7 +112,7 @@ import Testing
     }
 
     @Test func anExtendedExpiryBreaksTheTag() {
-        let c = authority.issue(appID: nil, expiry: now + 300, id: id)
+        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
         var bytes = Base64.decode(c)!
         bytes[9] &+= 1
         #expect(code { _ = try authority.check(Base64.encode(bytes, url: true), appID: "T.b", now: now) } == "challenge_invalid")

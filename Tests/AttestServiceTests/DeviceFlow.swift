@@ -11,29 +11,48 @@ final class DeviceFlow {
     let pki: TestPKI
     var device: SoftwareDevice
 
-    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, rate: UInt32 = 0,
+    /// `pkiAsTestRoot`: trust the test PKI as a configured test root beside Apple's root, as
+    /// `trust.testRoots` does, instead of as a hardware anchor.
+    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, rate: UInt32 = 0, pkiAsTestRoot: Bool = false,
          configure: (inout Configuration) -> Void = { _ in }) throws {
         let start = Timestamp(iso8601: "2026-01-01T00:00:00Z")!
         pki = try TestPKI.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
-        fixture = try Fixture(tier: tier, policy: policy, trustAnchors: [pki.rootCertificate], configure: configure, rate: rate)
+        fixture = try Fixture(tier: tier, policy: policy,
+                              trustAnchors: pkiAsTestRoot ? [try AppleAppAttestationRoot.certificate()] : [pki.rootCertificate],
+                              testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [], configure: configure, rate: rate)
         device = try SoftwareDevice.generate()
     }
 
     var context: ServiceContext { fixture.context }
 
     func validateBody(challenge: String, device: SoftwareDevice? = nil, environment: AppAttestEnvironment = .production,
+                      teamID: String = Fixture.teamID, bundleID: String = Fixture.bundleID, receipt: [UInt8]? = nil,
                       extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil) throws -> JSONValue {
         let d = device ?? self.device
         let cdh = SHA256.hash(challenge.utf8)
-        var (keyID, object) = try d.attest(clientDataHash: cdh, appID: Fixture.appID, environment: environment, pki: pki, at: fixture.clock.now())
+        var synthetic = d.synthetic(clientDataHash: cdh, appID: teamID + "." + bundleID, environment: environment)
+        if let receipt { synthetic.receipt = receipt }
+        let built = try synthetic.build(pki: pki, at: fixture.clock.now())
+        let keyID = built.keyID
+        var object = built.attestationObject
         tamper?(&object)
         return .object([
             ("challenge", .string(challenge)), ("keyId", .string(Base64.encode(keyID))),
             ("attestationObject", .string(Base64.encode(object))), ("clientDataHash", .string(Base64.encode(cdh))),
-            ("bundleId", .string(Fixture.bundleID)), ("teamId", .string(Fixture.teamID)),
+            ("bundleId", .string(bundleID)), ("teamId", .string(teamID)),
             ("deviceModel", "iPhone15,2"), ("osVersion", "18.0"), ("appVersion", "2.1.0"), ("appBuildNumber", "42"),
             ("platform", "iOS"),
         ] + extra)
+    }
+
+    /// A refresh body signed by `device`, which need not be enrolled.
+    static func refreshBody(for device: SoftwareDevice, challenge: String) -> JSONValue {
+        let cdh = SHA256.hash(challenge.utf8)
+        let assertion = (try? device.assertion(clientDataHash: cdh, appID: Fixture.appID, counter: 1)) ?? []
+        return .object([
+            ("keyId", .string(Base64.encode(device.keyID))), ("assertion", .string(Base64.encode(assertion))),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("challenge", .string(challenge)),
+        ])
     }
 
     func refreshBody(challenge: String, counter: UInt32? = nil) throws -> JSONValue {

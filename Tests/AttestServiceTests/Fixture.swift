@@ -16,7 +16,7 @@ final class Fixture {
     static let bundleID = "com.example.app"
     static var appID: String { teamID + "." + bundleID }
 
-    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil,
+    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil, testRoots: [Certificate] = [],
          configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0) throws {
         var template = Array("/tmp/attest-service-test-XXXXXX".utf8CString)
         path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
@@ -35,7 +35,7 @@ final class Fixture {
         }
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
-                                     trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
+                                     trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()], testRoots: testRoots,
                                      keyRing: KeyRing(directory: data.keysDirectory))
         context.log = { [weak self] in self?.logs.append($0) }
     }
@@ -52,8 +52,9 @@ final class Fixture {
 
     static let appHeaders = ["X-Bundle-ID": bundleID, "X-Team-ID": teamID]
 
-    func call(_ endpoint: Endpoint, _ method: String = "POST", body: String? = nil, headers: [String: String] = Fixture.appHeaders) -> (Int, JSONValue) {
-        let response = endpoint.handle(Fixture.request(method, endpoint.path, body: body, headers: headers), context)
+    func call(_ endpoint: Endpoint, _ method: String = "POST", body: String? = nil, headers: [String: String] = Fixture.appHeaders,
+              remote: String = "127.0.0.1") -> (Int, JSONValue) {
+        let response = endpoint.handle(Fixture.request(method, endpoint.path, body: body, headers: headers, remote: remote), context)
         return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
     }
 

@@ -42,6 +42,7 @@ for sync in $SYNCS; do
   "$BIN/attestctl" config set store.sync "$sync" --data "$DATA" > /dev/null
   [ -z "$SYNC_INTERVAL_MS" ] || "$BIN/attestctl" config set store.syncIntervalMs "$SYNC_INTERVAL_MS" --data "$DATA" > /dev/null
   "$BIN/attestctl" config set rateLimits.validatePerIPPerMinute 0 --data "$DATA" > /dev/null
+  "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute 0 --data "$DATA" > /dev/null
   "$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
   "$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
   PORT=$(bench_free_port)

@@ -28,6 +28,10 @@ def setup(stack):
     stack.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
     stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app", "--env", "both")
     stack.ctl("app", "add", "--org", "acme", "--team", "OTHER12345", "--bundle", "com.example.other")
+    # A tenant with a small organization bucket, for the outsider checks.
+    stack.ctl("org", "add", "tight", "--tier", "pro", "--rate-limit", "20")
+    stack.ctl("app", "add", "--org", "tight", "--team", "TIGHT12345", "--bundle", "com.example.tight")
+    stack.ctl("config", "set", "rateLimits.refreshPerIPPerMinute", "60")
 
 
 def challenge(stack, headers=A):
@@ -197,6 +201,18 @@ def device_flow(s):
         T.check("a token of the rotated-out ES256 key still verifies during the overlap", False, repr(e))
 
 
+def stranger_refresh(c):
+    """A refresh body from a key the server never saw (signed by Python's cryptography)."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    key = ec.generate_private_key(ec.SECP256R1())
+    point = key.public_key().public_bytes(encoding=Encoding.X962, format=PublicFormat.UncompressedPoint)
+    cdh = sha256(c.encode())
+    auth = sha256(b"ABCDE12345.com.example.app") + b"\x00" + (1).to_bytes(4, "big")
+    sig = key.sign(sha256(auth + cdh), ec.ECDSA(hashes.SHA256()))
+    return {"keyId": b64(sha256(point)), "assertion": b64(cbor_map_of_bytes([("signature", sig), ("authenticatorData", auth)])),
+            "clientDataHash": b64(cdh), "challenge": c}
+
+
 def refusals(s):
     st = s.state("refusals")
     s.device(st, "enroll")
@@ -233,17 +249,7 @@ def refusals(s):
     raw[-1] ^= 0x01
     expect(s, "tampered attestation", s.http("POST", "/api/v1/attestation/validate", A, dict(vb, attestationObject=b64(bytes(raw)))),
            401, "apple_validation_failed")
-    # Unknown key: an assertion from a key the server never saw (signed by Python's cryptography).
-    key = ec.generate_private_key(ec.SECP256R1())
-    point = key.public_key().public_bytes(encoding=__import__("cryptography.hazmat.primitives.serialization", fromlist=["Encoding"]).Encoding.X962,
-                                          format=__import__("cryptography.hazmat.primitives.serialization", fromlist=["PublicFormat"]).PublicFormat.UncompressedPoint)
-    c = challenge(s)
-    cdh = sha256(c.encode())
-    auth = sha256(b"ABCDE12345.com.example.app") + b"\x00" + (1).to_bytes(4, "big")
-    sig = key.sign(sha256(auth + cdh), ec.ECDSA(hashes.SHA256()))
-    stranger = {"keyId": b64(sha256(point)), "assertion": b64(cbor_map_of_bytes([("signature", sig), ("authenticatorData", auth)])),
-                "clientDataHash": b64(cdh), "challenge": c}
-    expect(s, "refresh with an unknown key", s.http("POST", "/api/v1/attestation/refresh", A, stranger), 404, "not_found")
+    expect(s, "refresh with an unknown key", s.http("POST", "/api/v1/attestation/refresh", A, stranger_refresh(challenge(s))), 404, "not_found")
     # Revoked key.
     rv = s.state("revoked")
     s.device(rv, "enroll")
@@ -256,25 +262,68 @@ def refusals(s):
     s.device(wa, "enroll")
     wb = body_from(s.device(wa, "body", "refresh", "--challenge", challenge(s, OTHER), team="OTHER12345", bundle="com.example.other"))
     expect(s, "refresh for another app", s.http("POST", "/api/v1/attestation/refresh", OTHER, wb), 409, "reattest_required")
-    # Tampered assertion (the last byte is the counter's), then the device stays refused until it re-enrolls.
+    # Tampered assertion (the last byte is the counter's): the signature no longer verifies, so
+    # it is a forgery as far as the server can tell; 409, and the device is left as it was.
     tp = s.state("tampered")
     s.device(tp, "enroll")
     tb = body_from(s.device(tp, "body", "refresh"))
     raw = bytearray(unb64(tb["assertion"]))
     raw[-1] ^= 0x01
     expect(s, "tampered assertion", s.http("POST", "/api/v1/attestation/refresh", A, dict(tb, assertion=b64(bytes(raw)))), 409, "reattest_required")
-    again = body_from(s.device(tp, "body", "refresh"))
-    expect(s, "a good refresh after 409 still fails", s.http("POST", "/api/v1/attestation/refresh", A, again), 409, "reattest_required")
-    p = s.device(tp, "enroll")
-    p2 = s.device(tp, "refresh")
-    T.check("after re-enrolling, refresh works again", p.returncode == 0 and p2.returncode == 0, p.stderr + p2.stderr)
-    # Replayed counter on a fresh device.
+    p = s.device(tp, "refresh")
+    T.check("a forged assertion for a known keyId leaves that device refreshing normally", p.returncode == 0, p.stderr)
+    # Replayed counter (genuinely signed): 409, and the device stays refused until it re-enrolls.
     rc = s.state("counter")
     s.device(rc, "enroll")
     s.device(rc, "refresh")
     counter = json.loads(open(rc).read())["counter"]
     cb = body_from(s.device(rc, "body", "refresh", "--counter", str(counter)))
     expect(s, "refresh replaying a counter", s.http("POST", "/api/v1/attestation/refresh", A, cb), 409, "reattest_required")
+    again = body_from(s.device(rc, "body", "refresh"))
+    expect(s, "a good refresh after a replay's 409 still fails", s.http("POST", "/api/v1/attestation/refresh", A, again), 409, "reattest_required")
+    p = s.device(rc, "enroll")
+    p2 = s.device(rc, "refresh")
+    T.check("after re-enrolling, refresh works again", p.returncode == 0 and p2.returncode == 0, p.stderr + p2.stderr)
+
+
+def outsiders(s):
+    """Issue #7 items 1 and 4 through nginx: an outsider (another loopback address) cannot lock
+    a tenant out, and every authentic presentation of a challenge consumes it."""
+    import http.client
+    tight = app_headers("TIGHT12345", "com.example.tight")
+    st = s.state("tight")
+    p = s.device(st, "enroll", team="TIGHT12345", bundle="com.example.tight")
+    T.check("a device of the tight tenant enrolls", p.returncode == 0, p.stderr)
+    codes = {}
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30, source_address=("127.0.0.2", 0))
+    for _ in range(200):
+        conn.request("POST", "/api/v1/attestation/refresh", body=b"{}", headers=dict(tight, **{"Content-Type": "application/json"}))
+        r = conn.getresponse()
+        r.read()
+        codes[r.status] = codes.get(r.status, 0) + 1
+    conn.close()
+    T.check("an outsider's 200 junk refreshes: 400 up to its IP's limit (60), then 429", codes == {400: 60, 429: 140}, str(codes))
+    results = [s.device(st, "refresh", team="TIGHT12345", bundle="com.example.tight") for _ in range(5)]
+    T.check("the tenant's genuine device still refreshes (5 of 5) after the flood", all(x.returncode == 0 for x in results),
+            "; ".join(x.stderr.strip() for x in results if x.returncode))
+    # A field of the wrong type is refused before the challenge is looked at.
+    vb = body_from(s.device(s.state("wrongtype"), "body", "validate", "--challenge", "A" * 56))
+    expect(s, "a wrong-type field with a forged challenge is refused for the field", s.http(
+        "POST", "/api/v1/attestation/validate", A, dict(vb, deviceModel=1)), 400, "bad_request")
+    # A failed attestation consumes its challenge.
+    c = challenge(s)
+    vb = body_from(s.device(s.state("consumed1"), "body", "validate", "--challenge", c))
+    raw = bytearray(unb64(vb["attestationObject"]))
+    raw[-1] ^= 0x01
+    expect(s, "a tampered attestation", s.http("POST", "/api/v1/attestation/validate", A, dict(vb, attestationObject=b64(bytes(raw)))),
+           401, "apple_validation_failed")
+    good = body_from(s.device(s.state("consumed2"), "body", "validate", "--challenge", c))
+    expect(s, "its challenge is used up", s.http("POST", "/api/v1/attestation/validate", A, good), 400, "challenge_already_used")
+    # So does a refresh for an unknown key.
+    c = challenge(s)
+    expect(s, "refresh for a key never attested", s.http("POST", "/api/v1/attestation/refresh", A, stranger_refresh(c)), 404, "not_found")
+    known = body_from(s.device(s.state("flow"), "body", "refresh", "--challenge", c))
+    expect(s, "its challenge is used up too", s.http("POST", "/api/v1/attestation/refresh", A, known), 400, "challenge_already_used")
 
 
 def race(s, name, bodies, path):
@@ -317,6 +366,7 @@ def main():
         challenge_checks(s)
         device_flow(s)
         refusals(s)
+        outsiders(s)
         races(s)
         no_store_growth(s)
         killed_worker(s)

@@ -41,9 +41,9 @@ public struct ChallengeAuthority: Sendable {
     }
 
     /// Checks authenticity, app binding and expiry (not single use: that needs the store).
-    /// - Throws: `challenge_invalid` (not ours, forged, or bound to another app),
-    ///   `challenge_expired` (authentic but past its expiry).
-    public func check(_ challenge: String, appID: String, now: Timestamp) throws(ServiceError) -> Token {
+    /// - Throws: `challenge_invalid` (not ours, forged, bound to another app, or unbound when
+    ///   `requireBinding`), `challenge_expired` (authentic but past its expiry).
+    public func check(_ challenge: String, appID: String, now: Timestamp, requireBinding: Bool = true) throws(ServiceError) -> Token {
         guard challenge.utf8.count == 56, let bytes = Base64.decode(challenge), bytes.count == Self.encodedLength,
               bytes[0] == 1, bytes[1] <= 1 else {
             throw ServiceError.challengeInvalid(log: "malformed challenge")
@@ -51,6 +51,11 @@ public struct ChallengeAuthority: Sendable {
         let bound = bytes[1] == 1
         guard constantTimeEqual(tag(Array(bytes[0..<26]), appID: bound ? appID : nil), bytes[26..<42]) else {
             throw ServiceError.challengeInvalid(log: bound ? "tag mismatch (forged, or issued for another app)" : "tag mismatch")
+        }
+        // Validate and refresh always carry the app headers, and so does the SDK's challenge
+        // request: an unbound challenge could be spent on any app, so none is accepted.
+        guard bound || !requireBinding else {
+            throw ServiceError.challengeInvalid(log: "challenge issued without X-Bundle-ID/X-Team-ID")
         }
         let expiry = Timestamp(seconds: Int64(bitPattern: bytes[2..<10].reduce(0) { $0 << 8 | UInt64($1) }))
         let token = Token(id: Array(bytes[10..<26]), expiry: expiry, boundToApp: bound)

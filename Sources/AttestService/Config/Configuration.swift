@@ -18,6 +18,9 @@ public struct Configuration: Sendable, Equatable {
     public var syncIntervalMs = 10
     /// `challenge.ttlSeconds`.
     public var challengeTTLSeconds = 300
+    /// `challenge.usedRetentionSeconds`: how long a consumed challenge's id is kept past its
+    /// expiry, so a wall clock stepping back by up to this much cannot make it valid again.
+    public var usedChallengeRetentionSeconds = 600
     /// `tokens.issuer`, `tokens.lifetimeSeconds`, `tokens.algorithm`, `tokens.rotationOverlapSeconds`.
     public var tokenIssuer = "attestedge"
     public var tokenLifetimeSeconds = 3600
@@ -27,12 +30,21 @@ public struct Configuration: Sendable, Equatable {
     public var testRoots: [String] = []
     /// `rateLimits.validatePerIPPerMinute`: 0 disables the per-IP limit on validate.
     public var validatePerIPPerMinute = 120
+    /// `rateLimits.refreshPerIPPerMinute`: 0 disables the per-IP limit on refresh.
+    public var refreshPerIPPerMinute = 240
     /// `rateLimits.challengePerIPPerSecond`, `rateLimits.challengeBurst`: nginx's per-IP limit
     /// on the challenge endpoint (rendered into site.conf by `attestctl serve`).
     public var challengePerIPPerSecond = 10
     public var challengeBurst = 20
+    /// `compat.unknownKeyStatus`: 404 (`not_found`, the contract) or 409 (`reattest_required`,
+    /// which makes the shipping SDK re-attest by itself) for a refresh with an unknown keyId.
+    public var unknownKeyStatus = 404
     /// `webhooks.allowPrivateAddresses`.
     public var allowPrivateWebhookAddresses = false
+
+    /// The SDK treats a token as expired 300 s before its `expiresAt`; shorter lifetimes than
+    /// this would make every call re-run challenge and assertion.
+    public static let minimumTokenLifetimeSeconds = 600
 
     public init() {}
 

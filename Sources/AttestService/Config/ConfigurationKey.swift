@@ -5,6 +5,8 @@ import AttestCore
 public struct ConfigurationKey: Sendable {
     public enum Kind: Sendable {
         case integer(ClosedRange<Int>)
+        /// A whole number from a short list (HTTP statuses of a compatibility switch).
+        case integerChoice([Int])
         case string
         case choice([String])
         case bool
@@ -23,6 +25,10 @@ public struct ConfigurationKey: Sendable {
         case .integer(let range):
             guard let n = value.intValue, n >= Int64(range.lowerBound), n <= Int64(range.upperBound) else {
                 return "must be a whole number in \(range.lowerBound)...\(range.upperBound)"
+            }
+        case .integerChoice(let options):
+            guard let n = value.intValue, options.contains(Int(n)) else {
+                return "must be one of " + options.map(String.init).joined(separator: ", ")
             }
         case .string:
             guard let s = value.stringValue, !s.isEmpty else { return "must be a non-empty string" }
@@ -62,16 +68,21 @@ public struct ConfigurationKey: Sendable {
         .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; at most that window on power loss).", .choice(["commit", "interval"]), \.sync),
         .int("store.syncIntervalMs", "Background sync period when store.sync is \"interval\".", 1...10_000, \.syncIntervalMs),
         .int("challenge.ttlSeconds", "How long a challenge stays valid.", 10...3600, \.challengeTTLSeconds),
+        .int("challenge.usedRetentionSeconds", "How long a used challenge is remembered past its expiry (a wall clock stepping back by up to this much cannot revive it).", 0...86_400, \.usedChallengeRetentionSeconds),
         .text("tokens.issuer", "The iss claim of issued tokens.", .string, \.tokenIssuer),
-        .int("tokens.lifetimeSeconds", "Token lifetime unless the app sets its own.", 60...2_592_000, \.tokenLifetimeSeconds),
+        .int("tokens.lifetimeSeconds", "Token lifetime unless the app sets its own (at least 600: the iOS SDK renews 300 s before expiry).", Configuration.minimumTokenLifetimeSeconds...2_592_000, \.tokenLifetimeSeconds),
         .text("tokens.algorithm", "Signing algorithm for new keys: ES256 or RS256.", .choice(["ES256", "RS256"]), \.tokenAlgorithm),
         .int("tokens.rotationOverlapSeconds", "How long a rotated-out key stays in the JWKS.", 0...31_536_000, \.rotationOverlapSeconds),
         ConfigurationKey(name: "trust.testRoots", doc: "PEM files of test CAs trusted besides Apple's root (test devices only; logged loudly).",
                          kind: .stringList, get: { .array($0.testRoots.map { .string($0) }) },
                          set: { c, v in c.testRoots = v.arrayValue!.map { $0.stringValue! } }),
         .int("rateLimits.validatePerIPPerMinute", "Validate requests per client IP per minute (0: no limit).", 0...1_000_000, \.validatePerIPPerMinute),
+        .int("rateLimits.refreshPerIPPerMinute", "Refresh requests per client IP per minute (0: no limit).", 0...1_000_000, \.refreshPerIPPerMinute),
         .int("rateLimits.challengePerIPPerSecond", "Challenge requests per client IP per second, enforced by nginx (site.conf).", 1...1_000_000, \.challengePerIPPerSecond),
         .int("rateLimits.challengeBurst", "Challenge requests per client IP served at once above the rate (nginx burst).", 0...1_000_000, \.challengeBurst),
+        ConfigurationKey(name: "compat.unknownKeyStatus", doc: "Refresh with an unknown keyId: 404 not_found (contract) or 409 reattest_required (the shipping SDK then re-attests by itself).",
+                         kind: .integerChoice([404, 409]), get: { .int(Int64($0.unknownKeyStatus)) },
+                         set: { c, v in c.unknownKeyStatus = Int(v.intValue!) }),
         ConfigurationKey(name: "webhooks.allowPrivateAddresses", doc: "Allow webhook URLs on private, loopback or link-local addresses (tests).",
                          kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
                          set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),

@@ -30,6 +30,14 @@ extension ServiceContext {
             throw ServiceError(.badRequest, "The X-Bundle-ID and X-Team-ID headers are required.",
                                hint: "Send your app's bundle identifier and Apple Developer Team ID in the headers.")
         }
+        // Checked before the cache: with a free-form Team ID, "ABCDE12345.com" + "x" would
+        // spell the same App ID as "ABCDE12345" + "com.x".
+        guard AppIdentifier.isValidTeamID(team) else {
+            throw ServiceError(.badRequest, "X-Team-ID must be your 10-character Apple Developer Team ID (A-Z, 0-9).")
+        }
+        guard AppIdentifier.isValidBundleID(bundle) else {
+            throw ServiceError(.badRequest, "X-Bundle-ID must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'.")
+        }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
         let version = store.durableVersion
         if let cached = appCache[appID], cached.version == version { return cached.context }

@@ -8,12 +8,17 @@ import FastCGI
 /// → {"keyId", "assertion", "clientDataHash", "challenge", "subjectId"?}
 /// ← 200 {"token", "expiresAt"}
 /// ```
-/// 400 `bad_request` (missing field, bad base64, not CBOR), `client_data_hash_invalid`,
-/// challenge codes; 404 `not_found` (unknown keyId); 403 `forbidden` (revoked); 409
-/// `reattest_required` (bad signature, another app, counter not increasing, or already
-/// invalidated: the stored attestation is invalidated and stays so until the device attests
-/// a new key). The counter advance and the challenge consumption commit together, so two
-/// refreshes presenting the same counter cannot both succeed.
+/// 400 `bad_request` (missing field, bad base64, an assertion that is not CBOR), then
+/// `client_data_hash_invalid` and the challenge codes: these are decided before the challenge
+/// is consumed and charge only the client IP. Then one ephemeral write (rate limits, single
+/// use; see `Admission`), and: 404 `not_found` (unknown keyId; 409 with
+/// `compat.unknownKeyStatus` = 409); 403 `forbidden` (revoked, or a key whose environment the
+/// app's current policy no longer allows); 409 `reattest_required` (bad signature, another app,
+/// counter not increasing, or already invalidated). The stored attestation is invalidated
+/// only when the assertion's signature verifies with the stored key: a forged assertion from
+/// someone who knows only the keyId changes nothing. The counter advance commits in one
+/// transaction that re-checks it, so two refreshes presenting the same counter cannot both
+/// succeed.
 public enum RefreshEndpoint {
     public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
         ctx.respond(request, endpoint: "refresh") { try refresh(request, ctx) }
@@ -21,91 +26,95 @@ public enum RefreshEndpoint {
 
     enum Outcome {
         case advanced(DeviceRecord, fingerprintKeys: UInt32)
-        case challengeUsed
         case failed(ServiceError)
     }
 
-    static func refresh(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh")
-        let now = ctx.clock.now()
-        let app = try ctx.appContext(request)!
-        try ctx.enforceRateLimits(org: app.org, clientIP: nil, now: now)
-        let fields = try RequestFields(body: request.body)
-        func required(_ name: String, count: Int? = nil) throws -> [UInt8] {
-            guard let text = try fields.string(name) else {
-                throw ServiceError(.badRequest, "The field \(name) is required.")
-            }
-            guard let bytes = RequestFields.base64(text, count: count) else {
-                throw ServiceError(.badRequest, "The field \(name) must be base64\(count.map { " of \($0) bytes" } ?? "").")
-            }
-            return bytes
-        }
-        let keyID = try required("keyId", count: 32)
-        let assertion = try required("assertion")
-        let clientDataHash = try required("clientDataHash", count: 32)
-        guard let challenge = try fields.string("challenge") else {
-            throw ServiceError(.badRequest, "The field challenge is required.")
-        }
-        guard clientDataHash == SHA256.hash(challenge.utf8) else {
-            throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
-        }
-        let token = try ctx.checkChallenge(challenge, appID: app.app.appID, now: now)
-        let subjectID = try fields.optionalText("subjectId")
+    /// The body, decoded and checked before the challenge is looked at.
+    struct Fields {
+        let keyID: [UInt8]
+        let assertion: [UInt8]
+        let clientDataHash: [UInt8]
+        let challenge: String
+        let subjectID: String?
 
-        guard let device = try ctx.store.read({ try $0.device(keyID: keyID) }) else {
-            try ctx.consumeAlone(token, now: now)
-            throw ServiceError(.notFound, "No attestation found for this keyId: the device must attest first.",
-                               hint: "Call POST /api/v1/attestation/validate with a fresh attestation.")
-        }
-        // Checks that need no signature: their failures still consume the challenge.
-        if let failure = precheck(device, app: app) {
-            try ctx.store.write { txn in
-                guard try ctx.consume(token, in: txn, now: now) else { return }
-                if failure.code == .reattestRequired { try invalidate(keyID, in: txn) }
+        init(_ body: [UInt8]) throws {
+            let fields = try RequestFields(body: body)
+            func required(_ name: String, count: Int? = nil) throws -> [UInt8] {
+                guard let text = try fields.string(name) else {
+                    throw ServiceError(.badRequest, "The field \(name) is required.")
+                }
+                guard let bytes = RequestFields.base64(text, count: count) else {
+                    throw ServiceError(.badRequest, "The field \(name) must be base64\(count.map { " of \($0) bytes" } ?? "").")
+                }
+                return bytes
             }
-            throw failure
+            keyID = try required("keyId", count: 32)
+            assertion = try required("assertion")
+            do { _ = try Assertion(cborEncoded: assertion[...]) } catch {
+                throw ServiceError(.badRequest, "assertion must be the base64-encoded CBOR from generateAssertion().", log: error.reason)
+            }
+            clientDataHash = try required("clientDataHash", count: 32)
+            guard let challenge = try fields.string("challenge") else {
+                throw ServiceError(.badRequest, "The field challenge is required.")
+            }
+            guard clientDataHash == SHA256.hash(challenge.utf8) else {
+                throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
+            }
+            self.challenge = challenge
+            subjectID = try fields.optionalText("subjectId")
         }
+    }
+
+    static func refresh(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        let now = ctx.clock.now()
+        let (app, fields, token) = try ctx.unauthenticated(request, .refresh, now: now) {
+            try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh")
+            let app = try ctx.appContext(request)!
+            let fields = try Fields(request.body)
+            return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
+        }
+        // The challenge is consumed from here on, whatever follows.
+        try ctx.admit(token, org: app.org, request: request, .refresh, now: now)
+        let keyID = fields.keyID
+        guard let device = try ctx.store.read({ try $0.device(keyID: keyID) }) else {
+            throw unknownKey(ctx.configuration.unknownKeyStatus)
+        }
+        // Checks that need no signature and change nothing.
+        if let failure = precheck(device, app: app) { throw failure }
         let publicKey = try ctx.publicKey(for: device)
         let verified: VerifiedAssertion
         do {
-            verified = try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash,
-                                                    publicKey: publicKey, appID: app.app.appID, previousCounter: device.counter)
-        } catch where error.code == .assertionFormat {
-            // Not an assertion at all: refuse it without touching the device.
-            try ctx.consumeAlone(token, now: now)
-            throw ServiceError(.badRequest, "assertion must be the base64-encoded CBOR from generateAssertion().", log: error.reason)
+            verified = try AssertionVerifier.verify(assertion: fields.assertion[...], clientDataHash: fields.clientDataHash,
+                                                    publicKey: publicKey, appID: app.app.appID,
+                                                    previousCounter: device.counter)
+        } catch where error.code == .signature || error.code == .assertionFormat {
+            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing changes.
+            throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
-            try ctx.store.write { txn in
-                guard try ctx.consume(token, in: txn, now: now) else { return }
-                try invalidate(keyID, in: txn)
-            }
+            // Signed by the device's key, but for another app or with a replayed counter.
+            try invalidate(keyID, ctx: ctx)
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
-        let outcome: Outcome = try ctx.store.write { txn in
-            guard try ctx.consume(token, in: txn, now: now) else { return .challengeUsed }
-            guard var current = try txn.device(keyID: keyID) else {
-                return .failed(ServiceError(.notFound, "No attestation found for this keyId: the device must attest first."))
-            }
-            if let failure = precheck(current, app: app) {
-                if failure.code == .reattestRequired { try invalidate(keyID, in: txn) }
-                return .failed(failure)
-            }
-            guard verified.counter > current.counter else {
-                // A concurrent refresh advanced the counter first: this assertion is a replay now.
-                try invalidate(keyID, in: txn)
-                return .failed(reattest("counter \(verified.counter) is not above the stored \(current.counter)"))
+        let outcome: Outcome = try ctx.store.write([.durable]) { txn in
+            guard var current = try txn.device(keyID: keyID) else { return .failed(unknownKey(ctx.configuration.unknownKeyStatus)) }
+            if let failure = precheck(current, app: app) { return .failed(failure) }
+            // The signature verified: a key registered for another app presented here is the
+            // device's own doing (or a stolen key), and invalidates.
+            guard current.appID == app.app.appID, verified.counter > current.counter else {
+                try invalidate(&current, in: txn)
+                return .failed(reattest(current.appID != app.app.appID
+                    ? "key registered for \(current.appID), presented for \(app.app.appID)"
+                    : "counter \(verified.counter) is not above the stored \(current.counter)"))
             }
             current.counter = verified.counter
             current.lastSeenAt = now
-            if let subjectID { current.subjectID = subjectID }
+            if let subjectID = fields.subjectID { current.subjectID = subjectID }
             try txn.put(current)
             try ctx.recordActivity(.refreshed, device: current, app: app, in: txn, now: now)
-            let keys = current.fingerprint.isEmpty ? 1 : max(1, try txn.fingerprintKeyCount(current.fingerprint))
+            let keys = current.fingerprint.isEmpty ? 1 : max(1, try txn.fingerprintKeyCount(current.fingerprint, appID: current.appID))
             return .advanced(current, fingerprintKeys: keys)
         }
         switch outcome {
-        case .challengeUsed:
-            throw ServiceError.challengeAlreadyUsed
         case .failed(let failure):
             throw failure
         case .advanced(let device, let keys):
@@ -114,7 +123,14 @@ public enum RefreshEndpoint {
         }
     }
 
-    /// Status and app checks, in the order the client should see them.
+    static func unknownKey(_ status: Int) -> ServiceError {
+        if status == 409 { return reattest("unknown keyId (compat.unknownKeyStatus = 409)") }
+        return ServiceError(.notFound, "No attestation found for this keyId: the device must attest first.",
+                            hint: "Call POST /api/v1/attestation/validate with a fresh attestation.")
+    }
+
+    /// Checks on the stored device that need no signature, in the order the client should
+    /// see them. None changes stored state.
     static func precheck(_ device: DeviceRecord, app: AppContext) -> ServiceError? {
         switch device.status {
         case .revoked:
@@ -124,14 +140,25 @@ public enum RefreshEndpoint {
         case .active:
             break
         }
-        if device.appID != app.app.appID {
-            return reattest("key registered for \(device.appID), presented for \(app.app.appID)")
+        // The app's current policy applies to keys enrolled under an earlier, looser one.
+        if device.appID == app.app.appID && !app.app.policy.allows(device.environment) {
+            return ServiceError(.forbidden, "This app no longer accepts \(device.environment.rawValue) App Attest keys.",
+                                hint: "The app's environment policy is \(app.app.policy.rawValue): use a build signed for that environment.",
+                                log: "device \(device.deviceID) is \(device.environment.rawValue), app policy \(app.app.policy.rawValue)")
         }
         return nil
     }
 
-    static func invalidate(_ keyID: [UInt8], in txn: Transaction) throws {
-        guard var device = try txn.device(keyID: keyID), device.status == .active else { return }
+    /// Invalidates an active device in its own write (a failure found outside the final one).
+    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext) throws {
+        try ctx.store.write([.durable]) { txn in
+            guard var device = try txn.device(keyID: keyID) else { return }
+            try invalidate(&device, in: txn)
+        }
+    }
+
+    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction) throws {
+        guard device.status == .active else { return }
         device.status = .invalidated
         device.failedAssertions &+= 1
         try txn.put(device)

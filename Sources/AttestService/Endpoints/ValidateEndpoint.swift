@@ -13,10 +13,12 @@ import FastCGI
 ///                               "jailbreakDetected", "attestationCount", "lastAttestationDate"},
 ///        "customClaims": {string: string}}
 /// ```
-/// Steps in SPEC §2 order, each with its code: app and rate limits; decoding (`key_id_invalid`,
-/// `attestation_object_invalid`, `client_data_hash_invalid`); the challenge; Apple's nine
-/// steps (`apple_validation_failed`, the log names the step); a keyId already attested; then
-/// one write transaction consuming the challenge and storing the device.
+/// Steps in SPEC §2 order, each with its code: the app, every field decoded and checked
+/// (`key_id_invalid`, `attestation_object_invalid`, `client_data_hash_invalid`, 400 for a
+/// field of the wrong type or past its length limit), the challenge's HMAC (these charge only
+/// the client IP's bucket); then one ephemeral write charging the IP and organization buckets
+/// and consuming the challenge (see `Admission`); Apple's nine steps (`apple_validation_failed`,
+/// the log names the step); a keyId already attested; then one durable write storing the device.
 public enum ValidateEndpoint {
     public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
         ctx.respond(request, endpoint: "validate") { try validate(request, ctx) }
@@ -25,72 +27,93 @@ public enum ValidateEndpoint {
     enum Outcome {
         case stored(DeviceRecord, fingerprintKeys: UInt32)
         case alreadyAttested
-        case challengeUsed
+    }
+
+    /// Everything the body says, decoded and checked before the challenge is looked at, so a
+    /// request is refused for its fields before it can consume a challenge.
+    struct Fields {
+        let keyID: [UInt8]
+        let object: CBORValue
+        let challenge: String
+        let clientDataHash: [UInt8]
+        let metadata: DeviceRecord.Metadata
+        let fingerprint: String
+        let subjectID: String
+
+        init(_ body: [UInt8], app: AppRecord) throws {
+            let fields = try RequestFields(body: body)
+            guard let bundleID = try fields.string("bundleId"), let teamID = try fields.string("teamId") else {
+                throw ServiceError(.badRequest, "The fields bundleId and teamId are required.")
+            }
+            guard bundleID == app.bundleID, teamID == app.teamID else {
+                throw ServiceError(.badRequest, "bundleId and teamId in the body must equal the X-Bundle-ID and X-Team-ID headers.")
+            }
+            guard let keyID = try fields.string("keyId").flatMap({ RequestFields.base64($0, count: 32) }) else {
+                throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from DCAppAttestService.generateKey() (32 bytes).")
+            }
+            guard let objectBytes = try fields.string("attestationObject").flatMap({ RequestFields.base64($0) }),
+                  let object = try? CBORReader.decode(objectBytes[...]), object.mapEntries != nil else {
+                throw ServiceError(.attestationObjectInvalid, "attestationObject must be the base64-encoded CBOR object from attestKey().")
+            }
+            if let receipt = object[text: "attStmt"]?[text: "receipt"]?.bytesValue, receipt.count > FieldLimits.receiptBytes {
+                throw ServiceError(.attestationObjectInvalid, "The attestation's receipt is longer than \(FieldLimits.receiptBytes) bytes.")
+            }
+            guard let challenge = try fields.string("challenge") else {
+                throw ServiceError.challengeInvalid(log: "no challenge field")
+            }
+            guard let clientDataHash = try fields.string("clientDataHash").flatMap({ RequestFields.base64($0, count: 32) }),
+                  clientDataHash == SHA256.hash(challenge.utf8) else {
+                throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
+            }
+            self.keyID = keyID
+            self.object = object
+            self.challenge = challenge
+            self.clientDataHash = clientDataHash
+            metadata = DeviceRecord.Metadata(
+                deviceModel: try fields.optionalText("deviceModel") ?? "", osVersion: try fields.optionalText("osVersion") ?? "",
+                appVersion: try fields.optionalText("appVersion") ?? "", appBuildNumber: try fields.optionalText("appBuildNumber") ?? "",
+                platform: try fields.optionalText("platform") ?? "")
+            fingerprint = try fields.optionalText("deviceFingerprint") ?? ""
+            subjectID = try fields.optionalText("subjectId") ?? ""
+        }
     }
 
     static func validate(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        try requirePOST(request, "/api/v1/attestation/validate")
         let now = ctx.clock.now()
-        // 1. App, rate limits.
-        let app = try ctx.appContext(request)!
-        try ctx.enforceRateLimits(org: app.org, clientIP: request.remoteAddress, now: now)
-        // 2. Decoding.
-        let fields = try RequestFields(body: request.body)
-        guard let bundleID = try fields.string("bundleId"), let teamID = try fields.string("teamId") else {
-            throw ServiceError(.badRequest, "The fields bundleId and teamId are required.")
+        // 1–3a. App, fields, the challenge's HMAC: failures charge the client IP only.
+        let (app, fields, token) = try ctx.unauthenticated(request, .validate, now: now) {
+            try requirePOST(request, "/api/v1/attestation/validate")
+            let app = try ctx.appContext(request)!
+            let fields = try Fields(request.body, app: app.app)
+            return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
         }
-        guard bundleID == app.app.bundleID, teamID == app.app.teamID else {
-            throw ServiceError(.badRequest, "bundleId and teamId in the body must equal the X-Bundle-ID and X-Team-ID headers.")
-        }
-        guard let keyID = try fields.string("keyId").flatMap({ RequestFields.base64($0, count: 32) }) else {
-            throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from DCAppAttestService.generateKey() (32 bytes).")
-        }
-        guard let objectBytes = try fields.string("attestationObject").flatMap({ RequestFields.base64($0) }),
-              let objectCBOR = try? CBORReader.decode(objectBytes[...]), objectCBOR.mapEntries != nil else {
-            throw ServiceError(.attestationObjectInvalid, "attestationObject must be the base64-encoded CBOR object from attestKey().")
-        }
-        guard let challenge = try fields.string("challenge") else {
-            throw ServiceError.challengeInvalid(log: "no challenge field")
-        }
-        guard let clientDataHash = try fields.string("clientDataHash").flatMap({ RequestFields.base64($0, count: 32) }),
-              clientDataHash == SHA256.hash(challenge.utf8) else {
-            throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
-        }
-        // 3. Challenge.
-        let token = try ctx.checkChallenge(challenge, appID: app.app.appID, now: now)
+        // 3b. Rate limits and single use: the challenge is consumed from here on, whatever follows.
+        try ctx.admit(token, org: app.org, request: request, .validate, now: now)
         // 4. Apple's verification.
         let verified: VerifiedAttestation
+        let anchor: DeviceRecord.Anchor
         do {
-            verified = try ctx.attestationVerifier.verify(AttestationObject(cbor: objectCBOR), keyID: keyID, clientDataHash: clientDataHash,
-                                                         appID: app.app.appID, policy: app.app.policy, at: now)
+            (verified, anchor) = try ctx.verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
+                                                           clientDataHash: fields.clientDataHash, app: app.app, at: now)
         } catch {
-            try ctx.consumeAlone(token, now: now)
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
-        // 5–7. One transaction: consume the challenge, refuse a known key, store the device.
-        let metadata = DeviceRecord.Metadata(
-            deviceModel: try fields.optionalText("deviceModel") ?? "", osVersion: try fields.optionalText("osVersion") ?? "",
-            appVersion: try fields.optionalText("appVersion") ?? "", appBuildNumber: try fields.optionalText("appBuildNumber") ?? "",
-            platform: try fields.optionalText("platform") ?? "")
-        let fingerprint = try fields.optionalText("deviceFingerprint") ?? ""
-        let subjectID = try fields.optionalText("subjectId") ?? ""
-        let outcome: Outcome = try ctx.store.write { txn in
-            guard try ctx.consume(token, in: txn, now: now) else { return .challengeUsed }
-            guard try txn.device(keyID: keyID) == nil else { return .alreadyAttested }
-            let keys = fingerprint.isEmpty ? 1 : try txn.noteFingerprint(fingerprint, keyID: keyID)
-            let device = DeviceRecord(keyID: keyID, deviceID: DeviceIdentity.deviceID(keyID: keyID), appID: app.app.appID,
+        // 5–7. One transaction: refuse a known key, store the device.
+        let outcome: Outcome = try ctx.store.write([.durable]) { txn in
+            guard try txn.device(keyID: fields.keyID) == nil else { return .alreadyAttested }
+            let fingerprint = fields.fingerprint
+            let keys = fingerprint.isEmpty ? 1 : try txn.noteFingerprint(fingerprint, appID: app.app.appID, keyID: fields.keyID)
+            let device = DeviceRecord(keyID: fields.keyID, deviceID: DeviceIdentity.deviceID(keyID: fields.keyID), appID: app.app.appID,
                                       publicKey: verified.publicKey, counter: verified.signCount, environment: verified.environment,
-                                      attestationCount: keys, createdAt: now, fingerprint: fingerprint, subjectID: subjectID,
-                                      metadata: metadata, validationCategory: verified.validationCategory,
-                                      bundleVersion: verified.bundleVersion ?? "")
+                                      attestationCount: keys, createdAt: now, fingerprint: fingerprint, subjectID: fields.subjectID,
+                                      metadata: fields.metadata, validationCategory: verified.validationCategory,
+                                      bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             try txn.put(device)
-            try txn.putReceipt(verified.receipt, keyID: keyID)
+            try txn.putReceipt(verified.receipt, keyID: fields.keyID)
             try ctx.recordActivity(.attested(new: true), device: device, app: app, in: txn, now: now)
             return .stored(device, fingerprintKeys: keys)
         }
         switch outcome {
-        case .challengeUsed:
-            throw ServiceError.challengeAlreadyUsed
         case .alreadyAttested:
             throw ServiceError.appleValidationFailed(log: "keyId already attested (attestations are single-use)")
         case .stored(let device, let keys):
@@ -115,6 +138,21 @@ public enum ValidateEndpoint {
         guard request.method == "POST" else { throw ServiceError(.methodNotAllowed, "Use POST for \(path).") }
         guard !request.bodyTooLarge else {
             throw ServiceError(.payloadTooLarge, "The request body is too large.", hint: "Bodies are limited to 64 KiB.")
+        }
+    }
+}
+
+extension ServiceContext {
+    /// Apple's nine steps against Apple's root, then (only for a chain failure, and only when
+    /// test roots are configured) against the test roots: the anchor says which one verified.
+    func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,
+                           at now: Timestamp) throws(AttestError) -> (VerifiedAttestation, DeviceRecord.Anchor) {
+        do {
+            return (try attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
+                                                   policy: app.policy, at: now), .apple)
+        } catch where error.code == .certificateChain && testRootVerifier != nil {
+            return (try testRootVerifier!.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
+                                                 policy: app.policy, at: now), .testRoot)
         }
     }
 }

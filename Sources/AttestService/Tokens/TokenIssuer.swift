@@ -6,7 +6,7 @@ import AttestStore
 /// ```
 /// {"iss", "aud": bundleId, "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
 ///  "environment", "risk_score" (null on free), "risk_category", "device_integrity",
-///  "jailbreak_detected", "attestation_count", "attest": "hardware", "device_model", "os_version",
+///  "jailbreak_detected", "attestation_count", "attest": "hardware" | "test_root", "device_model", "os_version",
 ///  "app_version", "platform", "custom_claims": {…}}
 /// ```
 struct IssuedToken {
@@ -39,7 +39,7 @@ extension ServiceContext {
             ("device_integrity", .string(risk.deviceIntegrity)),
             ("jailbreak_detected", .bool(risk.jailbreakDetected)),
             ("attestation_count", .int(Int64(device.attestationCount))),
-            ("attest", "hardware"),
+            ("attest", .string(device.anchor == .apple ? "hardware" : "test_root")),
             ("device_model", .string(device.metadata.deviceModel)),
             ("os_version", .string(device.metadata.osVersion)),
             ("app_version", .string(device.metadata.appVersion)),

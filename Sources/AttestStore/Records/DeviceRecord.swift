@@ -3,7 +3,7 @@ import AttestCore
 /// An attested device key: what refresh reads and advances on every request.
 ///
 /// Key: the 32 raw keyId bytes. The receipt lives in `receipts` under the same key, so this
-/// record stays small. Layout v1:
+/// record stays small. Layout v2 (v1 is the same without the last field, read as `apple`):
 /// ```
 /// u8 1 | deviceID string | appID string | publicKey bytes (65, X9.62) | counter u32
 ///      | environment u8 (0 production, 1 development) | status u8 (0 active, 1 revoked, 2 invalidated)
@@ -12,9 +12,10 @@ import AttestCore
 ///      | fingerprint string | subjectID string | deviceModel string | osVersion string
 ///      | appVersion string | appBuildNumber string | platform string
 ///      | validationCategory u32 (0xFFFFFFFF = absent) | bundleVersion string
+///      | anchor u8 (0 Apple's root, 1 a configured test root)
 /// ```
 public struct DeviceRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 1
+    public static let currentVersion: UInt8 = 2
     public static let recordName = "device"
 
     public enum Status: UInt8, Sendable, CaseIterable {
@@ -25,6 +26,13 @@ public struct DeviceRecord: StoreRecord, Hashable {
         case invalidated = 2
 
         public var name: String { self == .active ? "active" : self == .revoked ? "revoked" : "invalidated" }
+    }
+
+    /// Which trust anchor the attestation's chain ended at. Tokens say `attest: "hardware"`
+    /// only for Apple's root, so a backend can refuse devices verified through a test root.
+    public enum Anchor: UInt8, Sendable, CaseIterable {
+        case apple = 0
+        case testRoot = 1
     }
 
     public struct OperatorFlags: OptionSet, Sendable, Hashable {
@@ -64,13 +72,14 @@ public struct DeviceRecord: StoreRecord, Hashable {
     public var metadata: Metadata
     public var validationCategory: UInt32?
     public var bundleVersion: String
+    public var anchor: Anchor
 
     public init(keyID: [UInt8], deviceID: String, appID: String, publicKey: [UInt8], counter: UInt32 = 0,
                 environment: AppAttestEnvironment, status: Status = .active, operatorFlags: OperatorFlags = [],
                 attestationCount: UInt32 = 1, failedAssertions: UInt32 = 0, createdAt: Timestamp,
                 lastAttestedAt: Timestamp? = nil, lastSeenAt: Timestamp? = nil, fingerprint: String = "",
                 subjectID: String = "", metadata: Metadata = Metadata(), validationCategory: UInt32? = nil,
-                bundleVersion: String = "") {
+                bundleVersion: String = "", anchor: Anchor = .apple) {
         self.keyID = keyID
         self.deviceID = deviceID
         self.appID = appID
@@ -89,6 +98,7 @@ public struct DeviceRecord: StoreRecord, Hashable {
         self.metadata = metadata
         self.validationCategory = validationCategory
         self.bundleVersion = bundleVersion
+        self.anchor = anchor
     }
 
     public func encode(into w: inout BinaryWriter) {
@@ -113,6 +123,7 @@ public struct DeviceRecord: StoreRecord, Hashable {
         w.string(metadata.platform)
         w.u32(validationCategory ?? UInt32.max)
         w.string(bundleVersion)
+        w.u8(anchor.rawValue)
     }
 
     /// `keyID` is not part of the value (it is the key): `Transaction.device(keyID:)` sets it.
@@ -143,5 +154,12 @@ public struct DeviceRecord: StoreRecord, Hashable {
         let category = try r.u32()
         validationCategory = category == UInt32.max ? nil : category
         bundleVersion = try r.string()
+        if r.version >= 2 {
+            let a = try r.u8()
+            guard let anchor = Anchor(rawValue: a) else { throw StoreError(.corrupt, "device anchor \(a)") }
+            self.anchor = anchor
+        } else {
+            anchor = .apple
+        }
     }
 }

@@ -1,0 +1,94 @@
+import AttestCore
+import AttestStore
+import FastCGI
+
+/// Rate limits and single use of challenges for validate and refresh, in the order that keeps
+/// outsiders from hurting a tenant (README, "Decisions"):
+///
+/// 1. Everything up to and including the challenge's HMAC check needs no store. A request that
+///    fails there (unknown app, bad JSON, a forged or expired challenge, …) charges only the
+///    client IP's bucket for its endpoint (`rateLimits.validatePerIPPerMinute`,
+///    `rateLimits.refreshPerIPPerMinute`), and is answered 429 instead once that is exhausted.
+/// 2. A request that presents an authentic challenge makes one ephemeral write, before any
+///    signature is checked: it charges its IP bucket, then (if the IP is within its limit) the
+///    organization's bucket shared by validate and refresh, and consumes the challenge
+///    (NOOVERWRITE: of two requests racing on one challenge exactly one wins). The challenge is
+///    consumed whatever the outcome of the rest, 429 included.
+///
+/// Windows are fixed minutes in the ephemeral `rates` database. A 429 carries `Retry-After`
+/// and `X-RateLimit-Reset` (both seconds from now), `X-RateLimit-Limit` and
+/// `X-RateLimit-Remaining`. A used challenge's id is kept `challenge.usedRetentionSeconds`
+/// past its expiry, so a wall clock stepping back by up to that much cannot revive it.
+enum DeviceEndpoint: String {
+    case validate, refresh
+}
+
+extension ServiceContext {
+    static let rateWindowSeconds: Int64 = 60
+
+    func perIPLimit(_ endpoint: DeviceEndpoint) -> UInt32 {
+        UInt32(endpoint == .validate ? configuration.validatePerIPPerMinute : configuration.refreshPerIPPerMinute)
+    }
+
+    /// Runs the unauthenticated part of a request; a failure charges the client IP's bucket and
+    /// becomes 429 when that bucket is exhausted (a charge that fails keeps the first error).
+    func unauthenticated<T>(_ request: Request, _ endpoint: DeviceEndpoint, now: Timestamp, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            let bucket = ipBucket(request, endpoint)
+            guard let bucket else { throw error }
+            let over = try? store.write([.ephemeral]) { txn in
+                try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
+                return try charge([bucket], in: txn, now: now)
+            }
+            if let over = over ?? nil { throw rateLimited(over, now: now) }
+            throw error
+        }
+    }
+
+    /// Charges the buckets and consumes an authentic challenge in one ephemeral write.
+    /// - Throws: 429 `rate_limited`, or `challenge_already_used`.
+    func admit(_ token: ChallengeAuthority.Token, org: OrgRecord, request: Request, _ endpoint: DeviceEndpoint, now: Timestamp) throws {
+        var buckets = [(name: String, limit: UInt32)]()
+        if let ip = ipBucket(request, endpoint) { buckets.append(ip) }
+        if org.ratePerMinute > 0 { buckets.append(("org:" + org.name, org.ratePerMinute)) }
+        let retention = Int64(configuration.usedChallengeRetentionSeconds)
+        let (over, fresh) = try store.write([.ephemeral]) { txn in
+            try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
+            try txn.sweepExpired(.challenges, now: now.seconds, limit: 4)
+            let over = try charge(buckets, in: txn, now: now)
+            return (over, try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention))
+        }
+        if let over { throw rateLimited(over, now: now) }
+        guard fresh else { throw ServiceError.challengeAlreadyUsed }
+    }
+
+    private func ipBucket(_ request: Request, _ endpoint: DeviceEndpoint) -> (name: String, limit: UInt32)? {
+        let limit = perIPLimit(endpoint)
+        let ip = request.remoteAddress
+        guard limit > 0, !ip.isEmpty else { return nil }
+        return (endpoint.rawValue + "-ip:" + ip, limit)
+    }
+
+    /// Counts one hit in each bucket in order, stopping at the first that is over its limit
+    /// (so an IP over its limit does not also drain its organization's bucket).
+    private func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction, now: Timestamp) throws -> (String, UInt32)? {
+        let windowEnd = Self.windowEnd(now)
+        for (name, limit) in buckets where try txn.hitRateWindow(name, windowEnd: windowEnd) > limit {
+            return (name, limit)
+        }
+        return nil
+    }
+
+    static func windowEnd(_ now: Timestamp) -> Int64 { (now.seconds / rateWindowSeconds + 1) * rateWindowSeconds }
+
+    private func rateLimited(_ over: (String, UInt32), now: Timestamp) -> ServiceError {
+        let retry = max(1, Self.windowEnd(now) - now.seconds)
+        return ServiceError(.rateLimited, "Rate limit exceeded: at most \(over.1) requests per minute. Retry after \(retry) seconds.",
+                            hint: "Back off and retry after the Retry-After header's seconds.",
+                            log: "bucket \(over.0)",
+                            headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(over.1)),
+                                      ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", String(retry))])
+    }
+}
