@@ -18,8 +18,9 @@ public final class ServiceContext {
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
     var appCache: [String: (version: Int, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
-    /// Where diagnostics go (stderr in the executables; collected in tests).
-    public var log: (String) -> Void = { _ in }
+    /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`
+    /// arrives with every interpolated value escaped: one call, one line.
+    public var log: (LogMessage) -> Void = { _ in }
 
     public init(configuration: Configuration, store: Store, clock: any Clock, random: any RandomSource,
                 challengeSecret: [UInt8], trustAnchors: [Certificate], keyRing: KeyRing) throws {
@@ -35,7 +36,7 @@ public final class ServiceContext {
     /// Opens a data directory the way the executables do: its configuration, store, secret
     /// and keys, trusting `trustAnchors` (see `TrustAnchors.load`).
     public static func open(dataDirectory data: DataDirectory, trustAnchors: [Certificate], clock: any Clock = SystemClock(),
-                            random: any RandomSource = SystemRandom(), log: @escaping (String) -> Void) throws -> ServiceContext {
+                            random: any RandomSource = SystemRandom(), log: @escaping (LogMessage) -> Void) throws -> ServiceContext {
         let configuration = try data.loadConfiguration()
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
@@ -70,7 +71,11 @@ public final class ServiceContext {
             return try body()
         } catch {
             let failure = ServiceError.unexpected(error)
-            log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)\(failure.logDetail.isEmpty ? "" : " detail=\"\(failure.logDetail)\"")")
+            if failure.logDetail.isEmpty {
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)")
+            } else {
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) detail=\"\(failure.logDetail)\"")
+            }
             return Self.errorResponse(failure, requestID: request.requestID)
         }
     }

@@ -37,7 +37,7 @@ final class Fixture {
                                      challengeSecret: data.challengeSecret(),
                                      trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
                                      keyRing: KeyRing(directory: data.keysDirectory))
-        context.log = { [weak self] in self?.logs.append($0) }
+        context.log = { [weak self] in self?.logs.append($0.text) }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
