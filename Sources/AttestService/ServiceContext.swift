@@ -41,7 +41,7 @@ public final class ServiceContext {
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
                                          challengeSecret: data.challengeSecret(), trustAnchors: trustAnchors,
-                                         keyRing: KeyRing(directory: data.keysDirectory))
+                                         keyRing: KeyRing(data))
         context.log = log
         return context
     }
@@ -55,18 +55,30 @@ public final class ServiceContext {
         return key
     }
 
-    /// The active token signer, picking up `attestctl keys rotate` within a second.
+    /// The token signer active at the clock's time (`KeyRing.signer(at:)`).
     func tokenSigner() throws -> JWTSigner {
         let now = clock.now()
-        if now != lastKeyCheck {
-            lastKeyCheck = now
+        maintainKeys(at: now)
+        return try keyRing.signer(at: now)
+    }
+
+    /// Once per clock second: rereads keys/index.json when `attestctl keys rotate` changed it
+    /// and applies the key transitions due (`KeyRing.publish`: jwks.json, retired private
+    /// keys). Failures are logged, not thrown: requests go on with the keys already read.
+    func maintainKeys(at now: Timestamp) {
+        guard now != lastKeyCheck else { return }
+        lastKeyCheck = now
+        do {
             try keyRing.reloadIfChanged()
+            if try keyRing.publish(now: now) { log("keys: jwks.json and key files brought to \(now.iso8601)") }
+        } catch {
+            log("keys: \(error)")
         }
-        return try keyRing.activeSigner()
     }
 
     /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
+        maintainKeys(at: clock.now())
         do {
             return try body()
         } catch {

@@ -20,7 +20,7 @@ public enum ServiceMain {
             let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
             let configuration = try data.loadConfiguration()
             _ = try data.challengeSecret()
-            _ = try KeyRing(directory: data.keysDirectory).activeSigner()
+            _ = try KeyRing(data).signer(at: SystemClock().now())
             if !argv.contains(where: { $0.hasPrefix("--workers") }) { options.workers = configuration.workers }
             if !argv.contains(where: { $0.hasPrefix("--body-limit") }) { options.bodyLimit = configuration.bodyLimitBytes }
             let anchors = try TrustAnchors.load(data: data, configuration: configuration, extraPEMFiles: args.values("trust-root"),

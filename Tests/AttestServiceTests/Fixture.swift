@@ -36,7 +36,7 @@ final class Fixture {
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
                                      trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
-                                     keyRing: KeyRing(directory: data.keysDirectory))
+                                     keyRing: KeyRing(data))
         context.log = { [weak self] in self?.logs.append($0.text) }
     }
 
