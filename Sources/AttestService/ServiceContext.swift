@@ -20,8 +20,9 @@ public final class ServiceContext {
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
     var appCache: [String: (version: Int, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
-    /// Where diagnostics go (stderr in the executables; collected in tests).
-    public var log: (String) -> Void = { _ in }
+    /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`
+    /// arrives with every interpolated value escaped: one call, one line.
+    public var log: (LogMessage) -> Void = { _ in }
 
     public init(configuration: Configuration, store: Store, clock: any Clock, random: any RandomSource,
                 challengeSecret: [UInt8], trustAnchors: [Certificate], testRoots: [Certificate] = [], keyRing: KeyRing) throws {
@@ -38,12 +39,12 @@ public final class ServiceContext {
     /// Opens a data directory the way the executables do: its configuration, store, secret
     /// and keys, trusting `trust` (see `TrustAnchors.load`).
     public static func open(dataDirectory data: DataDirectory, trust: TrustAnchors, clock: any Clock = SystemClock(),
-                            random: any RandomSource = SystemRandom(), log: @escaping (String) -> Void) throws -> ServiceContext {
+                            random: any RandomSource = SystemRandom(), log: @escaping (LogMessage) -> Void) throws -> ServiceContext {
         let configuration = try data.loadConfiguration()
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
                                          challengeSecret: data.challengeSecret(), trustAnchors: trust.hardware, testRoots: trust.test,
-                                         keyRing: KeyRing(directory: data.keysDirectory))
+                                         keyRing: KeyRing(data))
         context.log = log
         return context
     }
@@ -57,23 +58,39 @@ public final class ServiceContext {
         return key
     }
 
-    /// The active token signer, picking up `attestctl keys rotate` within a second.
+    /// The token signer active at the clock's time (`KeyRing.signer(at:)`).
     func tokenSigner() throws -> JWTSigner {
         let now = clock.now()
-        if now != lastKeyCheck {
-            lastKeyCheck = now
+        maintainKeys(at: now)
+        return try keyRing.signer(at: now)
+    }
+
+    /// Once per clock second: rereads keys/index.json when `attestctl keys rotate` changed it
+    /// and applies the key transitions due (`KeyRing.publish`: jwks.json, retired private
+    /// keys). Failures are logged, not thrown: requests go on with the keys already read.
+    func maintainKeys(at now: Timestamp) {
+        guard now != lastKeyCheck else { return }
+        lastKeyCheck = now
+        do {
             try keyRing.reloadIfChanged()
+            if try keyRing.publish(now: now) { log("keys: jwks.json and key files brought to \(now.iso8601)") }
+        } catch {
+            log("keys: \(error)")
         }
-        return try keyRing.activeSigner()
     }
 
     /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
+        maintainKeys(at: clock.now())
         do {
             return try body()
         } catch {
             let failure = ServiceError.unexpected(error)
-            log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)\(failure.logDetail.isEmpty ? "" : " detail=\"\(failure.logDetail)\"")")
+            if failure.logDetail.isEmpty {
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)")
+            } else {
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) detail=\"\(failure.logDetail)\"")
+            }
             return Self.errorResponse(failure, requestID: request.requestID)
         }
     }

@@ -20,14 +20,14 @@ public enum ServiceMain {
             let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
             let configuration = try data.loadConfiguration()
             _ = try data.challengeSecret()
-            _ = try KeyRing(directory: data.keysDirectory).activeSigner()
+            _ = try KeyRing(data).signer(at: SystemClock().now())
             if !argv.contains(where: { $0.hasPrefix("--workers") }) { options.workers = configuration.workers }
             if !argv.contains(where: { $0.hasPrefix("--body-limit") }) { options.bodyLimit = configuration.bodyLimitBytes }
             let anchors = try TrustAnchors.load(data: data, configuration: configuration, extraPEMFiles: args.values("trust-root"),
-                                                warn: { Output.err("\(name): \($0)") })
+                                                warn: { warning in Output.err(LogMessage("\(name): \(warning)").text) })
             return FastCGIServer.run(options, name: name) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
-                                                      log: { Output.err("\(name)[\(processID())]: \($0)") })
+                                                      log: { Output.err("\(name)[\(processID())]: \($0.text)") })
                 return ServiceResponder(endpoint: endpoint, context: context)
             }
         } catch let error as UsageError {

@@ -17,6 +17,12 @@ public enum X509Extension {
         return DERBuilder.sequence(parts)
     }
 
+    /// An extension whose critical BOOLEAN is the single octet `criticalOctet` (DER allows only
+    /// 0xFF, and no BOOLEAN at all for FALSE; other octets test lenient readers).
+    public static func der(_ oid: ObjectIdentifier, criticalOctet: UInt8, value: [UInt8]) -> [UInt8] {
+        DERBuilder.sequence([DERBuilder.oid(oid), DERBuilder.tlv(0x01, [criticalOctet]), DERBuilder.octetString(value)])
+    }
+
     /// Critical basicConstraints: `CA:TRUE[, pathlen]` or, for `ca == false`, the empty sequence.
     public static func basicConstraints(ca: Bool, pathLength: UInt64? = nil) -> [UInt8] {
         var parts = [[UInt8]]()

@@ -1,12 +1,13 @@
 import Glibc
 
 /// Event log of a pool: one line per event on stderr, `name[pid]: message`, written with a
-/// single `write(2)` so lines from the master and its workers do not interleave.
+/// single `write(2)` so lines from the master and its workers do not interleave. Messages are
+/// `LogMessage`s: interpolated values arrive escaped, so one event is always one line.
 struct Log: Sendable {
     let name: String
 
-    func callAsFunction(_ message: String) {
-        var line = "\(name)[\(getpid())]: \(message)\n"
+    func callAsFunction(_ message: LogMessage) {
+        var line = "\(LogMessage.escape(name, quotes: false))[\(getpid())]: \(message.text)\n"
         line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 }

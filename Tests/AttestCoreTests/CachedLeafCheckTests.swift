@@ -47,6 +47,15 @@ import Testing
         ("an unknown critical extension in Apple's arc", {
             try leaf { $0.extensions.append(X509Extension.der(ObjectIdentifier("1.2.840.113635.100.8.99"), critical: true, value: [0x05, 0x00])) }
         }),
+        ("an Apple-arc extension whose critical BOOLEAN is 0x01 (OpenSSL: TRUE)", {
+            try leaf { $0.extensions.append(X509Extension.der(ObjectIdentifier("1.2.840.113635.100.8.99"), criticalOctet: 0x01, value: [0x05, 0x00])) }
+        }),
+        ("an Apple-arc extension whose critical BOOLEAN is an explicit FALSE (0x00)", {
+            try leaf { $0.extensions.append(X509Extension.der(ObjectIdentifier("1.2.840.113635.100.8.99"), criticalOctet: 0x00, value: [0x05, 0x00])) }
+        }),
+        ("keyUsage whose critical BOOLEAN is 0x01", {
+            try leaf { $0.extensions[1] = X509Extension.der(.keyUsage, criticalOctet: 0x01, value: DERBuilder.tlv(0x03, [4, X509Extension.credentialUsage])) }
+        }),
         ("a non-critical extension outside Apple's arc", {
             try leaf { $0.extensions.append(X509Extension.der(ObjectIdentifier("1.3.6.1.4.1.99999.1"), value: [0x05, 0x00])) }
         }),

@@ -51,29 +51,3 @@ import Testing
         #expect(throws: Configuration.Problem.self) { try c.set("no.such", jsonValue: "1") }
     }
 }
-
-@Suite struct KeyRingTests {
-    @Test func rotationKeepsThePreviousKeyPublishedForTheOverlap() throws {
-        let f = try Fixture()
-        let ring = f.context.keyRing
-        let first = try #require(ring.entries.first)
-        let t0 = f.clock.now()
-        let second = try ring.rotate(algorithm: "ES256", now: t0, overlapSeconds: 3600, jwksPath: f.data.jwksFile)
-        #expect(try ring.activeSigner().keyID == second.kid)
-        #expect(Set(ring.publishedEntries(now: t0 + 10).map(\.kid)) == [first.kid, second.kid])
-        #expect(ring.publishedEntries(now: t0 + 3601).map(\.kid) == [second.kid])
-        let jwks = try JSONParser.parse(try #require(try FileIO.read(f.data.jwksFile)))
-        #expect(jwks["keys"]?.arrayValue?.compactMap { $0["kid"]?.stringValue } == [second.kid, first.kid])
-    }
-
-    @Test func rs256KeysPublishModulusAndExponent() throws {
-        let f = try Fixture()
-        let entry = try f.context.keyRing.rotate(algorithm: "RS256", now: f.clock.now(), overlapSeconds: 0, jwksPath: f.data.jwksFile)
-        #expect(entry.algorithm == "RS256")
-        let jwks = try JSONParser.parse(try #require(try FileIO.read(f.data.jwksFile)))
-        let key = try #require(jwks["keys"]?.arrayValue?.first)
-        #expect(key["kty"]?.stringValue == "RSA" && key["e"]?.stringValue == "AQAB")
-        #expect((Base64.decode(key["n"]?.stringValue ?? "")?.count ?? 0) == 256)
-    }
-}
-

@@ -36,8 +36,8 @@ final class Fixture {
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
                                      trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()], testRoots: testRoots,
-                                     keyRing: KeyRing(directory: data.keysDirectory))
-        context.log = { [weak self] in self?.logs.append($0) }
+                                     keyRing: KeyRing(data))
+        context.log = { [weak self] in self?.logs.append($0.text) }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }

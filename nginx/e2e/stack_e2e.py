@@ -168,24 +168,30 @@ def device_flow(s):
         T.check("the token verifies with PyJWT against the served JWKS", claims["device_id"] == shown["deviceId"], str(claims)[:200])
     except Exception as e:  # noqa: BLE001 - any failure is the finding
         T.check("the token verifies with PyJWT against the served JWKS", False, repr(e))
-    # Rotation: a new key signs, the old token still verifies against the JWKS.
+    # Rotation: the new key is in the JWKS at once but signs only after tokens.publicationDelaySeconds.
     s.ctl("keys", "rotate")
     time.sleep(1.1)
     p = s.device(st, "refresh")
-    new_token = json.loads(open(st).read())["fields"]["token"]
+    pending_token = json.loads(open(st).read())["fields"]["token"]
     jwks = s.http("GET", "/.well-known/jwks.json").json
     kids = [k["kid"] for k in jwks["keys"]]
     T.check("after rotation the JWKS holds the new and the previous key", len(kids) == 2 and header["kid"] in kids, str(kids))
-    T.check("after rotation new tokens carry the new kid", p.returncode == 0 and jwt.get_unverified_header(new_token)["kid"] == kids[0],
-            p.stderr)
-    # RS256, selectable per deployment: rotate to an RSA key; PyJWT verifies against the JWKS.
-    s.ctl("keys", "rotate", "--algorithm", "RS256")
+    T.check("during the publication delay tokens still carry the previous kid",
+            p.returncode == 0 and jwt.get_unverified_header(pending_token)["kid"] == header["kid"], p.stderr)
+    listed = s.ctl_json("keys", "list")
+    T.check("keys list: published keys are the served JWKS, the new one pending",
+            [k["kid"] for k in listed if k["published"]] == kids and listed[0]["state"] == "pending", json.dumps(listed)[:300])
+    # --now (emergencies): an RS256 key signs at once, with a warning; PyJWT verifies against the JWKS.
+    p = s.ctl("keys", "rotate", "--now", "--algorithm", "RS256")
+    T.check("keys rotate --now warns", "WARNING" in p.stderr, p.stderr)
     time.sleep(1.1)
     p = s.device(st, "refresh")
     rs_token = json.loads(open(st).read())["fields"]["token"]
     rs_header = jwt.get_unverified_header(rs_token)
     jwks = s.http("GET", "/.well-known/jwks.json").json
     rs_keys = {k["kid"]: k for k in jwks["keys"]}
+    T.check("after --now the JWKS holds the new key and the retired one, not the key that never signed",
+            list(rs_keys) == [rs_header["kid"], header["kid"]], str(list(rs_keys)))
     try:
         rs_claims = jwt.decode(rs_token, key=jwt.PyJWK.from_dict(rs_keys[rs_header["kid"]]).key, algorithms=["RS256"],
                                audience="com.example.app", issuer="attestedge")

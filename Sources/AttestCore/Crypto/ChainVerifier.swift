@@ -167,13 +167,15 @@ final class VerifiedIntermediate: @unchecked Sendable {
     /// v3; the same ECDSA algorithm inside and outside the TBSCertificate; issuer equal to this
     /// subject; `notBefore ≤ time < notAfter` (OpenSSL counts notAfter itself as expired); only
     /// basicConstraints (not a CA), keyUsage, extKeyUsage and Apple-arc extensions, none critical
-    /// but the first two; and the signature verifies. `false` means "not decided here": the
+    /// but the first two, every critical flag a DER TRUE (0xFF; OpenSSL also takes 0x01 as TRUE,
+    /// so any other octet is left to it); and the signature verifies. `false` means "not decided here": the
     /// caller then asks OpenSSL, which gives the verdict and the reason.
     func admits(_ leaf: CertificateFields, at time: Timestamp) -> Bool {
         guard let key, leaf.version == 2, leaf.tbsSignatureAlgorithm.elementsEqual(leaf.signatureAlgorithm),
               leaf.issuer.elementsEqual(subject), leaf.signatureBits.first == 0,
               let notBefore = leaf.notBefore, let notAfter = leaf.notAfter, notBefore <= time, time < notAfter,
-              leaf.criticalExtensions.isSubset(of: [.basicConstraints, .keyUsage]) else { return false }
+              leaf.criticalExtensions.isSubset(of: [.basicConstraints, .keyUsage]),
+              leaf.irregularCriticalFlags.isEmpty else { return false }
         for (oid, value) in leaf.extensions where !oid.contentOctets.starts(with: Self.appleArc) {
             switch oid {
             case .basicConstraints: guard value.elementsEqual([0x30, 0x00]) else { return false }

@@ -38,8 +38,12 @@ public struct CertificateFields: Sendable {
     /// The validity, when both times are plain UTCTime/GeneralizedTime `…Z` (else nil).
     let notBefore: Timestamp?
     let notAfter: Timestamp?
-    /// Extensions marked critical.
+    /// Extensions marked critical (BOOLEAN content exactly 0xFF, DER's TRUE).
     let criticalExtensions: Set<ObjectIdentifier>
+    /// Extensions whose critical BOOLEAN is present but is not DER's TRUE: `01`…`FE` (OpenSSL
+    /// reads any nonzero octet as TRUE), `00` (an explicit DEFAULT, which DER forbids) or not one
+    /// octet long. The cached path leaves these to `X509_verify_cert`.
+    let irregularCriticalFlags: Set<ObjectIdentifier>
 
     public init(derEncoded der: ArraySlice<UInt8>) throws(AttestError) {
         let cert = try DER.parse(der)
@@ -91,7 +95,7 @@ public struct CertificateFields: Sendable {
             ? ObjectIdentifier(contentOctets: Array(alg[1].content)) : nil
 
         var found = [ObjectIdentifier: ArraySlice<UInt8>]()
-        var critical = Set<ObjectIdentifier>()
+        var critical = Set<ObjectIdentifier>(), irregular = Set<ObjectIdentifier>()
         if let wrapper = tbs.dropFirst(6).first(where: { $0.isContext(3) }) {
             let list = try wrapper.children()
             guard list.count == 1, list[0].isUniversal(DER.Node.sequence) else {
@@ -108,11 +112,14 @@ public struct CertificateFields: Sendable {
                 let oid = ObjectIdentifier(contentOctets: Array(parts[0].content))
                 guard found[oid] == nil else { throw AttestError(.derMalformed, "duplicate extension \(oid)") }
                 found[oid] = parts[parts.count - 1].content
-                if parts.count == 3, parts[1].content.elementsEqual([0xFF]) { critical.insert(oid) }
+                if parts.count == 3 {
+                    if parts[1].content.elementsEqual([0xFF]) { critical.insert(oid) } else { irregular.insert(oid) }
+                }
             }
         }
         extensions = found
         criticalExtensions = critical
+        irregularCriticalFlags = irregular
     }
 
     /// The uncompressed P-256 point of an EC P-256 key, or `nil` for any other key.

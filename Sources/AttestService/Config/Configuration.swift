@@ -26,6 +26,9 @@ public struct Configuration: Sendable, Equatable {
     public var tokenLifetimeSeconds = 3600
     public var tokenAlgorithm = "ES256"
     public var rotationOverlapSeconds = 86_400
+    /// `tokens.publicationDelaySeconds`: how long a rotated-in key is in jwks.json before it
+    /// signs; at least the JWKS max-age nginx sends (300 s), twice that by default.
+    public var publicationDelaySeconds = 600
     /// `trust.testRoots`: PEM files trusted besides Apple's root (test devices only).
     public var testRoots: [String] = []
     /// `rateLimits.validatePerIPPerMinute`: 0 disables the per-IP limit on validate.

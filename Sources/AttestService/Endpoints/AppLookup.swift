@@ -33,10 +33,12 @@ extension ServiceContext {
         // Checked before the cache: with a free-form Team ID, "ABCDE12345.com" + "x" would
         // spell the same App ID as "ABCDE12345" + "com.x".
         guard AppIdentifier.isValidTeamID(team) else {
-            throw ServiceError(.badRequest, "X-Team-ID must be your 10-character Apple Developer Team ID (A-Z, 0-9).")
+            throw ServiceError(.badRequest, "X-Team-ID must be your 10-character Apple Developer Team ID (A-Z, 0-9).",
+                               log: "X-Team-ID \(team)")
         }
         guard AppIdentifier.isValidBundleID(bundle) else {
-            throw ServiceError(.badRequest, "X-Bundle-ID must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'.")
+            throw ServiceError(.badRequest, "X-Bundle-ID must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'.",
+                               log: "X-Bundle-ID \(bundle)")
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
         let version = store.durableVersion

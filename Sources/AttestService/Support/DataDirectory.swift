@@ -68,15 +68,17 @@ public struct DataDirectory: Sendable {
             try FileIO.writeAtomically(challengeKeyFile, random.bytes(32), mode: 0o600)
             created.append(challengeKeyFile)
         }
-        let ring = try KeyRing(directory: keysDirectory)
+        let ring = try KeyRing(self)
         let config = try loadConfiguration()
-        if ring.signer == nil {
+        if !ring.entries.contains(where: { $0.state(at: now) == .active || $0.state(at: now) == .pending }) {
+            // Nothing signs now or will: the new key is active at once (rotate's rule).
             let entry = try ring.rotate(algorithm: config.tokenAlgorithm, now: now,
-                                        overlapSeconds: Int64(config.rotationOverlapSeconds), jwksPath: jwksFile)
+                                        publicationDelay: Int64(config.publicationDelaySeconds),
+                                        overlap: Int64(config.rotationOverlapSeconds))
             created.append(keysDirectory + "/" + entry.file)
             created.append(jwksFile)
         } else if !FileIO.exists(jwksFile) {
-            try ring.writeJWKS(jwksFile, now: now)
+            try ring.publish(now: now)
             created.append(jwksFile)
         }
         return created
