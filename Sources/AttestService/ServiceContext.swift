@@ -20,6 +20,11 @@ public final class ServiceContext {
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
     var appCache: [String: (version: Int, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
+    /// The current request's `X-RateLimit-*` headers, set where its buckets are charged
+    /// (`Admission`) and added to whatever it answers. One request at a time per process.
+    var rateHeaders: [Header] = []
+    /// The heartbeat's token verifier and the key ids it was built from (see `tokenVerifier`).
+    var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
     /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`
     /// arrives with every interpolated value escaped: one call, one line.
     public var log: (LogMessage) -> Void = { _ in }
@@ -82,8 +87,12 @@ public final class ServiceContext {
     /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
         maintainKeys(at: clock.now())
+        rateHeaders = []
+        defer { rateHeaders = [] }
         do {
-            return try body()
+            var response = try body()
+            response.headers += rateHeaders
+            return response
         } catch {
             let failure = ServiceError.unexpected(error)
             if failure.logDetail.isEmpty {
@@ -91,7 +100,10 @@ public final class ServiceContext {
             } else {
                 log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) detail=\"\(failure.logDetail)\"")
             }
-            return Self.errorResponse(failure, requestID: request.requestID)
+            var response = Self.errorResponse(failure, requestID: request.requestID)
+            // A 429 carries its own X-RateLimit-* headers; any other answer the request's.
+            if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += rateHeaders }
+            return response
         }
     }
 

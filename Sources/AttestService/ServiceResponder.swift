@@ -1,9 +1,10 @@
 import AttestCore
 import FastCGI
 
-/// The device-facing endpoints, one per executable.
+/// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
+/// usage API (monthly-active-device accounting).
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh
+    case challenge, validate, refresh, mad
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -11,6 +12,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .challenge: return "/api/v1/attestation/challenge"
         case .validate: return "/api/v1/attestation/validate"
         case .refresh: return "/api/v1/attestation/refresh"
+        case .mad: return HeartbeatEndpoint.path
         }
     }
 
@@ -19,6 +21,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .challenge: return ChallengeEndpoint.handle(request, ctx)
         case .validate: return ValidateEndpoint.handle(request, ctx)
         case .refresh: return RefreshEndpoint.handle(request, ctx)
+        case .mad: return request.path == UsageEndpoint.path ? UsageEndpoint.handle(request, ctx) : HeartbeatEndpoint.handle(request, ctx)
         }
     }
 }

@@ -123,6 +123,19 @@ public final class Transaction {
         if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue)") }
     }
 
+    /// The greatest key in `db`, or `nil` when it is empty.
+    public func lastKey(_ db: Database) throws -> [UInt8]? {
+        let (t, dbi) = try txn(for: db, writing: false)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var mk = MDB_val(), mv = MDB_val()
+        let rc = mdb_cursor_get(cursor, &mk, &mv, MDB_LAST)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc, "reading the last key of \(db.rawValue)")
+        return Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
+    }
+
     /// Entries in `db`.
     public func count(_ db: Database) throws -> Int {
         let (t, _) = try txn(for: db, writing: false)

@@ -14,6 +14,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
+#include <openssl/param_build.h>
 #include <openssl/crypto.h>
 #include <string.h>
 
@@ -47,6 +48,27 @@ static inline EVP_PKEY *attest_ec_public_key(const char *group, const unsigned c
         OSSL_PARAM_END
     };
     if (EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return pkey;
+}
+/* An RSA public key from its big-endian modulus and exponent (a JWK's n and e). NULL on failure. */
+static inline EVP_PKEY *attest_rsa_public_key(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen) {
+    EVP_PKEY *pkey = NULL;
+    BIGNUM *bn = BN_bin2bn(n, (int)nlen, NULL), *be = BN_bin2bn(e, (int)elen, NULL);
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    if (bn && be && bld && ctx
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) == 1
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) == 1
+        && (params = OSSL_PARAM_BLD_to_param(bld)) != NULL
+        && EVP_PKEY_fromdata_init(ctx) == 1) {
+        if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = NULL;
+    }
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(bn);
+    BN_free(be);
     EVP_PKEY_CTX_free(ctx);
     return pkey;
 }

@@ -3,13 +3,14 @@ import AttestService
 import AttestStore
 import CLISupport
 
-/// `attestctl org add|list`.
+/// `attestctl org add|set|list`.
 let orgCommand = Command(
     name: "org",
-    summary: "add and list organizations",
+    summary: "add, change and list organizations",
     usage: """
         usage: attestctl org add NAME [--tier free|pro|business|enterprise] [--mad-limit N]
                                       [--grace-days N] [--upgrade-url URL] [--rate-limit N] [--data DIR]
+               attestctl org set NAME [--tier T] [--mad-limit N] [--grace-days N] [--upgrade-url URL] [--rate-limit N] [--data DIR]
                attestctl org list [--json] [--data DIR]
 
         --mad-limit   monthly active devices (0: unlimited; default by tier: free 100, pro 10000,
@@ -18,7 +19,7 @@ let orgCommand = Command(
                       default by tier: free 600, pro 6000, business 60000, enterprise unlimited)
         """,
     run: { argv in
-        let (sub, rest) = try subcommand(argv, ["add", "list"])
+        let (sub, rest) = try subcommand(argv, ["add", "set", "list"])
         let args = try Arguments(rest, valued: ["data", "tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit"], switches: ["json"])
         let (_, store) = try openStore(dataDirectory(args))
         if sub == "list" {
@@ -36,6 +37,23 @@ let orgCommand = Command(
             return 0
         }
         let name = try args.positional(0, "organization NAME")
+        if sub == "set" {
+            let changed = try store.write([.durable]) { txn -> OrgRecord in
+                guard var org = try txn.org(named: name) else { throw CommandFailure("no organization \"\(name)\" (see 'attestctl org list')") }
+                if let tier = args.value("tier") {
+                    guard let t = Tier(rawValue: tier) else { throw UsageError("--tier must be free, pro, business or enterprise") }
+                    org.tier = t
+                }
+                if args.value("mad-limit") != nil { org.madLimit = UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))) }
+                if args.value("grace-days") != nil { org.graceDays = UInt16(try args.int("grace-days", default: 7, in: 0...365)) }
+                if let url = args.value("upgrade-url") { org.upgradeURL = url }
+                if args.value("rate-limit") != nil { org.ratePerMinute = UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))) }
+                try txn.put(org)
+                return org
+            }
+            Output.out("organization \(name): \(changed.tier.rawValue), MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), grace \(changed.graceDays)d, rate \(changed.ratePerMinute == 0 ? "unlimited" : "\(changed.ratePerMinute)/min")")
+            return 0
+        }
         guard !name.isEmpty, name.count <= 100 else { throw UsageError("NAME must be 1 to 100 characters") }
         let tierName = args.value("tier") ?? "free"
         guard let tier = Tier(rawValue: tierName) else { throw UsageError("--tier must be free, pro, business or enterprise") }

@@ -9,6 +9,8 @@ let commands: [Command] = [
     initCommand,
     orgCommand,
     appCommand,
+    apiKeyCommand,
+    usageCommand,
     configCommand,
     keysCommand,
     deviceCommand,

@@ -93,6 +93,9 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         self.init(seconds: Timestamp(civil: civil).seconds - Int64(offset))
     }
 
+    /// Days in a month of the proleptic Gregorian calendar.
+    public static func daysInMonth(year: Int, month: Int) -> Int { daysIn(year, month) }
+
     static func isLeap(_ y: Int) -> Bool { y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) }
 
     static func daysIn(_ y: Int, _ m: Int) -> Int {

@@ -42,6 +42,11 @@ public struct Configuration: Sendable, Equatable {
     /// `compat.unknownKeyStatus`: 404 (`not_found`, the contract) or 409 (`reattest_required`,
     /// which makes the shipping SDK re-attest by itself) for a refresh with an unknown keyId.
     public var unknownKeyStatus = 404
+    /// `compat.madLimitStatus`: 402 (`quota_exceeded`, the contract) or 429 with `error:
+    /// "mad_limit_exceeded"` (what the shipping SDK turns into its `limitExceeded` error).
+    public var madLimitStatus = 402
+    /// `heartbeat.intervalSeconds`: what heartbeat answers as `interval` and `nextHeartbeatSeconds`.
+    public var heartbeatIntervalSeconds = 120
     /// `webhooks.allowPrivateAddresses`.
     public var allowPrivateWebhookAddresses = false
 

@@ -15,9 +15,10 @@ import FastCGI
 ///    (NOOVERWRITE: of two requests racing on one challenge exactly one wins). The challenge is
 ///    consumed whatever the outcome of the rest, 429 included.
 ///
-/// Windows are fixed minutes in the ephemeral `rates` database. A 429 carries `Retry-After`
-/// and `X-RateLimit-Reset` (both seconds from now), `X-RateLimit-Limit` and
-/// `X-RateLimit-Remaining`. A used challenge's id is kept `challenge.usedRetentionSeconds`
+/// Windows are fixed minutes in the ephemeral `rates` database. Every validate and refresh
+/// answer carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
+/// (seconds until the window ends) of the most constrained bucket it was charged to (none
+/// when no limit applies); a 429 adds `Retry-After` (the same seconds). A used challenge's id is kept `challenge.usedRetentionSeconds`
 /// past its expiry, so a wall clock stepping back by up to that much cannot revive it.
 enum DeviceEndpoint: String {
     case validate, refresh
@@ -38,11 +39,14 @@ extension ServiceContext {
         } catch {
             let bucket = ipBucket(request, endpoint)
             guard let bucket else { throw error }
-            let over = try? store.write([.ephemeral]) { txn in
+            let charged = try? store.write([.ephemeral]) { txn in
                 try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
                 return try charge([bucket], in: txn, now: now)
             }
-            if let over = over ?? nil { throw rateLimited(over, now: now) }
+            if let charged {
+                if let over = charged.over { throw rateLimited(over, now: now) }
+                rateHeaders = Self.headers(charged.tightest, now: now)
+            }
             throw error
         }
     }
@@ -54,13 +58,14 @@ extension ServiceContext {
         if let ip = ipBucket(request, endpoint) { buckets.append(ip) }
         if org.ratePerMinute > 0 { buckets.append(("org:" + org.name, org.ratePerMinute)) }
         let retention = Int64(configuration.usedChallengeRetentionSeconds)
-        let (over, fresh) = try store.write([.ephemeral]) { txn in
+        let (charged, fresh) = try store.write([.ephemeral]) { txn in
             try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
             try txn.sweepExpired(.challenges, now: now.seconds, limit: 4)
-            let over = try charge(buckets, in: txn, now: now)
-            return (over, try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention))
+            let charged = try charge(buckets, in: txn, now: now)
+            return (charged, try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention))
         }
-        if let over { throw rateLimited(over, now: now) }
+        if let over = charged.over { throw rateLimited(over, now: now) }
+        rateHeaders = Self.headers(charged.tightest, now: now)
         guard fresh else { throw ServiceError.challengeAlreadyUsed }
     }
 
@@ -71,14 +76,31 @@ extension ServiceContext {
         return (endpoint.rawValue + "-ip:" + ip, limit)
     }
 
+    /// What charging found: the first bucket over its limit, if any, and the bucket with the
+    /// fewest requests left.
+    struct Charged {
+        var over: (String, UInt32)?
+        var tightest: (limit: UInt32, remaining: UInt32)?
+    }
+
     /// Counts one hit in each bucket in order, stopping at the first that is over its limit
     /// (so an IP over its limit does not also drain its organization's bucket).
-    private func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction, now: Timestamp) throws -> (String, UInt32)? {
+    private func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction, now: Timestamp) throws -> Charged {
         let windowEnd = Self.windowEnd(now)
-        for (name, limit) in buckets where try txn.hitRateWindow(name, windowEnd: windowEnd) > limit {
-            return (name, limit)
+        var result = Charged()
+        for (name, limit) in buckets {
+            let hits = try txn.hitRateWindow(name, windowEnd: windowEnd)
+            if hits > limit { result.over = (name, limit); return result }
+            let remaining = limit - hits
+            if result.tightest.map({ remaining < $0.remaining }) ?? true { result.tightest = (limit, remaining) }
         }
-        return nil
+        return result
+    }
+
+    private static func headers(_ bucket: (limit: UInt32, remaining: UInt32)?, now: Timestamp) -> [Header] {
+        guard let bucket else { return [] }
+        return [Header("X-RateLimit-Limit", String(bucket.limit)), Header("X-RateLimit-Remaining", String(bucket.remaining)),
+                Header("X-RateLimit-Reset", String(max(1, windowEnd(now) - now.seconds)))]
     }
 
     static func windowEnd(_ now: Timestamp) -> Int64 { (now.seconds / rateWindowSeconds + 1) * rateWindowSeconds }

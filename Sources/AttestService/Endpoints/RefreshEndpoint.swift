@@ -106,11 +106,14 @@ public enum RefreshEndpoint {
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"))
             }
+            // A device not yet counted this month is admitted (or refused) before it advances.
+            if case .refused(let limit, let current) = try ctx.countActive(.device(current), appID: app.app.appID, org: app.org, in: txn, now: now) {
+                return .failed(.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus))
+            }
             current.counter = verified.counter
             current.lastSeenAt = now
             if let subjectID = fields.subjectID { current.subjectID = subjectID }
             try txn.put(current)
-            try ctx.recordActivity(.refreshed, device: current, app: app, in: txn, now: now)
             let keys = current.fingerprint.isEmpty ? 1 : max(1, try txn.fingerprintKeyCount(current.fingerprint, appID: current.appID))
             return .advanced(current, fingerprintKeys: keys)
         }

@@ -27,6 +27,7 @@ public enum ValidateEndpoint {
     enum Outcome {
         case stored(DeviceRecord, fingerprintKeys: UInt32)
         case alreadyAttested
+        case quotaExceeded(limit: UInt32, current: UInt32)
     }
 
     /// Everything the body says, decoded and checked before the challenge is looked at, so a
@@ -98,24 +99,31 @@ public enum ValidateEndpoint {
         } catch {
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
-        // 5–7. One transaction: refuse a known key, store the device.
+        // 5–7. One transaction: refuse a known key, admit and count the device for the month,
+        // store it. A refusal still commits what admission recorded (the grace, its events).
+        let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
         let outcome: Outcome = try ctx.store.write([.durable]) { txn in
             guard try txn.device(keyID: fields.keyID) == nil else { return .alreadyAttested }
             let fingerprint = fields.fingerprint
+            let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fingerprint, deviceID: deviceID)
+            if case .refused(let limit, let current) = try ctx.countActive(identity, appID: app.app.appID, org: app.org, in: txn, now: now) {
+                return .quotaExceeded(limit: limit, current: current)
+            }
             let keys = fingerprint.isEmpty ? 1 : try txn.noteFingerprint(fingerprint, appID: app.app.appID, keyID: fields.keyID)
-            let device = DeviceRecord(keyID: fields.keyID, deviceID: DeviceIdentity.deviceID(keyID: fields.keyID), appID: app.app.appID,
+            let device = DeviceRecord(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID,
                                       publicKey: verified.publicKey, counter: verified.signCount, environment: verified.environment,
                                       attestationCount: keys, createdAt: now, fingerprint: fingerprint, subjectID: fields.subjectID,
                                       metadata: fields.metadata, validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             try txn.put(device)
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
-            try ctx.recordActivity(.attested(new: true), device: device, app: app, in: txn, now: now)
             return .stored(device, fingerprintKeys: keys)
         }
         switch outcome {
         case .alreadyAttested:
             throw ServiceError.appleValidationFailed(log: "keyId already attested (attestations are single-use)")
+        case .quotaExceeded(let limit, let current):
+            throw ServiceError.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus)
         case .stored(let device, let keys):
             let issued = try ctx.issueToken(device: device, app: app, fingerprintKeys: keys, now: now)
             let intelligence: JSONValue = .object([

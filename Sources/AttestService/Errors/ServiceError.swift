@@ -38,6 +38,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public let extra: [(String, JSONValue)]
     /// Extra response headers (429's `Retry-After` and `X-RateLimit-*`).
     public let headers: [(String, String)]
+    /// A compatibility shape (`compat.madLimitStatus` = 429): another status than the code's,
+    /// and another `error` member than the message (which stays in `reason`).
+    public var compatStatus: Int? = nil
+    public var compatErrorMember: String? = nil
 
     public init(_ code: Code, _ message: String, hint: String? = nil, log: String = "",
                 extra: [(String, JSONValue)] = [], headers: [(String, String)] = []) {
@@ -49,8 +53,11 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         self.headers = headers
     }
 
+    /// The HTTP status: the code's, unless a compatibility shape overrides it.
+    public var status: Int { compatStatus ?? Self.status(of: code) }
+
     /// The HTTP status of each code. Exhaustive: a new code does not compile until mapped.
-    public var status: Int {
+    public static func status(of code: Code) -> Int {
         switch code {
         case .badRequest, .challengeInvalid, .challengeExpired, .challengeAlreadyUsed,
              .attestationObjectInvalid, .keyIDInvalid, .clientDataHashInvalid: return 400
@@ -72,7 +79,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
 
     /// The JSON error envelope of SPEC §3.
     public func body(requestID: String) -> JSONValue {
-        var members: [(String, JSONValue)] = [("error", .string(message)), ("code", .string(code.rawValue))]
+        var members: [(String, JSONValue)] = [("error", .string(compatErrorMember ?? message)), ("code", .string(code.rawValue))]
         if let hint { members.append(("hint", .string(hint))) }
         members.append(("requestId", .string(requestID)))
         members.append(("reason", .string(message)))

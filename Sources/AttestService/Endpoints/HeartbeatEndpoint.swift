@@ -1,0 +1,100 @@
+import AttestCore
+import AttestStore
+import FastCGI
+
+/// `POST /api/v1/heartbeat`: marks a device active for the month (SPEC §2, §4), as the shipping
+/// SDK sends it.
+///
+/// ```
+/// token mode:   X-Bundle-ID, X-Team-ID, Authorization: Bearer <token from validate/refresh>
+/// API-key mode: Authorization: Bearer aat_…   (simulator and CI builds; no app headers)
+/// → {"sdkVersion"?, "appState"?, "deviceId"? (required in API-key mode)}
+/// ← 200 {"interval": 120, "nextHeartbeatSeconds": 120}
+/// ```
+/// A token must verify with a key the JWKS publishes now, be unexpired, be for the app in the
+/// headers, and name a device of that app that is not revoked; anything else is 401
+/// `unauthorized` (the SDK then refreshes its token and resends once). API-key devices are
+/// counted apart and never billed. A device not yet counted this month can be refused with 402
+/// like at validate. A device already marked active today costs one read, no write.
+public enum HeartbeatEndpoint {
+    public static let path = "/api/v1/heartbeat"
+
+    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
+        ctx.respond(request, endpoint: "heartbeat") { try heartbeat(request, ctx) }
+    }
+
+    static func heartbeat(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        try ValidateEndpoint.requirePOST(request, path)
+        let now = ctx.clock.now()
+        let fields = try RequestFields(body: request.body.isEmpty ? Array("{}".utf8) : request.body)
+        _ = try fields.optionalText("sdkVersion")
+        _ = try fields.optionalText("appState")
+        let deviceIDField = try fields.optionalText("deviceId")
+        guard let credential = ctx.bearer(request) else { throw unauthorized("no Authorization: Bearer credential") }
+        let admission: MonthlyAdmission
+        let org: OrgRecord
+        if credential.hasPrefix(APIKeys.prefix) {
+            org = try ctx.organization(apiKey: credential)
+            guard let deviceID = deviceIDField else {
+                throw ServiceError(.badRequest, "The field deviceId is required with an API key.")
+            }
+            let identity = UsageIdentity.apiKeyDevice(org: org.name, deviceID: deviceID)
+            admission = try ctx.markActive(identity, apiKey: true, appID: "", org: org, now: now)
+        } else {
+            let app = try ctx.appContext(request)!
+            org = app.org
+            let device = try ctx.deviceForToken(credential, app: app.app, now: now)
+            admission = try ctx.markActive(.device(device), apiKey: false, appID: app.app.appID, org: org, now: now)
+        }
+        if case .refused(let limit, let current) = admission {
+            throw ServiceError.quotaExceeded(limit: limit, current: current, org: org, compatStatus: ctx.configuration.madLimitStatus)
+        }
+        let interval = JSONValue.int(Int64(ctx.configuration.heartbeatIntervalSeconds))
+        return ServiceContext.json(.object([("interval", interval), ("nextHeartbeatSeconds", interval)]))
+    }
+
+    static func unauthorized(_ log: String) -> ServiceError {
+        ServiceError(.unauthorized, "Invalid or expired token.", hint: "Refresh the token (POST /api/v1/attestation/refresh) and retry.", log: log)
+    }
+}
+
+extension ServiceContext {
+    /// Counts `identity` for the month, with a read first: a device already active today
+    /// needs no write transaction.
+    func markActive(_ identity: UsageIdentity, apiKey: Bool, appID: String, org: OrgRecord, now: Timestamp) throws -> MonthlyAdmission {
+        let bit = UInt32(1) << UInt32(now.civil.day - 1)
+        let month = now.monthKey
+        let today = try store.read { try $0.countedDevice(org: org.name, month: month, identity: identity.bytes) }.map { $0.days & bit != 0 }
+        if today == true { return .alreadyCounted }
+        return try store.write([.durable]) { txn in try countActive(identity, apiKey: apiKey, appID: appID, org: org, in: txn, now: now) }
+    }
+
+    /// The stored device a heartbeat token speaks for (401 unless everything checks out).
+    func deviceForToken(_ token: String, app: AppRecord, now: Timestamp) throws -> DeviceRecord {
+        let claims: JSONValue
+        do { claims = try tokenVerifier(at: now).verify(token) } catch {
+            throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
+        }
+        guard let exp = claims["exp"]?.intValue, now.seconds < exp else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        guard claims["aud"]?.stringValue == app.bundleID, claims["team_id"]?.stringValue == app.teamID,
+              claims["iss"]?.stringValue == configuration.tokenIssuer else {
+            throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
+        }
+        guard let deviceID = claims["device_id"]?.stringValue,
+              let device = try store.read({ try $0.device(deviceID: deviceID) }), device.appID == app.appID else {
+            throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
+        }
+        guard device.status != .revoked else { throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is revoked") }
+        return device
+    }
+
+    /// A verifier for the keys the JWKS publishes at `now`, rebuilt when that set changes.
+    func tokenVerifier(at now: Timestamp) -> JWKSVerifier {
+        let published = keyRing.publishedEntries(at: now)
+        let kids = published.map(\.kid)
+        if let cached = tokenVerifierCache, cached.kids == kids { return cached.verifier }
+        let verifier = JWKSVerifier(jwks: ["keys": .array(published.compactMap(\.jwk))])
+        tokenVerifierCache = (kids, verifier)
+        return verifier
+    }
+}

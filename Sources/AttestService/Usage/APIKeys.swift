@@ -1,0 +1,43 @@
+import AttestCore
+import AttestStore
+import FastCGI
+
+/// Organization API keys (`aat_…`, SPEC §8): shown once when created, stored as SHA-256.
+///
+/// ```
+/// key = "aat_" ‖ base64url(24 random bytes)     (36 characters; the first 12 are its id)
+/// ```
+public enum APIKeys {
+    public static let prefix = "aat_"
+    static let idLength = 12
+
+    /// A new key and its record, not yet stored.
+    public static func generate(org: String, name: String, random: any RandomSource, now: Timestamp) -> (key: String, record: APIKeyRecord) {
+        let key = prefix + Base64.encode(random.bytes(24), url: true)
+        return (key, APIKeyRecord(id: String(key.prefix(idLength)), org: org, name: name, hash: SHA256.hash(key.utf8), createdAt: now))
+    }
+}
+
+extension ServiceContext {
+    /// The bearer credential of `Authorization: Bearer …`, or `nil` when there is none.
+    func bearer(_ request: Request) -> String? {
+        guard let value = request.params["HTTP_AUTHORIZATION"]?.trimmedNonEmpty else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1]).trimmedNonEmpty
+    }
+
+    /// The organization of an active API key (401 `unauthorized` otherwise): the record is
+    /// found by the key's id and the key's SHA-256 compared with the stored one in constant time.
+    func organization(apiKey key: String) throws -> OrgRecord {
+        let found = try store.read { txn -> OrgRecord? in
+            guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64, let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
+                  constantTimeEqual(record.hash, SHA256.hash(key.utf8)), record.revokedAt == nil else { return nil }
+            return try txn.org(named: record.org)
+        }
+        guard let found else {
+            throw ServiceError(.unauthorized, "Invalid or revoked API key.", hint: "Create one with 'attestctl apikey create --org NAME'.")
+        }
+        return found
+    }
+}

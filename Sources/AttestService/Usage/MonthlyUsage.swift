@@ -1,0 +1,100 @@
+import AttestCore
+import AttestStore
+
+/// The outcome of counting one request's device for the month.
+enum MonthlyAdmission: Equatable {
+    /// Counted earlier this month: always admitted.
+    case alreadyCounted
+    /// Newly counted now.
+    case admitted
+    /// Not counted: the organization is over its limit and its grace has ended.
+    case refused(limit: UInt32, current: UInt32)
+}
+
+/// Monthly-active-device admission and counting (SPEC §4), run inside the write transaction
+/// of the change it accompanies (validate, refresh, heartbeat), so the count, the admission
+/// decision and any event commit together: exact under concurrency, nothing lost on a crash.
+///
+/// - A device already counted this month is admitted and its day marked active.
+/// - A new device is counted while the organization is under `madLimit` (0 = unlimited).
+/// - The first new device that would exceed it starts the month's grace (`graceDays`, once
+///   per month) and queues `usage.limit_reached`; during grace new devices are admitted.
+/// - After the grace, new devices are refused (402 `quota_exceeded`); the first refusal
+///   queues `usage.grace_ended`.
+/// - API-key devices are counted apart (`apiKeyDevices`), never billed or refused.
+extension ServiceContext {
+    func countActive(_ identity: UsageIdentity, apiKey: Bool = false, appID: String, org: OrgRecord,
+                     in txn: Transaction, now: Timestamp) throws -> MonthlyAdmission {
+        let month = now.monthKey
+        let day = now.civil.day
+        let bit = UInt32(1) << UInt32(day - 1)
+        try txn.sweepCountedDevices(before: month, limit: 4)
+        var totals = try txn.usageMonth(org: org.name, month: month) ?? UsageMonthRecord()
+        if var counted = try txn.countedDevice(org: org.name, month: month, identity: identity.bytes) {
+            guard counted.days & bit == 0 else { return .alreadyCounted }
+            counted.days |= bit
+            try txn.putCountedDevice(counted, org: org.name, month: month, identity: identity.bytes)
+            if !counted.apiKey {
+                totals.note(day: day, new: false, active: true)
+                try txn.put(totals, org: org.name, month: month)
+            }
+            return .alreadyCounted
+        }
+        if apiKey {
+            totals.apiKeyDevices &+= 1
+        } else {
+            if org.madLimit > 0 && totals.activeDevices >= org.madLimit {
+                if totals.graceStartedAt == nil {
+                    totals.graceStartedAt = now
+                    totals.limitReachedQueued = true
+                    try queueEvent("usage.limit_reached", org: org.name, in: txn, now: now, data: [
+                        ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
+                        ("current", .int(Int64(totals.activeDevices))),
+                        ("grace_ends_at", .string((now + Int64(org.graceDays) * 86_400).iso8601)),
+                    ])
+                }
+                if now >= totals.graceStartedAt! + Int64(org.graceDays) * 86_400 {
+                    if !totals.graceEndedQueued {
+                        totals.graceEndedQueued = true
+                        try queueEvent("usage.grace_ended", org: org.name, in: txn, now: now, data: [
+                            ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
+                            ("current", .int(Int64(totals.activeDevices))),
+                        ])
+                    }
+                    try txn.put(totals, org: org.name, month: month)
+                    return .refused(limit: org.madLimit, current: totals.activeDevices)
+                }
+            }
+            totals.activeDevices &+= 1
+            totals.note(day: day, new: true, active: true)
+            totals.countApp(appID)
+        }
+        try txn.putCountedDevice(.init(apiKey: apiKey, days: bit), org: org.name, month: month, identity: identity.bytes)
+        try txn.put(totals, org: org.name, month: month)
+        return .admitted
+    }
+
+    /// Queues an event for webhook delivery in `txn` (SPEC §7: `{"id", "event", "timestamp", "data"}`).
+    func queueEvent(_ event: String, org: String, in txn: Transaction, now: Timestamp, data: [(String, JSONValue)]) throws {
+        try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event, org: org, createdAt: now,
+                                    dataJSON: JSONValue.object(data).jsonText))
+    }
+}
+
+extension ServiceError {
+    /// 402 `quota_exceeded` with `limit`, `current` and `upgradeUrl`; with
+    /// `compat.madLimitStatus` = 429, the shape the shipping SDK recognises: status 429 and
+    /// `error: "mad_limit_exceeded"` (the message stays in `reason`).
+    static func quotaExceeded(limit: UInt32, current: UInt32, org: OrgRecord, compatStatus: Int) -> ServiceError {
+        var e = ServiceError(.quotaExceeded,
+                             "This organization has reached its monthly active device limit (\(limit)); new devices are refused until next month or an upgrade.",
+                             hint: org.upgradeURL.isEmpty ? "Raise the limit with 'attestctl org set --mad-limit N'." : "Upgrade at \(org.upgradeURL).",
+                             log: "org \(org.name) at \(current)/\(limit), grace over",
+                             extra: [("limit", .int(Int64(limit))), ("current", .int(Int64(current))), ("upgradeUrl", .string(org.upgradeURL))])
+        if compatStatus == 429 {
+            e.compatStatus = 429
+            e.compatErrorMember = "mad_limit_exceeded"
+        }
+        return e
+    }
+}
