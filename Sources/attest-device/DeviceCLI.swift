@@ -14,7 +14,8 @@ enum DeviceCLI {
         commands:
           enroll      new key; challenge → attestation → POST /validate; saves key, keyId, token
           refresh     challenge → assertion (counter + 1) → POST /refresh; saves the new token
-          heartbeat   POST /api/v1/heartbeat with the saved token
+          heartbeat   POST /api/v1/heartbeat with the saved token; or, as a simulator build,
+                      --api-key aat_… --device-id ID (no state needed)
           show        print the saved state (keyId, deviceId, counter, token claims)
           body validate|refresh [--challenge C] [--counter N]
                       print one request body without sending it (for tests that tamper or race):
@@ -45,7 +46,7 @@ enum DeviceCLI {
         do {
             let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment", "device-model",
                                                     "os-version", "app-version", "app-build", "platform", "fingerprint",
-                                                    "subject", "count", "out", "devices", "challenge", "counter"],
+                                                    "subject", "count", "out", "devices", "challenge", "counter", "api-key", "device-id"],
                                      switches: ["json"])
             let options = try DeviceOptions(args)
             switch try args.positional(0, "COMMAND (enroll, refresh, heartbeat, show, batch)") {

@@ -37,13 +37,25 @@ enum RefreshCommand {
     }
 }
 
-/// `heartbeat`: marks the device active for the month with its token.
+/// `heartbeat`: marks the device active for the month with its token, as the SDK does; with
+/// `--api-key KEY --device-id ID`, as the SDK does in simulator and CI builds (no app headers,
+/// no attestation, no state file needed).
 enum Heartbeat {
     static func run(_ o: DeviceOptions) throws -> Int32 {
-        let device = try o.loadDevice()
-        guard let token = device.fields["token"], !token.isEmpty else { throw DeviceFailure("no token saved: enroll first", status: 2) }
-        let (status, response, text) = try o.post("/api/v1/heartbeat", ["sdkVersion": "attest-device", "appState": "active"],
-                                                   headers: [("Authorization", "Bearer " + token)])
+        let (status, response, text): (Int, JSONValue, String)
+        if let apiKey = o.args.value("api-key") {
+            guard let deviceID = o.args.value("device-id") else { throw UsageError("--api-key needs --device-id ID") }
+            let sent = try o.client.send("POST", o.server + "/api/v1/heartbeat",
+                                         headers: [("Authorization", "Bearer " + apiKey), ("Content-Type", "application/json")],
+                                         body: JSONValue.object([("sdkVersion", "attest-device"), ("appState", "active"),
+                                                                 ("deviceId", .string(deviceID))]).jsonBytes)
+            (status, response, text) = (sent.status, (try? JSONParser.parse(sent.body)) ?? .null, sent.text)
+        } else {
+            let device = try o.loadDevice()
+            guard let token = device.fields["token"], !token.isEmpty else { throw DeviceFailure("no token saved: enroll first", status: 2) }
+            (status, response, text) = try o.post("/api/v1/heartbeat", ["sdkVersion": "attest-device", "appState": "active"],
+                                                  headers: [("Authorization", "Bearer " + token)])
+        }
         guard (200..<300).contains(status) else { throw o.refused("heartbeat", status, response, text) }
         Output.out(o.json ? text : "heartbeat accepted (interval \(response["interval"]?.jsonText ?? "?")s)")
         return 0
