@@ -153,6 +153,11 @@ def privileges(s):
     ps = subprocess.run(["ps", "-o", "user:32=,args=", "-p", ",".join(map(str, workers + pool_processes))], capture_output=True, text=True).stdout
     T.check("ps shows them as the service user", ps and all(line.split()[0] == SERVICE_USER for line in ps.splitlines()), ps)
 
+    # The stack's directory is mkdtemp's 0700 (like a checkout under /root): serve lets the
+    # service user through with an ACL entry for it alone, and says so.
+    T.check("a 0700 directory above the data gets a search ACL entry for the service user only, said loudly",
+            "POSIX ACL u:attestedge:x" in s.serve_output() and os.stat(s.dir).st_mode & 0o007 == 0
+            and os.getxattr(s.dir, "system.posix_acl_access"), s.serve_output()[:600])
     state = s.state("device")
     enroll = s.device(state, "enroll")
     T.check("a device enrolls through nginx with the unprivileged pools", enroll.returncode == 0, enroll.stdout + enroll.stderr)

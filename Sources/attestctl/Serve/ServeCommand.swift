@@ -62,7 +62,7 @@ struct Serve {
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
         let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
-        let user = try dropPrivilegesTo(config.serviceUser, trustRoots: trustRoots)
+        let user = try serviceUser(named: config.serviceUser, trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
         let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
                                         startID: startID, absentPools: absent)
@@ -105,12 +105,12 @@ struct Serve {
     }
 
     /// As root: the account the pools and nginx's workers run as (`server.user`), created if
-    /// it is the default and missing, with the data directory handed to it. `nil` when serve
-    /// does not run as root or `server.user` is root.
-    func dropPrivilegesTo(_ name: String, trustRoots: [String]) throws -> ServiceUser? {
+    /// it is the default and missing, with the data directory handed to it and made reachable
+    /// (a directory above it that blocks the user gets a search ACL entry for it alone, said
+    /// loudly). `nil` when serve does not run as root or `server.user` is root.
+    func serviceUser(named name: String, trustRoots: [String]) throws -> ServiceUser? {
         guard geteuid() == 0 else { return nil }
-        guard !name.isEmpty, name.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
-                                                    || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) })
         else { throw CommandFailure("server.user \"\(name)\" is not a user name") }
         let user = try ServiceUser.resolve(name)
         guard user.uid != 0 else {
@@ -119,12 +119,9 @@ struct Serve {
         }
         try user.takeOwnership(of: data.path)
         for path in [data.path] + trustRoots {
-            if let blocked = user.firstUnreachable(path) {
-                throw CommandFailure("""
-                    \(path) is not reachable by the user \(name) (server.user): \(blocked) does not let it through. \
-                    Use a data directory it can reach (e.g. under /var/lib or /srv), allow it in (chmod o+x \(blocked)), \
-                    or set server.user.
-                    """)
+            for dir in try user.makeReachable(path) {
+                Output.err("NOTE: \(dir) kept \(name) from reaching \(path): granted it search permission there, "
+                           + "and only that (POSIX ACL u:\(name):x; undo: setfacl -x u:\(name) \(dir))")
             }
         }
         return user

@@ -63,18 +63,38 @@ struct ServiceUser: Equatable {
         for entry in FileIO.list(path) { try takeOwnership(of: path + "/" + entry) }
     }
 
-    /// The first directory on the way to `path` (its ancestors, then itself) this user may not
-    /// search, or `nil` when it can reach `path`. Permission bits only (no ACLs).
+    /// The first directory on the way to `path` (its ancestors, then itself if a directory)
+    /// this user may not search, or `nil` when it can reach `path`. Mode bits, and ACL entries
+    /// naming this user (`SearchGrant`).
     func firstUnreachable(_ path: String) -> String? {
         var prefix = ""
         for part in ["/"] + path.split(separator: "/").map(String.init) {
             prefix = part == "/" ? "/" : (prefix == "/" ? "/" + part : prefix + "/" + part)
             var st = stat()
             guard stat(prefix, &st) == 0 else { return prefix }
+            guard st.st_mode & S_IFMT == S_IFDIR else { continue }
             let bit: mode_t = st.st_uid == uid ? S_IXUSR : (groups.contains(st.st_gid) ? S_IXGRP : S_IXOTH)
-            if uid != 0 && st.st_mode & bit == 0 { return prefix }
+            if uid != 0 && st.st_mode & bit == 0 && !SearchGrant.allows(uid: uid, on: prefix) { return prefix }
         }
         return nil
+    }
+
+    /// Makes `path` reachable: each directory on the way that blocks this user gets a search
+    /// ACL entry for it alone (`SearchGrant`); returns those directories.
+    /// - Throws: when a directory cannot be granted (a file system without ACLs, a missing path).
+    func makeReachable(_ path: String) throws -> [String] {
+        var granted = [String]()
+        while let blocked = firstUnreachable(path) {
+            guard !granted.contains(blocked), SearchGrant.grant(uid: uid, on: blocked) else {
+                throw CommandFailure("""
+                    \(path) is not reachable by the user \(name) (server.user): \(blocked) does not let it through \
+                    and cannot be given an ACL entry. Use a directory it can reach (e.g. under /var/lib or /srv), \
+                    allow it in (chmod o+x \(blocked)), or set server.user.
+                    """)
+            }
+            granted.append(blocked)
+        }
+        return granted
     }
 }
 

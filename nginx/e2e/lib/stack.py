@@ -81,9 +81,6 @@ class Stack:
 
     def __init__(self, setup=None, workers=2, sync=None):
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
-        # Under root, serve runs the pools and nginx's workers as server.user: they must be able
-        # to reach the data directory (mkdtemp makes its directory 0700).
-        os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
