@@ -48,5 +48,6 @@ let package = Package(
         .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore"], swiftSettings: strict),
+        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService"], swiftSettings: strict),
     ]
 )

@@ -20,4 +20,6 @@ let commands: [Command] = [
     benchCommand,
 ]
 
-exit(runCommand(Array(CommandLine.arguments.dropFirst()), commands: commands, program: "attestctl"))
+let arguments = Array(CommandLine.arguments.dropFirst())
+actAsDataOwner(arguments)
+exit(runCommand(arguments, commands: commands, program: "attestctl"))

@@ -46,7 +46,8 @@ bench_render_nginx() {
   user=$(id -un)
   local subst=(-e "s|@LISTEN@|127.0.0.1:$port|g" -e "s|@RUN_DIR@|$dir/run|g" -e "s|@LOG_DIR@|$dir/logs|g"
                -e "s|@DATA_DIR@|$dir/data|g" -e "s|@CONF_DIR@|$dir/conf|g" -e "s|@USER@|$user|g"
-               -e "s|@CHALLENGE_RATE@|${BENCH_CHALLENGE_RATE:-10}|g" -e "s|@CHALLENGE_BURST@|${BENCH_CHALLENGE_BURST:-20}|g")
+               -e "s|@CHALLENGE_RATE@|${BENCH_CHALLENGE_RATE:-10}|g" -e "s|@CHALLENGE_BURST@|${BENCH_CHALLENGE_BURST:-20}|g"
+               -e "s|@START_ID@|bench|g")
   sed "${subst[@]}" "$src/nginx.conf" > "$dir/conf/nginx.conf"
   sed "${subst[@]}" "$src/site.conf" > "$dir/conf/site.conf"
   cp "$src/fastcgi_params" "$dir/conf/fastcgi_params"

@@ -10,6 +10,11 @@ public struct Configuration: Sendable, Equatable {
     public var workers = 2
     /// `server.bodyLimitBytes`: largest request body accepted.
     public var bodyLimitBytes = 65_536
+    /// `server.user`: the account nginx's workers and the pools run as when `attestctl serve`
+    /// starts as root (created when it is the default and missing).
+    public var serviceUser = "attestedge"
+    /// `server.logMaxMiB`: each log `attestctl serve` writes is rotated past this size.
+    public var logMaxMiB = 64
     /// `store.durableMapSizeMiB`, `store.ephemeralMapSizeMiB`: LMDB map sizes.
     public var durableMapSizeMiB = 1024
     public var ephemeralMapSizeMiB = 256

@@ -4,50 +4,47 @@ import Glibc
 #endif
 
 /// A process `attestctl serve` started, with its output appended to a log file.
+///
+/// Started with `fork` and `execve` (`posix_spawn` can neither change credentials nor, portably,
+/// make a process group): everything the child needs is prepared before the fork, and the child
+/// only calls async-signal-safe functions until `execve`.
 final class ChildProcess {
+    /// Who the child runs as, when serve started as root (`server.user`).
+    struct Credentials {
+        let uid: uid_t
+        let gid: gid_t
+        /// Supplementary groups (`getgrouplist`), set with `setgroups`.
+        let groups: [gid_t]
+    }
+
     let name: String
     let pid: pid_t
     let logFile: String
     let executable: String
     let arguments: [String]
+    let credentials: Credentials?
+    /// The child leads its own process group (`setpgid(0, 0)`): `killGroup` reaches what it forked.
+    let ownsProcessGroup: Bool
     let startedAt = monotonicSeconds()
     private(set) var exitStatus: Int32?
 
-    /// Starts `executable` with `arguments`; stdout and stderr go to `logFile`.
-    init(name: String, executable: String, arguments: [String], logFile: String) throws {
+    /// Starts `executable` with `arguments`; stdout and stderr go to `logFile`, stdin is
+    /// /dev/null, signal dispositions and mask are the defaults whatever serve blocks.
+    init(name: String, executable: String, arguments: [String], logFile: String,
+         credentials: Credentials? = nil, ownsProcessGroup: Bool = false) throws {
         self.name = name
         self.logFile = logFile
         self.executable = executable
         self.arguments = arguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The children get default signal handling and an empty mask, whatever serve blocks.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGPIPE] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw CommandFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
-        pid = child
+        self.credentials = credentials
+        self.ownsProcessGroup = ownsProcessGroup
+        pid = try Self.spawn(executable, arguments, logFile: logFile, credentials: credentials, group: ownsProcessGroup)
     }
 
-    /// A new process with the same command line.
+    /// A new process with the same command line, credentials and group choice.
     func respawn() throws -> ChildProcess {
-        try ChildProcess(name: name, executable: executable, arguments: arguments, logFile: logFile)
+        try ChildProcess(name: name, executable: executable, arguments: arguments, logFile: logFile,
+                         credentials: credentials, ownsProcessGroup: ownsProcessGroup)
     }
 
     /// Whether it is still running (reaps it when it has exited).
@@ -60,6 +57,17 @@ final class ChildProcess {
     }
 
     func signal(_ sig: Int32) { if exitStatus == nil { kill(pid, sig) } }
+
+    /// SIGKILL to every process left in its process group: what it forked outlives it otherwise
+    /// (nginx's workers keep the port after their master is killed with -9). Linux does not
+    /// reuse a pid as long as a process group of that id exists, so this reaches only them.
+    func killGroup() {
+        guard ownsProcessGroup else { return }
+        kill(-pid, SIGKILL)
+    }
+
+    /// Whether any process is left in its process group.
+    var groupIsAlive: Bool { ownsProcessGroup && kill(-pid, 0) == 0 }
 
     /// Waits up to `seconds` for it to exit; `true` when it did.
     func wait(seconds: Double) -> Bool {
@@ -81,6 +89,60 @@ final class ChildProcess {
         guard let s = exitStatus else { return "running" }
         if s & 0x7F == 0 { return "exited with status \((s >> 8) & 0xFF)" }
         return "killed by signal \(s & 0x7F)"
+    }
+
+    private static func spawn(_ executable: String, _ arguments: [String], logFile: String,
+                              credentials: Credentials?, group: Bool) throws -> pid_t {
+        let log = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw CommandFailure("cannot open \(logFile): \(String(cString: strerror(errno)))") }
+        defer { close(log) }
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard null >= 0 else { throw CommandFailure("cannot open /dev/null: \(String(cString: strerror(errno)))") }
+        defer { close(null) }
+
+        let strings = [executable] + arguments
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+        for (i, s) in strings.enumerated() { argv[i] = strdup(s) }
+        argv[strings.count] = nil
+        defer {
+            for i in 0..<strings.count { free(argv[i]) }
+            argv.deallocate()
+        }
+        let groups = credentials?.groups ?? []
+        let groupList = UnsafeMutablePointer<gid_t>.allocate(capacity: max(groups.count, 1))
+        defer { groupList.deallocate() }
+        for (i, g) in groups.enumerated() { groupList[i] = g }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        let failure = strdup("attestctl serve: cannot switch to the service user, or exec failed\n")!
+        defer { free(failure) }
+        let failureLength = strlen(failure)
+
+        let child = fork()
+        if child < 0 { throw CommandFailure("cannot start \(executable): fork: \(String(cString: strerror(errno)))") }
+        if child == 0 {
+            // The child: async-signal-safe calls only, on values prepared above (no allocation).
+            if group { setpgid(0, 0) }
+            Glibc.signal(SIGINT, SIG_DFL); Glibc.signal(SIGTERM, SIG_DFL); Glibc.signal(SIGCHLD, SIG_DFL)
+            Glibc.signal(SIGHUP, SIG_DFL); Glibc.signal(SIGPIPE, SIG_DFL); Glibc.signal(SIGQUIT, SIG_DFL)
+            Glibc.signal(SIGUSR1, SIG_DFL)
+            sigprocmask(SIG_SETMASK, &empty, nil)
+            dup2(null, 0)
+            dup2(log, 1)
+            dup2(log, 2)
+            if let credentials {
+                guard setgroups(groups.count, groupList) == 0, setgid(credentials.gid) == 0, setuid(credentials.uid) == 0 else {
+                    _ = write(2, failure, failureLength)
+                    _exit(126)
+                }
+            }
+            execve(argv[0]!, argv, environ)
+            _ = write(2, failure, failureLength)
+            _exit(127)
+        }
+        // Also in the parent, so a kill of the group right after the fork cannot miss it.
+        if group { setpgid(child, child) }
+        return child
     }
 }
 

@@ -1,3 +1,4 @@
+import AttestCore
 import AttestService
 #if canImport(Glibc)
 import Glibc
@@ -25,12 +26,14 @@ struct NginxSite {
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
-    /// Locations of pools in `absentPools` (responders this build does not have yet) answer
-    /// 501 `not_implemented` as JSON instead of passing to a socket nobody listens on.
-    func render(data: DataDirectory, configuration c: Configuration, user: String, absentPools: [String]) throws -> String {
+    /// `user` is nginx.conf's `user` line (`name group`); `startID` the id nginx's readiness
+    /// server answers (a fresh random one per start). Locations of pools in `absentPools`
+    /// (responders this build does not have yet) answer 501 `not_implemented` as JSON instead
+    /// of passing to a socket nobody listens on.
+    func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String, absentPools: [String]) throws -> String {
         let values = [
             "@LISTEN@": c.listen, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
-            "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user,
+            "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
         for file in Self.files {
@@ -47,6 +50,11 @@ struct NginxSite {
             try FileIO.writeAtomically(data.nginxDirectory + "/" + file, text: text)
         }
         return data.nginxDirectory + "/nginx.conf"
+    }
+
+    /// A random start id: 16 bytes, hex.
+    static func newStartID() -> String {
+        SystemRandom().bytes(16).map { String($0 >> 4, radix: 16) + String($0 & 15, radix: 16) }.joined()
     }
 
     /// The `user` line value for nginx's workers: the invoking user and group.

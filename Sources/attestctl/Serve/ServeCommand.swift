@@ -18,6 +18,11 @@ let serveCommand = Command(
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
         configuration into DIR/nginx, starts one pre-forked pool per endpoint and nginx, waits
         until each answers and prints the base URL. Ctrl-C or SIGTERM stops everything it started.
+        A pool that crashes later is restarted with backoff; if nginx dies, everything stops.
+        Logs in DIR/log are rotated past server.logMaxMiB (one previous file, NAME.1, is kept).
+
+        As root, nginx's workers and the pools run as server.user (default attestedge, created
+        if missing) and DIR is handed to that user; nginx's master stays root to bind the port.
 
         --listen      address nginx listens on (default server.listen, 127.0.0.1:8080)
         --workers     worker processes per pool (default server.workers)
@@ -57,7 +62,10 @@ struct Serve {
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
         let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
-        let nginxConf = try site.render(data: data, configuration: config, user: NginxSite.currentUser(), absentPools: absent)
+        let user = try serviceUser(named: config.serviceUser, trustRoots: trustRoots)
+        let startID = NginxSite.newStartID()
+        let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
+                                        startID: startID, absentPools: absent)
         guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
         var signals = sigset_t()
@@ -66,10 +74,7 @@ struct Serve {
         sigprocmask(SIG_BLOCK, &signals, nil)
 
         var children = [ChildProcess]()
-        func stopAll() {
-            for child in children.reversed() { child.signal(child.name == "nginx" ? SIGQUIT : SIGTERM) }
-            for child in children where !child.wait(seconds: 12) { child.signal(SIGKILL); _ = child.wait(seconds: 2) }
-        }
+        let supervisor: ServeSupervisor
         do {
             for endpoint in Self.endpoints {
                 let name = "attest-\(endpoint.rawValue)"
@@ -77,47 +82,49 @@ struct Serve {
                 guard access(exe, X_OK) == 0 else { throw CommandFailure("\(exe) is missing: build all products (swift build -c release)") }
                 var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers", String(workers), "--data", data.path]
                 for root in trustRoots { childArgs += ["--trust-root", root] }
-                children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs, logFile: data.logDirectory + "/\(name).log"))
+                children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs,
+                                                 logFile: data.logDirectory + "/\(name).log", credentials: user?.credentials))
             }
             try waitForSockets(children)
-            children.append(try ChildProcess(name: "nginx", executable: nginxBinary,
-                                             arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
-                                             logFile: data.logDirectory + "/nginx.out"))
+            // nginx leads its own process group: if its master dies, its workers can be found.
+            let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
+                                         arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
+                                         logFile: data.logDirectory + "/nginx.out", ownsProcessGroup: true)
+            children.append(nginx)
             let base = "http://\(config.listen)"
-            try waitForHTTP(base + "/api/v1/attestation/challenge", children)
-            printReady(base, workers: workers, trustRoots: trustRoots)
+            try waitForOurNginx(base, startID: startID, nginx)
+            try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
+            supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
+                                         logs: LogRotation(directory: data.logDirectory, maxBytes: config.logMaxMiB << 20))
+            printReady(base, workers: workers, trustRoots: trustRoots, user: user)
         } catch {
-            stopAll()
+            ServeSupervisor.stop(children)
             throw error
         }
-        // Wait for Ctrl-C, SIGTERM, or a child that exits.
-        var received: Int32 = 0
-        var quickFailures = [String: Int]()
-        while true {
-            sigwait(&signals, &received)
-            if received == SIGCHLD {
-                for (i, dead) in children.enumerated() where !dead.isRunning {
-                    // nginx is the front door: without it nothing works, so stop. A pool is
-                    // restarted (its location answers 502 JSON meanwhile) unless it keeps dying
-                    // at start, which is a configuration problem worth stopping for.
-                    let quick = monotonicSeconds() - dead.startedAt < 2
-                    quickFailures[dead.name] = quick ? (quickFailures[dead.name] ?? 0) + 1 : 0
-                    if dead.name == "nginx" || (quickFailures[dead.name] ?? 0) >= 3 {
-                        Output.err("\(dead.name) \(dead.exitDescription); stopping. Its log (\(dead.logFile)):\n\(dead.logTail())")
-                        stopAll()
-                        return 1
-                    }
-                    Output.err("\(dead.name) \(dead.exitDescription); restarting it (see \(dead.logFile))")
-                    if quick { usleep(500_000) }
-                    children[i] = try dead.respawn()
-                }
-                continue
-            }
-            Output.out("\nstopping…")
-            stopAll()
-            Output.out("stopped")
-            return 0
+        return supervisor.run(signals: signals)
+    }
+
+    /// As root: the account the pools and nginx's workers run as (`server.user`), created if
+    /// it is the default and missing, with the data directory handed to it and made reachable
+    /// (a directory above it that blocks the user gets a search ACL entry for it alone, said
+    /// loudly). `nil` when serve does not run as root or `server.user` is root.
+    func serviceUser(named name: String, trustRoots: [String]) throws -> ServiceUser? {
+        guard geteuid() == 0 else { return nil }
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) })
+        else { throw CommandFailure("server.user \"\(name)\" is not a user name") }
+        let user = try ServiceUser.resolve(name)
+        guard user.uid != 0 else {
+            Output.err("WARNING: server.user is \(name): nginx's workers and the pools run as root")
+            return nil
         }
+        try user.takeOwnership(of: data.path)
+        for path in [data.path] + trustRoots {
+            for dir in try user.makeReachable(path) {
+                Output.err("NOTE: \(dir) kept \(name) from reaching \(path): granted it search permission there, "
+                           + "and only that (POSIX ACL u:\(name):x; undo: setfacl -x u:\(name) \(dir))")
+            }
+        }
+        return user
     }
 
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
@@ -148,27 +155,51 @@ struct Serve {
         }
     }
 
-    func waitForHTTP(_ url: String, _ children: [ChildProcess]) throws {
+    /// Waits until the nginx answering on the port is the one just started: its readiness
+    /// server answers this start's id. Another process on the port (nginx workers left from an
+    /// earlier start, another program) cannot, and nginx exits when it cannot bind.
+    func waitForOurNginx(_ base: String, startID: String, _ nginx: ChildProcess) throws {
         let client = HTTPClient(timeoutMilliseconds: 1000)
+        let host = "ready-\(startID).attestedge.invalid"
+        try poll("nginx on \(base) answering this start's id", nginx) {
+            guard let r = try? client.send("GET", base + "/.attestedge/ready", headers: [("Host", host)]) else { return "no answer" }
+            return r.status == 200 && r.text == startID ? nil : "HTTP \(r.status), not this start's id"
+        }
+    }
+
+    /// Waits until `url` answers 200 through nginx (the pools are reachable).
+    func waitForHTTP(_ url: String, _ nginx: ChildProcess) throws {
+        let client = HTTPClient(timeoutMilliseconds: 1000)
+        try poll("\(url) answering 200", nginx) {
+            guard let r = try? client.send("GET", url) else { return "no answer" }
+            return r.status == 200 ? nil : "HTTP \(r.status)"
+        }
+    }
+
+    /// Calls `attempt` every 50 ms for up to 20 s until it returns `nil` (its other answers say
+    /// what it saw); throws with nginx's error log if nginx exits meanwhile.
+    private func poll(_ what: String, _ nginx: ChildProcess, _ attempt: () -> String?) throws {
         let deadline = monotonicSeconds() + 20
         var last = ""
         while monotonicSeconds() < deadline {
-            if let nginx = children.last, !nginx.isRunning {
-                throw CommandFailure("nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n" +
-                                     ((try? FileIO.readText(data.logDirectory + "/error.log")) ?? "").split(separator: "\n").suffix(10).joined(separator: "\n"))
+            if !nginx.isRunning {
+                nginx.killGroup()
+                throw CommandFailure("nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
+                                     + ServeSupervisor.tail(data.logDirectory + "/error.log"))
             }
-            if let response = try? client.send("GET", url), response.status == 200 { return }
-            last = (try? client.send("GET", url)).map { "HTTP \($0.status)" } ?? "no answer"
+            guard let problem = attempt() else { return }
+            last = problem
             usleep(50_000)
         }
-        throw CommandFailure("\(url) did not answer 200 within 20 s (last: \(last))")
+        throw CommandFailure("waited 20 s for \(what) (last: \(last))")
     }
 
-    func printReady(_ base: String, workers: Int, trustRoots: [String]) {
+    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?) {
         Output.out("""
             AttestEdge is up: \(base)
               data directory  \(data.path)
               pools           \(Self.endpoints.map { "attest-\($0.rawValue)" }.joined(separator: ", ")) (\(workers) workers each)
+              runs as         \(user.map { "\($0.name) (nginx's workers and the pools; nginx's master stays root)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
               JWKS            \(base)/.well-known/jwks.json
             try it:

@@ -84,6 +84,7 @@ class Stack:
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
         self.ctl("init", "--test-ca")
         self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
         self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
@@ -91,10 +92,14 @@ class Stack:
             self.ctl("config", "set", "store.sync", sync)
         if setup:
             setup(self)
+        self.start()
+
+    def start(self):
+        """Starts `attestctl serve` (again, after a stop) and waits until it says it is up."""
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(workers)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--workers", str(self.workers)], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:

@@ -1,0 +1,30 @@
+import AttestService
+import CLISupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Commands that write into the data directory.
+let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store"]
+
+/// Run as root on a data directory that belongs to another user (`attestctl serve` hands it
+/// to `server.user`), the commands that write into it act as that user: a rotated signing key
+/// (0600), config.json and the store's files stay readable by the pools, which run as it.
+/// Exits with status 1 if the switch fails.
+func actAsDataOwner(_ argv: [String]) {
+    guard geteuid() == 0, let command = argv.first, dataWritingCommands.contains(command) else { return }
+    var path = environment("ATTEST_EDGE_DATA") ?? "./var"
+    for (i, arg) in argv.enumerated() {
+        if arg == "--data", i + 1 < argv.count { path = argv[i + 1] }
+        if arg.hasPrefix("--data=") { path = String(arg.dropFirst(7)) }
+    }
+    var st = stat()
+    guard stat(path, &st) == 0, st.st_uid != 0, let pw = getpwuid(st.st_uid) else { return }
+    var count: Int32 = 64
+    var groups = [gid_t](repeating: 0, count: Int(count))
+    if getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) < 0 { groups = [pw.pointee.pw_gid]; count = 1 }
+    guard setgroups(Int(count), groups) == 0, setgid(pw.pointee.pw_gid) == 0, setuid(st.st_uid) == 0 else {
+        Output.err("attestctl: \(path) belongs to uid \(st.st_uid); cannot act as it: \(String(cString: strerror(errno)))")
+        exit(1)
+    }
+}

@@ -1,0 +1,110 @@
+import AttestService
+import CLISupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The unprivileged account nginx's workers and the pools run as when `attestctl serve` starts
+/// as root (`server.user`, default `attestedge`). nginx's master stays root: it binds the port
+/// and opens the logs, then runs its workers as this user.
+struct ServiceUser: Equatable {
+    static let defaultName = "attestedge"
+
+    let name: String
+    let uid: uid_t
+    let gid: gid_t
+    let groupName: String
+    /// Supplementary groups, primary group included.
+    let groups: [gid_t]
+
+    /// nginx's `user` directive: `user group`.
+    var nginxUser: String { name + " " + groupName }
+
+    var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups) }
+
+    /// The account named `name`, or `nil` when there is none.
+    static func lookUp(_ name: String) -> ServiceUser? {
+        guard let pw = getpwnam(name) else { return nil }
+        let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
+        let groupName = getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? String(gid)
+        var count: Int32 = 64
+        var list = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(name, gid, &list, &count) < 0 {
+            list = [gid_t](repeating: 0, count: Int(count))
+            _ = getgrouplist(name, gid, &list, &count)
+        }
+        return ServiceUser(name: name, uid: uid, gid: gid, groupName: groupName, groups: Array(list.prefix(Int(max(count, 0)))))
+    }
+
+    /// The account `serve` uses as root: `name` if it exists; the default account is created
+    /// (a system user with its own group, no home directory, no login shell) when missing.
+    static func resolve(_ name: String) throws -> ServiceUser {
+        if let user = lookUp(name) { return user }
+        guard name == defaultName else {
+            throw CommandFailure("server.user \"\(name)\" does not exist: create it, or set server.user back to \(defaultName) (created automatically)")
+        }
+        guard let useradd = findProgram("useradd") else { throw CommandFailure("cannot create the user \(name): useradd is not installed") }
+        let status = try runTool(useradd, ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                                            "--shell", "/usr/sbin/nologin", "--comment", "AttestEdge", name])
+        guard status == 0, let user = lookUp(name) else { throw CommandFailure("useradd \(name) failed (status \(status))") }
+        Output.out("created the system user \(name): nginx's workers and the pools run as it")
+        return user
+    }
+
+    /// Hands `path` and everything under it to this user and its group; permission bits are
+    /// kept (keys stay 0600), symbolic links are not followed.
+    func takeOwnership(of path: String) throws {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw CommandFailure("cannot stat \(path): \(String(cString: strerror(errno)))") }
+        if st.st_uid != uid || st.st_gid != gid, lchown(path, uid, gid) != 0 {
+            throw CommandFailure("cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else { return }
+        for entry in FileIO.list(path) { try takeOwnership(of: path + "/" + entry) }
+    }
+
+    /// The first directory on the way to `path` (its ancestors, then itself if a directory)
+    /// this user may not search, or `nil` when it can reach `path`. Mode bits, and ACL entries
+    /// naming this user (`SearchGrant`).
+    func firstUnreachable(_ path: String) -> String? {
+        var prefix = ""
+        for part in ["/"] + path.split(separator: "/").map(String.init) {
+            prefix = part == "/" ? "/" : (prefix == "/" ? "/" + part : prefix + "/" + part)
+            var st = stat()
+            guard stat(prefix, &st) == 0 else { return prefix }
+            guard st.st_mode & S_IFMT == S_IFDIR else { continue }
+            let bit: mode_t = st.st_uid == uid ? S_IXUSR : (groups.contains(st.st_gid) ? S_IXGRP : S_IXOTH)
+            if uid != 0 && st.st_mode & bit == 0 && !SearchGrant.allows(uid: uid, on: prefix) { return prefix }
+        }
+        return nil
+    }
+
+    /// Makes `path` reachable: each directory on the way that blocks this user gets a search
+    /// ACL entry for it alone (`SearchGrant`); returns those directories.
+    /// - Throws: when a directory cannot be granted (a file system without ACLs, a missing path).
+    func makeReachable(_ path: String) throws -> [String] {
+        var granted = [String]()
+        while let blocked = firstUnreachable(path) {
+            guard !granted.contains(blocked), SearchGrant.grant(uid: uid, on: blocked) else {
+                throw CommandFailure("""
+                    \(path) is not reachable by the user \(name) (server.user): \(blocked) does not let it through \
+                    and cannot be given an ACL entry. Use a directory it can reach (e.g. under /var/lib or /srv), \
+                    allow it in (chmod o+x \(blocked)), or set server.user.
+                    """)
+            }
+            granted.append(blocked)
+        }
+        return granted
+    }
+}
+
+/// Runs a tool to completion with serve's own output; returns its exit status (-1 if it could not start).
+func runTool(_ program: String, _ arguments: [String]) throws -> Int32 {
+    let argv = ([program] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, program, nil, nil, argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
+}

@@ -1,0 +1,43 @@
+@testable import attestctl
+import Foundation
+import Testing
+
+/// Issue #7 item 18: serve's logs stay under server.logMaxMiB plus one previous generation.
+@Suite("LogRotation") struct LogRotationTests {
+    @Test("nginx's logs over the limit are renamed to NAME.1 and nginx is asked to reopen them")
+    func nginxLogsRenamed() {
+        let dir = TemporaryDirectory()
+        _ = dir.write("access.log", String(repeating: "a", count: 2000))
+        _ = dir.write("access.log.1", "older generation")
+        _ = dir.write("error.log", "small")
+        let reopen = LogRotation(directory: dir.path, maxBytes: 1000).rotate()
+        #expect(reopen, "nginx must reopen its files")
+        #expect(dir.size("access.log") == nil, "renamed away; nginx creates it again on SIGUSR1")
+        #expect(dir.size("access.log.1") == 2000, "the previous generation replaces the older one")
+        #expect(dir.size("error.log") == 5, "a log under the limit is left alone")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/access.log.2"), "one generation only")
+    }
+
+    @Test("a pool's log is copied to NAME.1 and truncated; its writer's next line lands at the start")
+    func poolLogsCopiedAndTruncated() {
+        let dir = TemporaryDirectory()
+        let path = dir.write("attest-validate.log", String(repeating: "v", count: 3000))
+        let writer = open(path, O_WRONLY | O_APPEND)
+        defer { close(writer) }
+        let reopen = LogRotation(directory: dir.path, maxBytes: 1000).rotate()
+        #expect(!reopen, "nothing for nginx to reopen")
+        #expect(dir.size("attest-validate.log.1") == 3000)
+        #expect(dir.size("attest-validate.log") == 0)
+        _ = write(writer, "next\n", 5)
+        #expect(dir.size("attest-validate.log") == 5, "O_APPEND writes continue at the new end, not at offset 3000")
+    }
+
+    @Test("nothing happens under the limit")
+    func underLimit() {
+        let dir = TemporaryDirectory()
+        _ = dir.write("access.log", "x")
+        _ = dir.write("attest-refresh.log", "y")
+        #expect(!LogRotation(directory: dir.path, maxBytes: 1000).rotate())
+        #expect(dir.size("access.log") == 1 && dir.size("attest-refresh.log") == 1)
+    }
+}

@@ -1,0 +1,65 @@
+@testable import attestctl
+import AttestService
+import Foundation
+import Testing
+
+/// The repository's nginx templates as `attestctl serve` renders them.
+@Suite("nginx templates") struct NginxTemplateTests {
+    static let templates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("nginx").path
+    static let site = (try? String(contentsOfFile: templates + "/site.conf", encoding: .utf8)) ?? ""
+
+    /// Every status nginx itself can answer with (ngx_http_special_response.c, HTTP/1.x).
+    static let nginxStatuses = [400, 403, 404, 405, 408, 411, 413, 414, 416, 429, 494, 495, 496, 497,
+                                500, 501, 502, 503, 504, 505, 507]
+
+    /// Item 15: a named location as an error page fails for errors found while nginx reads the
+    /// request line ("empty URI in redirect to named location"), which became a 500 HTML page.
+    @Test("every error page is a URI, never a named location")
+    func errorPagesAreURIs() {
+        let lines = Self.site.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("error_page") }
+        #expect(!lines.isEmpty)
+        for line in lines {
+            #expect(!line.contains("@"), "\(line) redirects to a named location")
+        }
+    }
+
+    @Test("every status nginx can produce has a JSON envelope with a status of the same class",
+          arguments: nginxStatuses)
+    func everyStatusHasAnEnvelope(status: Int) throws {
+        let target = "/.attestedge/error/\(status)"
+        #expect(Self.site.contains("error_page \(status) \(target);"), "error_page for \(status)")
+        let start = try #require(Self.site.range(of: "location = \(target) {"), "location \(target)")
+        let rest = Self.site[start.upperBound...]
+        let block = rest[..<(rest.range(of: "\n    }\n")?.lowerBound ?? rest.endIndex)]
+        #expect(block.contains("internal;"), "\(target) is internal")
+        #expect(block.contains("default_type application/json;"), "\(target) is JSON")
+        let returned = try #require(block.firstMatch(of: /return (\d{3}) '(\{.*\})\\n';/), "\(target) returns a body")
+        let code = Int(returned.1)!
+        #expect(code / 100 == status / 100 || (status >= 494 && status <= 497 && code == 400),
+                "\(status) answers \(code): a client error stays a 4xx")
+        let body = String(returned.2).replacingOccurrences(of: "$request_id", with: "0123456789abcdef0123456789abcdef")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String], "\(target) body is a JSON object")
+        #expect(Set(json.keys) == ["error", "code", "requestId", "reason"], "envelope keys of \(status)")
+        #expect(json["reason"] == json["error"], "reason repeats error for \(status)")
+    }
+
+    /// Items 11 and 14: the rendered nginx.conf names the service user and answers the start id
+    /// on a server only a request naming that id reaches.
+    @Test("render: the user line, and a readiness server answering this start's id")
+    func rendersUserAndStartID() throws {
+        let dir = TemporaryDirectory()
+        let data = DataDirectory(dir.path + "/data")
+        for sub in [data.path, data.nginxDirectory] { mkdir(sub, 0o755) }
+        var config = Configuration()
+        config.listen = "127.0.0.1:9999"
+        let id = NginxSite.newStartID()
+        let path = try NginxSite(templates: Self.templates).render(data: data, configuration: config, user: "attestedge attestedge",
+                                                                   startID: id, absentPools: ["mad", "webhooks"])
+        let conf = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(conf.contains("\nuser attestedge attestedge;\n"))
+        #expect(conf.contains("server_name ready-\(id).attestedge.invalid;"))
+        #expect(conf.contains("return 200 '\(id)';"))
+        #expect(id.count == 32 && id != NginxSite.newStartID(), "a fresh 128-bit id per start")
+    }
+}
