@@ -148,7 +148,7 @@ def privileges(s):
             str([(p, uid_of(p)) for p in workers]))
     pools = [p for p in children(s.serve.pid) if comm(p).startswith("attest-")]
     pool_processes = pools + [w for p in pools for w in children(p)]
-    T.check(f"every pool master and worker runs as {SERVICE_USER}", len(pools) == 3 and len(pool_processes) >= 6
+    T.check(f"every pool master and worker runs as {SERVICE_USER}", len(pools) == 4 and len(pool_processes) >= 8
             and all(uid_of(p) == user.pw_uid for p in pool_processes), str([(p, comm(p), uid_of(p)) for p in pool_processes]))
     ps = subprocess.run(["ps", "-o", "user:32=,args=", "-p", ",".join(map(str, workers + pool_processes))], capture_output=True, text=True).stdout
     T.check("ps shows them as the service user", ps and all(line.split()[0] == SERVICE_USER for line in ps.splitlines()), ps)

@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import ISO_SECONDS, Stack, Tally, app_headers, b64, cbor_map_of_bytes, sha256, unb64  # noqa: E402
+from stack import within_one_rate_window, ISO_SECONDS, Stack, Tally, app_headers, b64, cbor_map_of_bytes, sha256, unb64  # noqa: E402
 
 import jwt  # PyJWT, from PyPI: an independent verifier
 from cryptography.hazmat.primitives import hashes
@@ -152,7 +152,9 @@ def device_flow(s):
     stored = s.ctl_json("device", "show", shown["keyId"])
     T.check("the store's counter is 3", stored["counter"] == 3 and stored["status"] == "active", json.dumps(stored)[:200])
     r = s.http("POST", "/api/v1/heartbeat", dict(A, Authorization="Bearer x"), {"appState": "active"})
-    expect(s, "heartbeat route present until the accounting responder lands", r, 501, "not_implemented")
+    expect(s, "heartbeat with a token that is not ours", r, 401, "unauthorized")
+    p = s.device(st, "heartbeat")
+    T.check("attest-device heartbeat with its token", p.returncode == 0, p.stderr)
     # Tokens: PyJWT against the JWKS nginx serves.
     jwks = s.http("GET", "/.well-known/jwks.json")
     alt = s.http("GET", "/api/v1/attestation/public-key")
@@ -295,6 +297,7 @@ def refusals(s):
 def outsiders(s):
     """Issue #7 items 1 and 4 through nginx: an outsider (another loopback address) cannot lock
     a tenant out, and every authentic presentation of a challenge consumes it."""
+    within_one_rate_window()
     import http.client
     tight = app_headers("TIGHT12345", "com.example.tight")
     st = s.state("tight")

@@ -44,10 +44,10 @@ struct Serve {
         data = dataDirectory(args)
     }
 
-    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh]
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad]
     /// Pools site.conf routes to that later capabilities add (heartbeat and usage, webhooks):
     /// while their executables are absent their locations answer 501 JSON.
-    static let optionalPools = ["mad", "webhooks"]
+    static let optionalPools = ["webhooks"]
 
     func run() throws -> Int32 {
         if !data.isInitialised {

@@ -170,6 +170,14 @@ class Stack:
         return sorted(int(p) for p in out)
 
 
+def within_one_rate_window(seconds_needed=10):
+    """Waits until the current fixed one-minute rate window (aligned to Unix time, as the
+    server's are) has `seconds_needed` left, so a check that fills a bucket cannot straddle
+    two windows."""
+    while 60 - time.time() % 60 < seconds_needed:
+        time.sleep(0.2)
+
+
 def app_headers(team="ABCDE12345", bundle="com.example.app"):
     return {"X-Bundle-ID": bundle, "X-Team-ID": team}
 
