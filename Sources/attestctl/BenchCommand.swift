@@ -7,9 +7,10 @@ import FoundationEssentials
 /// the same process and interleaved (see `VerifyBench`).
 let benchCommand = Command(
     name: "bench",
-    summary: "measure verification rates against raw OpenSSL ECDSA",
+    summary: "measure verification rates against raw OpenSSL ECDSA; monthly counting at scale",
     usage: """
         usage: attestctl bench verify [--seconds N] [--json]
+               attestctl bench usage [--devices N] [--data DIR]
 
         On one thread (use 'taskset -c 0' to pin it to one core), measures
           attestation verifications/s: Apple's guide sample at its time, intermediate cache warm
@@ -24,11 +25,17 @@ let benchCommand = Command(
 
           --seconds N  seconds per measurement (1 to 600)
           --json       print one JSON object
+
+        bench usage counts N synthetic devices (default 1000000) for this month in the
+        organization "bench-usage" (created, enterprise) of DIR, through the same admission
+        code requests use, in transactions of 10000, and reports the counting rate and how
+        long reading the month's report takes. Use a scratch data directory.
         """,
     run: runBench)
 
 @Sendable func runBench(_ argv: [String]) throws -> Int32 {
-    guard argv.first == "verify" else { throw UsageError("say what to measure: verify") }
+    if argv.first == "usage" { return try UsageBench.run(Array(argv.dropFirst())) }
+    guard argv.first == "verify" else { throw UsageError("say what to measure: verify or usage") }
     let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
     let seconds = try args.int("seconds", default: 3, in: 1...600)

@@ -28,10 +28,12 @@ extension ServiceContext {
         let month = now.monthKey
         let day = now.civil.day
         let bit = UInt32(1) << UInt32(day - 1)
+        // The common case (counted, and already active today) reads one small record.
+        let counted = try txn.countedDevice(org: org.name, month: month, identity: identity.bytes)
+        if let counted, counted.days & bit != 0 { return .alreadyCounted }
         try txn.sweepCountedDevices(before: month, limit: 4)
         var totals = try txn.usageMonth(org: org.name, month: month) ?? UsageMonthRecord()
-        if var counted = try txn.countedDevice(org: org.name, month: month, identity: identity.bytes) {
-            guard counted.days & bit == 0 else { return .alreadyCounted }
+        if var counted {
             counted.days |= bit
             try txn.putCountedDevice(counted, org: org.name, month: month, identity: identity.bytes)
             if !counted.apiKey {
@@ -96,5 +98,28 @@ extension ServiceError {
             e.compatErrorMember = "mad_limit_exceeded"
         }
         return e
+    }
+}
+
+extension ServiceContext {
+    /// Counts the synthetic devices `bench-<i>` for `i` in `range` as devices of `appID`, in
+    /// write transactions of `batch` each, through the same admission code as requests
+    /// (`attestctl bench usage`). Returns how many were admitted.
+    public func countSyntheticDevices(org: OrgRecord, appID: String, range: Range<Int>, batch: Int, now: Timestamp) throws -> Int {
+        var admitted = 0
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let end = min(range.upperBound, start + batch)
+            admitted += try store.write([.durable]) { txn in
+                var n = 0
+                for i in start..<end {
+                    let identity = UsageIdentity.device(appID: appID, fingerprint: "", deviceID: "bench-\(i)")
+                    if try countActive(identity, appID: appID, org: org, in: txn, now: now) == .admitted { n += 1 }
+                }
+                return n
+            }
+            start = end
+        }
+        return admitted
     }
 }
