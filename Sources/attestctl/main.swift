@@ -16,6 +16,7 @@ let commands: [Command] = [
     deviceCommand,
     storeCommand,
     serveCommand,
+    reloadCommand,
     verifyCommand,
     benchCommand,
 ]

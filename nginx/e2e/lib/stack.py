@@ -99,7 +99,8 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx")],
+            stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:
