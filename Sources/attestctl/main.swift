@@ -17,6 +17,9 @@ let commands: [Command] = [
     storeCommand,
     serveCommand,
     reloadCommand,
+    backupCommand,
+    restoreCommand,
+    doctorCommand,
     verifyCommand,
     benchCommand,
 ]

@@ -79,15 +79,17 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None):
+    def __init__(self, setup=None, workers=2, sync=None, data=None):
+        """`data`: serve an existing data directory (e.g. a restored backup) instead of a new one."""
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
-        self.data = os.path.join(self.dir, "data")
+        self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
-        self.ctl("init", "--test-ca")
-        self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
-        self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
+        if data is None:
+            self.ctl("init", "--test-ca")
+            self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
+            self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
         if sync:
             self.ctl("config", "set", "store.sync", sync)
         if setup:
