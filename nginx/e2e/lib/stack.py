@@ -79,12 +79,13 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None):
+    def __init__(self, setup=None, workers=2, sync=None, serve_args=()):
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
         self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
+        self.serve_args = list(serve_args)
         self.ctl("init", "--test-ca")
         self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
         self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
@@ -99,7 +100,7 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--workers", str(self.workers), *self.serve_args], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:
