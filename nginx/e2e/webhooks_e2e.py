@@ -60,10 +60,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 status = 500 if r.flaky <= 2 else 200
             r.got.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.time()))
         answer = b'{"received":true}' if status == 200 else b"temporarily broken"
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+        except OSError:
+            pass  # the worker was killed mid-request
 
 
 def setup(s):
