@@ -33,8 +33,13 @@ public struct WebhookAdmin {
             guard try txn.webhooks(org: org).count < Self.maximumEndpoints else {
                 throw ServiceError(.badRequest, "An organization has at most \(Self.maximumEndpoints) webhook endpoints.")
             }
+            // wh_ + a store-wide creation counter (8 hex) + 6 random bytes: ids sort by creation,
+            // so endpoints created in the same second still list newest first.
+            let counterKey = Array("webhook.next".utf8)
+            let number = (try txn.get(.meta, counterKey).map(BigEndian.uint64) ?? 0) + 1
+            try txn.put(.meta, counterKey, BigEndian.bytes(number))
             var id: String
-            repeat { id = "wh_" + Hex.encode(random.bytes(10)) } while try txn.webhook(id: id) != nil
+            repeat { id = "wh_" + Hex.encode(BigEndian.bytes(number).suffix(4)) + Hex.encode(random.bytes(6)) } while try txn.webhook(id: id) != nil
             let record = WebhookEndpointRecord(id: id, org: org, url: checkedURL, events: checkedEvents, description: description,
                                                secret: WebhookSignature.newSecret(random: random), createdAt: now)
             try txn.put(record)

@@ -3,7 +3,7 @@ import AttestCore
 /// An organization's webhook endpoint (SPEC §7). The secret is kept in clear (the sender signs
 /// with it); it is shown to the API caller once, when the endpoint is created.
 ///
-/// Key in `webhooks`: the id (`wh_` + 20 hex characters, UTF-8). Layout v1:
+/// Key in `webhooks`: the id (`wh_` + 8 hex of a creation counter + 12 random hex, UTF-8). Layout v1:
 /// ```
 /// u8 1 | org string | url string | events u16 (n) | n × string (event names; n = 0: every event)
 ///      | description string | isActive bool | secret string (whsec_…) | createdAt i64 | updatedAt i64
