@@ -11,7 +11,7 @@ let reloadCommand = Command(
     usage: """
         usage: attestctl reload ENDPOINT [--timeout SECONDS] [--data DIR]
 
-        ENDPOINT is challenge, validate, refresh or mad. Sends SIGHUP to the pool's master
+        ENDPOINT is challenge, validate, refresh, mad or webhooks. Sends SIGHUP to the pool's master
         (DATA/run/ENDPOINT.sock.pid): it runs the binary at its path with --check first, then
         re-executes it in place (same PID), handing over the socket; the old workers finish
         what they hold. A binary that fails its check is refused and the old one keeps serving.
@@ -22,8 +22,8 @@ let reloadCommand = Command(
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data", "timeout"], switches: [])
-        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad)")
-        guard Endpoint(rawValue: name) != nil else { throw UsageError("unknown endpoint \(name): challenge, validate, refresh or mad") }
+        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad, webhooks)")
+        guard Endpoint(rawValue: name) != nil else { throw UsageError("unknown endpoint \(name): challenge, validate, refresh, mad or webhooks") }
         let timeout = try args.int("timeout", default: 45, in: 1...600)
         let data = dataDirectory(args)
         let socket = data.runDirectory + "/\(name).sock"

@@ -10,6 +10,7 @@ let commands: [Command] = [
     orgCommand,
     appCommand,
     apiKeyCommand,
+    webhooksCommand,
     usageCommand,
     configCommand,
     keysCommand,

@@ -88,11 +88,17 @@ public enum RefreshEndpoint {
                                                     publicKey: publicKey, appID: app.app.appID,
                                                     previousCounter: device.counter)
         } catch where error.code == .signature || error.code == .assertionFormat {
-            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing changes.
+            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing
+            // changes; the anomaly event is this failure's only write.
+            try? ctx.store.write([.durable]) { txn in
+                try ctx.queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now)
+            }
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
             // Signed by the device's key, but for another app or with a replayed counter.
-            try invalidate(keyID, ctx: ctx)
+            try invalidate(keyID, ctx: ctx, org: app.org.name, now: now,
+                           kind: error.code == .counter ? .counterReplayed : .wrongApp,
+                           extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
         let outcome: Outcome = try ctx.store.write([.durable]) { txn in
@@ -101,7 +107,11 @@ public enum RefreshEndpoint {
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
-                try invalidate(&current, in: txn)
+                if try invalidate(&current, in: txn) {
+                    try ctx.queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current, org: app.org.name,
+                                         in: txn, now: now, extra: [("stored_counter", .int(Int64(current.counter))),
+                                                                    ("presented_counter", .int(Int64(verified.counter)))])
+                }
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"))
@@ -152,19 +162,26 @@ public enum RefreshEndpoint {
         return nil
     }
 
-    /// Invalidates an active device in its own write (a failure found outside the final one).
-    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext) throws {
+    /// Invalidates an active device in its own write (a failure found outside the final one),
+    /// with its `attestation.anomaly` event.
+    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, org: String, now: Timestamp,
+                           kind: WebhookEvent.Anomaly, extra: [(String, JSONValue)]) throws {
         try ctx.store.write([.durable]) { txn in
             guard var device = try txn.device(keyID: keyID) else { return }
-            try invalidate(&device, in: txn)
+            if try invalidate(&device, in: txn) {
+                try ctx.queueAnomaly(kind, device: device, org: org, in: txn, now: now, extra: extra)
+            }
         }
     }
 
-    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction) throws {
-        guard device.status == .active else { return }
+    /// Marks an active device invalidated; `false` when it was not active (nothing changed).
+    @discardableResult
+    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction) throws -> Bool {
+        guard device.status == .active else { return false }
         device.status = .invalidated
         device.failedAssertions &+= 1
         try txn.put(device)
+        return true
     }
 
     static func reattest(_ log: String) -> ServiceError {
@@ -172,5 +189,17 @@ public enum RefreshEndpoint {
                      "The device's key state has diverged from the server: drop the local key and attest again.",
                      hint: "The SDK (2.0.3+) does this automatically: it clears the keyId and re-runs attestation once.",
                      log: log)
+    }
+}
+
+extension ServiceContext {
+    /// `attestation.anomaly` for a known device: `kind`, the device members, its status after
+    /// the request and `failed_assertions`, plus `extra`.
+    func queueAnomaly(_ kind: WebhookEvent.Anomaly, device: DeviceRecord, org: String, in txn: Transaction, now: Timestamp,
+                      extra: [(String, JSONValue)] = []) throws {
+        try queueEvent(.anomaly, org: org, in: txn, now: now, data: EventData.device(device) + [
+            ("kind", .string(kind.rawValue)), ("device_status", .string(device.status.name)),
+            ("failed_assertions", .int(Int64(device.failedAssertions))),
+        ] + extra)
     }
 }
