@@ -21,6 +21,7 @@ let commands: [Command] = [
     backupCommand,
     restoreCommand,
     doctorCommand,
+    siteCommand,
     verifyCommand,
     benchCommand,
 ]

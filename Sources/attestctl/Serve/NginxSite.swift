@@ -36,7 +36,23 @@ struct NginxSite {
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        for file in Self.files {
+        try render(Self.files, values: values, absentPools: absentPools, into: data.nginxDirectory)
+        return data.nginxDirectory + "/nginx.conf"
+    }
+
+    /// The files a system nginx includes (site.conf, fastcgi_params) for a host install:
+    /// sockets in `runDirectory`, the data directory's jwks.json served from `data`, and the
+    /// site's `include` of fastcgi_params pointing at `outputDirectory`.
+    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
+        let values = [
+            "@LISTEN@": c.listen, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
+            "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
+        ]
+        try render(["site.conf", "fastcgi_params"], values: values, absentPools: [], into: outputDirectory)
+    }
+
+    private func render(_ files: [String], values: [String: String], absentPools: [String], into directory: String) throws {
+        for file in files {
             guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
             for pool in absentPools {
                 let message = "this server does not run the \(pool) responder yet"
@@ -47,9 +63,8 @@ struct NginxSite {
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
                 throw CommandFailure("\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
             }
-            try FileIO.writeAtomically(data.nginxDirectory + "/" + file, text: text)
+            try FileIO.writeAtomically(directory + "/" + file, text: text)
         }
-        return data.nginxDirectory + "/nginx.conf"
     }
 
     /// A random start id: 16 bytes, hex.

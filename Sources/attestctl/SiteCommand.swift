@@ -1,0 +1,30 @@
+import AttestService
+import CLISupport
+
+/// `attestctl site`: the nginx files a host install includes from the system nginx.
+let siteCommand = Command(
+    name: "site",
+    summary: "render site.conf and fastcgi_params for a system nginx (host installs)",
+    usage: """
+        usage: attestctl site --out DIR [--run-dir DIR] [--nginx-templates DIR] [--data DIR]
+
+        Writes DIR/site.conf (the server block: include it from nginx's http block, e.g. a
+        symlink in /etc/nginx/sites-enabled) and DIR/fastcgi_params, with the pools' sockets in
+        --run-dir (default /run/attestedge, where the systemd units put them), the listen
+        address and challenge limit from the configuration, and DATA/jwks.json served by nginx.
+        nginx/install.sh runs this.
+
+        example: attestctl site --out /etc/nginx/attestedge --data /var/lib/attestedge
+        """,
+    run: { argv in
+        let args = try Arguments(argv, valued: ["data", "out", "run-dir", "nginx-templates"], switches: [])
+        guard let out = args.value("out") else { throw UsageError("--out DIR is required") }
+        let data = dataDirectory(args)
+        let config = try data.loadConfiguration()
+        let site = try NginxSite.locate(args.value("nginx-templates"))
+        try FileIO.makeDirectories(out, mode: 0o755)
+        try site.renderForHost(data: DataDirectory(FileIO.absolute(data.path)), configuration: config,
+                               runDirectory: args.value("run-dir") ?? "/run/attestedge", into: FileIO.absolute(out))
+        Output.out("wrote \(out)/site.conf and \(out)/fastcgi_params (include site.conf from nginx's http block)")
+        return 0
+    })

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# nginx/install.sh against a temporary prefix: what it writes, nginx -t on the written site,
+# systemd-analyze verify on the units (where available), a second run changes nothing, an
+# upgrade re-installs only what changed, uninstall.sh removes its files and keeps the data.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+PASS=0 FAIL=0
+check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1"; fi; }
+P=$(mktemp -d /tmp/attestedge-install.XXXXXX)
+trap 'rm -rf "$P"' EXIT
+chmod 755 "$P"
+
+out1=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc1=$?
+check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
+for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks \
+         etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
+         etc/systemd/system/attestedge-deliver.service etc/systemd/system/attestedge.target share/attestedge/manifest; do
+  check "it wrote $f" "[ -s '$P/$f' ]"
+done
+check "sites-enabled links the site" "[ \"\$(readlink '$P/etc/nginx/sites-enabled/attestedge.conf')\" = '$P/etc/nginx/attestedge/site.conf' ]"
+check "the data directory is initialised" "[ -f '$P/data/config.json' ] && [ -f '$P/data/jwks.json' ]"
+check "the signing keys are 0600" '[ -z "$(find "$P/data/keys" -name "*.pem" ! -perm 600)" ] && [ -n "$(find "$P/data/keys" -name "*.pem")" ]'
+check "the challenge secret is 0600" "[ \"\$(stat -c %a '$P/data/secrets/challenge.key')\" = 600 ]"
+if [ "$(id -u)" = 0 ]; then
+  check "the data directory belongs to the service user" "[ \"\$(stat -c %U '$P/data')\" = attestedge ]"
+fi
+check "the units run the installed binaries on the installed data" \
+  "grep -q 'ExecStart=$P/bin/attest-%i --socket /run/attestedge/%i.sock --data $P/data' '$P/etc/systemd/system/attestedge@.service'"
+check "the site includes the installed fastcgi_params and serves the data's JWKS" \
+  "grep -q 'include $P/etc/nginx/attestedge/fastcgi_params;' '$P/etc/nginx/attestedge/site.conf' && grep -q 'alias $P/data/jwks.json;' '$P/etc/nginx/attestedge/site.conf'"
+printf 'events {}\nhttp { include %s/etc/nginx/sites-enabled/*.conf; }\n' "$P" > "$P/nginx-test.conf"
+check "nginx -t passes on the written site" "nginx -t -q -c '$P/nginx-test.conf' -p '$P' 2>/dev/null"
+if command -v systemd-analyze > /dev/null; then
+  cp "$P/etc/systemd/system/attestedge@.service" "$P/attestedge@refresh.service"
+  verify=$(systemd-analyze verify --man=no "$P/attestedge@refresh.service" "$P/etc/systemd/system/attestedge-deliver.service" \
+           "$P/etc/systemd/system/attestedge.target" 2>&1); rcv=$?
+  check "systemd-analyze verify passes on the units" '[ $rcv = 0 ]' || echo "$verify"
+fi
+sums1=$(cd "$P" && find bin etc share -type f -exec sha256sum {} + | sort)
+sleep 1
+out2=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc2=$?
+sums2=$(cd "$P" && find bin etc share -type f -exec sha256sum {} + | sort)
+check "a second run exits 0 and says nothing changed" '[ $rc2 = 0 ] && grep -q "nothing changed" <<< "$out2"' || echo "$out2" | tail -8
+check "a second run leaves every installed file as it was" '[ "$sums1" = "$sums2" ]'
+check "and rewrites nothing (no file newer than the first run)" \
+  '[ -z "$(cd "$P" && find bin etc share -type f -newer "$P/share/attestedge/manifest" | grep -v manifest)" ]'
+cp "$P/bin/attest-refresh" "$P/old-refresh"; echo "# older build" >> "$P/bin/attest-refresh"
+out3=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1)
+check "an upgrade re-installs exactly what differs" \
+  '[ "$(grep -c "^installed " <<< "$out3")" = 1 ] && grep -q "installed $P/bin/attest-refresh" <<< "$out3"' || echo "$out3" | tail -8
+check "and keeps the data directory's keys" '[ -n "$(find "$P/data/keys" -name "*.pem")" ]'
+out4=$(bash nginx/uninstall.sh --prefix "$P" 2>&1); rc4=$?
+check "uninstall.sh exits 0" '[ $rc4 = 0 ]' || echo "$out4"
+check "uninstall.sh removes every file it installed" \
+  '[ -z "$(cd "$P" && find bin etc share -type f 2>/dev/null)" ] && [ ! -L "$P/etc/nginx/sites-enabled/attestedge.conf" ]'
+check "uninstall.sh keeps the data" "[ -f '$P/data/config.json' ] && [ -d '$P/data/store' ]"
+echo "install: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

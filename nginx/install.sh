@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Installs AttestEdge on a plain nginx host, or upgrades an installation in place.
+#
+#   bash nginx/install.sh [--prefix DIR] [--user NAME] [--data DIR] [--sysconfdir DIR] [--listen ADDR] [--no-build]
+#
+# What it puts where (defaults in brackets):
+#   PREFIX/bin/                       attestctl and one attest-* binary per endpoint        [/usr/local]
+#   PREFIX/share/attestedge/nginx/    the nginx templates (attestctl site reads them)
+#   PREFIX/share/attestedge/manifest  every file this script wrote (uninstall.sh reads it)
+#   SYSCONF/nginx/attestedge/         the rendered site.conf and fastcgi_params               [/etc, or PREFIX/etc]
+#   SYSCONF/nginx/sites-enabled/attestedge.conf   a symlink to that site.conf (Debian's nginx includes it)
+#   SYSCONF/systemd/system/           attestedge@.service (one instance per endpoint), attestedge-deliver.service,
+#                                     attestedge.target, with PREFIX, DATA and USER filled in
+#   DATA                              the data directory, created with 'attestctl init' when new  [/var/lib/attestedge]
+#   the system user USER, created when missing                                              [attestedge]
+#
+# It is idempotent: a file already as it should be is left alone, and a second run with the
+# same build prints "nothing changed". When systemd runs and SYSCONF is /etc it enables the
+# target, and on an upgrade it swaps the endpoints whose binary changed one at a time
+# (systemctl reload attestedge@NAME: the pool re-executes its new binary with zero failed
+# requests), then tests and reloads nginx. It never touches the data of an existing install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+PREFIX=/usr/local USER_NAME=attestedge DATA=/var/lib/attestedge SYSCONF="" LISTEN="" BUILD=1
+while (($#)); do
+  case "$1" in
+    --prefix) PREFIX=$2; shift 2 ;;
+    --user) USER_NAME=$2; shift 2 ;;
+    --data) DATA=$2; shift 2 ;;
+    --sysconfdir) SYSCONF=$2; shift 2 ;;
+    --listen) LISTEN=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$SYSCONF" ] || { [ "$PREFIX" = /usr/local ] && SYSCONF=/etc || SYSCONF=$PREFIX/etc; }
+ENDPOINTS=(challenge validate refresh mad webhooks)
+SHARE=$PREFIX/share/attestedge
+MANIFEST=$SHARE/manifest
+CHANGED=()
+
+source nginx/scripts/deps.sh
+if [ "$BUILD" = 1 ]; then
+  echo "==> release build"
+  swift build -c release 2>&1 | tail -1
+fi
+BUILT=$ROOT/.build/release
+for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do
+  [ -x "$BUILT/$b" ] || { echo "install.sh: $BUILT/$b is missing: build first (swift build -c release)" >&2; exit 1; }
+done
+
+mkdir -p "$PREFIX/bin" "$SHARE/nginx" "$SYSCONF/nginx/attestedge" "$SYSCONF/nginx/sites-enabled" "$SYSCONF/systemd/system"
+touch "$MANIFEST.new"
+
+# put SOURCE TARGET MODE: installs SOURCE as TARGET (a new file renamed over the old, so a
+# running binary is never overwritten in place) unless TARGET already has those bytes and mode.
+put() {
+  local source=$1 target=$2 mode=$3
+  echo "$target" >> "$MANIFEST.new"
+  if [ -f "$target" ] && cmp -s "$source" "$target" && [ "$(stat -c %a "$target")" = "$mode" ]; then return; fi
+  cp "$source" "$target.install-tmp"
+  chmod "$mode" "$target.install-tmp"
+  mv -f "$target.install-tmp" "$target"
+  CHANGED+=("$target")
+  echo "installed $target"
+}
+
+echo "==> binaries and templates"
+for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do put "$BUILT/$b" "$PREFIX/bin/$b" 755; done
+for f in site.conf nginx.conf fastcgi_params; do put "nginx/$f" "$SHARE/nginx/$f" 644; done
+
+echo "==> user and data directory"
+if [ "$(id -u)" = 0 ]; then
+  if ! getent passwd "$USER_NAME" > /dev/null; then
+    useradd --system --user-group --home-dir "$DATA" --no-create-home --shell /usr/sbin/nologin "$USER_NAME"
+    echo "created system user $USER_NAME"
+  fi
+else
+  echo "not root: skipping the system user $USER_NAME and ownership (run as root on a real host)"
+fi
+if [ ! -f "$DATA/config.json" ]; then
+  "$PREFIX/bin/attestctl" init --data "$DATA" > /dev/null
+  echo "created data directory $DATA"
+  [ -z "$LISTEN" ] || "$PREFIX/bin/attestctl" config set server.listen "$LISTEN" --data "$DATA" > /dev/null
+fi
+chmod 0750 "$DATA"
+if [ "$(id -u)" = 0 ]; then
+  group=$(getent group www-data > /dev/null && echo www-data || id -gn "$USER_NAME")
+  # Only files not already owned by the service user: a re-run changes nothing.
+  find "$DATA" \( ! -user "$USER_NAME" -o ! -group "$group" \) -exec chown "$USER_NAME:$group" {} +
+fi
+
+echo "==> nginx site"
+SITE_TMP=$(mktemp -d)
+trap 'rm -rf "$SITE_TMP" "$MANIFEST.new"' EXIT
+"$PREFIX/bin/attestctl" site --out "$SITE_TMP" --data "$DATA" --nginx-templates "$SHARE/nginx" > /dev/null
+# The site points at the installed fastcgi_params, not at the scratch directory.
+sed -i "s|$SITE_TMP|$SYSCONF/nginx/attestedge|g" "$SITE_TMP/site.conf"
+put "$SITE_TMP/site.conf" "$SYSCONF/nginx/attestedge/site.conf" 644
+put "$SITE_TMP/fastcgi_params" "$SYSCONF/nginx/attestedge/fastcgi_params" 644
+link=$SYSCONF/nginx/sites-enabled/attestedge.conf
+echo "$link" >> "$MANIFEST.new"
+if [ "$(readlink "$link" 2>/dev/null)" != "$SYSCONF/nginx/attestedge/site.conf" ]; then
+  ln -sfn "$SYSCONF/nginx/attestedge/site.conf" "$link"
+  CHANGED+=("$link")
+  echo "linked $link"
+fi
+
+echo "==> systemd units"
+for unit in attestedge@.service attestedge-deliver.service attestedge.target; do
+  sed -e "s|/usr/local/bin|$PREFIX/bin|g" -e "s|/usr/local/share|$PREFIX/share|g" \
+      -e "s|/var/lib/attestedge|$DATA|g" -e "s|^User=attestedge|User=$USER_NAME|" \
+      "nginx/systemd/$unit" > "$SITE_TMP/$unit"
+  if [ "$DATA" != /var/lib/attestedge ]; then
+    # StateDirectory= only manages /var/lib/NAME: name the data directory writable instead.
+    sed -i -e "/^StateDirectory/d" "$SITE_TMP/$unit"
+    grep -q '^\[Service\]' "$SITE_TMP/$unit" && sed -i "/^\[Service\]/a ReadWritePaths=$DATA" "$SITE_TMP/$unit"
+  fi
+  put "$SITE_TMP/$unit" "$SYSCONF/systemd/system/$unit" 644
+done
+
+sort -u "$MANIFEST.new" > "$SITE_TMP/manifest"
+put "$SITE_TMP/manifest" "$MANIFEST" 644
+
+if [ "${#CHANGED[@]}" = 0 ]; then
+  echo "==> nothing changed: $PREFIX and $SYSCONF already hold this build"
+  exit 0
+fi
+
+if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
+  echo "==> systemd: enable and swap what changed"
+  systemctl daemon-reload
+  systemctl enable --now attestedge.target
+  for e in "${ENDPOINTS[@]}"; do
+    if printf '%s\n' "${CHANGED[@]}" | grep -qx "$PREFIX/bin/attest-$e" && systemctl is-active --quiet "attestedge@$e"; then
+      echo "swapping $e"
+      systemctl reload "attestedge@$e"
+      sleep 1
+    fi
+  done
+  systemctl is-active --quiet attestedge-deliver && systemctl restart attestedge-deliver || true
+  nginx -t && systemctl reload nginx
+else
+  echo "==> not starting anything: systemd is not running here or --sysconfdir is not /etc"
+  echo "    on a real host: systemctl daemon-reload && systemctl enable --now attestedge.target && systemctl reload nginx"
+fi
+echo "==> installed: $PREFIX/bin, $SYSCONF/nginx/attestedge, $SYSCONF/systemd/system, data in $DATA"
