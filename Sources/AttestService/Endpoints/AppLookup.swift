@@ -7,6 +7,8 @@ import FastCGI
 final class AppContext {
     let app: AppRecord
     let org: OrgRecord
+    /// The app's claim rules, parsed at first use (`claimRules`).
+    var parsedClaims: [ClaimRule]?
 
     init(app: AppRecord, org: OrgRecord) {
         self.app = app

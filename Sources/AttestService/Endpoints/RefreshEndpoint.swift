@@ -16,7 +16,9 @@ import FastCGI
 /// app's current policy no longer allows); 409 `reattest_required` (bad signature, another app,
 /// counter not increasing, or already invalidated). The stored attestation is invalidated
 /// only when the assertion's signature verifies with the stored key: a forged assertion from
-/// someone who knows only the keyId changes nothing. The counter advance commits in one
+/// someone who knows only the keyId changes nothing of the device (it counts as a forged
+/// assertion, a capped risk signal of its lineage). A device an operator blocked is 403
+/// `forbidden`, like a revoked one. The counter advance commits in one
 /// transaction that re-checks it, so two refreshes presenting the same counter cannot both
 /// succeed.
 public enum RefreshEndpoint {
@@ -25,7 +27,7 @@ public enum RefreshEndpoint {
     }
 
     enum Outcome {
-        case advanced(DeviceRecord, fingerprintKeys: UInt32)
+        case advanced(DeviceRecord, DeviceAssessment)
         case failed(ServiceError)
     }
 
@@ -35,6 +37,7 @@ public enum RefreshEndpoint {
         let assertion: [UInt8]
         let clientDataHash: [UInt8]
         let challenge: String
+        /// `nil`: keep the link; "": unlink; else link or move to it.
         let subjectID: String?
 
         init(_ body: [UInt8]) throws {
@@ -61,7 +64,8 @@ public enum RefreshEndpoint {
                 throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
             }
             self.challenge = challenge
-            subjectID = try fields.optionalText("subjectId")
+            // Omitted (or null) keeps the link; blank unlinks; a value links or moves.
+            subjectID = try fields.optionalText("subjectId") ?? (try fields.string("subjectId")).map { _ in "" }
         }
     }
 
@@ -88,11 +92,13 @@ public enum RefreshEndpoint {
                                                     publicKey: publicKey, appID: app.app.appID,
                                                     previousCounter: device.counter)
         } catch where error.code == .signature || error.code == .assertionFormat {
-            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing changes.
+            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing of
+            // the device changes; the attempt is a (capped) risk signal of its lineage.
+            try noteFailure(.forged, keyID, ctx: ctx, now: now)
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
             // Signed by the device's key, but for another app or with a replayed counter.
-            try invalidate(keyID, ctx: ctx)
+            try invalidate(keyID, ctx: ctx, now: now)
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
         let outcome: Outcome = try ctx.store.write([.durable]) { txn in
@@ -101,7 +107,7 @@ public enum RefreshEndpoint {
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
-                try invalidate(&current, in: txn)
+                try invalidate(&current, in: txn, now: now)
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"))
@@ -112,16 +118,20 @@ public enum RefreshEndpoint {
             }
             current.counter = verified.counter
             current.lastSeenAt = now
-            if let subjectID = fields.subjectID { current.subjectID = subjectID }
+            if let subjectID = fields.subjectID, subjectID != current.subjectID {
+                try txn.link(&current, to: subjectID, org: app.org.name, now: now)
+            }
+            let assessment = try ctx.assess(&current, app: app, in: txn, now: now)
+            // The lineage is what an operator flagged: a key beyond the mirrored ones is refused too.
+            if assessment.profile.flags.contains(.blocked) { return .failed(blocked(current)) }
             try txn.put(current)
-            let keys = current.fingerprint.isEmpty ? 1 : max(1, try txn.fingerprintKeyCount(current.fingerprint, appID: current.appID))
-            return .advanced(current, fingerprintKeys: keys)
+            return .advanced(current, assessment)
         }
         switch outcome {
         case .failed(let failure):
             throw failure
-        case .advanced(let device, let keys):
-            let issued = try ctx.issueToken(device: device, app: app, fingerprintKeys: keys, now: now)
+        case .advanced(let device, let assessment):
+            let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
             return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
         }
     }
@@ -143,6 +153,7 @@ public enum RefreshEndpoint {
         case .active:
             break
         }
+        if device.operatorFlags.contains(.blocked) { return blocked(device) }
         // The app's current policy applies to keys enrolled under an earlier, looser one.
         if device.appID == app.app.appID && !app.app.policy.allows(device.environment) {
             return ServiceError(.forbidden, "This app no longer accepts \(device.environment.rawValue) App Attest keys.",
@@ -152,19 +163,39 @@ public enum RefreshEndpoint {
         return nil
     }
 
+    static func blocked(_ device: DeviceRecord) -> ServiceError {
+        ServiceError(.forbidden, "This device has been blocked by the service's operator.", log: "blocked device \(device.deviceID)")
+    }
+
     /// Invalidates an active device in its own write (a failure found outside the final one).
-    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext) throws {
+    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, now: Timestamp) throws {
         try ctx.store.write([.durable]) { txn in
             guard var device = try txn.device(keyID: keyID) else { return }
-            try invalidate(&device, in: txn)
+            try invalidate(&device, in: txn, now: now)
         }
     }
 
-    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction) throws {
+    /// Invalidates an active device and counts a failed assertion on its lineage.
+    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction, now: Timestamp) throws {
         guard device.status == .active else { return }
         device.status = .invalidated
         device.failedAssertions &+= 1
         try txn.put(device)
+        try noteFailure(.failed, device, in: txn, now: now)
+    }
+
+    /// Counts an assertion failure on the lineage of the device with `keyID`, in its own write.
+    static func noteFailure(_ kind: LineageRecord.FailureKind, _ keyID: [UInt8], ctx: ServiceContext, now: Timestamp) throws {
+        try ctx.store.write([.durable]) { txn in
+            guard let device = try txn.device(keyID: keyID) else { return }
+            try noteFailure(kind, device, in: txn, now: now)
+        }
+    }
+
+    static func noteFailure(_ kind: LineageRecord.FailureKind, _ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
+        var lineage = try txn.lineage(of: device)
+        lineage.noteFailure(kind, at: now)
+        try txn.put(lineage, .of(device))
     }
 
     static func reattest(_ log: String) -> ServiceError {
