@@ -99,10 +99,10 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
         let device = try findDevice(key, store)
         guard device.appID == appID else { throw CommandFailure("device \(device.deviceID) belongs to \(device.appID), not \(appID)") }
         subjectID = device.subjectID
-        assessment = try store.read { try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: $0, now: now()) }
+        assessment = try store.read { try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: $0, now: now(), explain: true) }
     } else {
         let profile = try claimFailure { try DeviceProfile(profileJSON: args.value("profile") ?? "{}") }
-        assessment = DeviceAssessment(profile: profile, app: app, rules: rules)
+        assessment = DeviceAssessment(profile: profile, app: app, rules: rules, explain: true)
     }
     let risk = assessment.risk
     if args.flag("json") {

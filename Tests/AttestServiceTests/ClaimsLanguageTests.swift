@@ -63,7 +63,7 @@ import Testing
 
     @Test func laterClaimsWithTheSameKeyWinAndTheTraceSaysWhy() throws {
         let rules = [try rule("tier", "free"), try rule("tier", "premium", when: "subscribed eq true"), try rule("tier", "vip", when: "riskScore lt 0")]
-        let a = DeviceAssessment(profile: try profile(#"{"subscribed": true}"#), app: app, rules: rules)
+        let a = DeviceAssessment(profile: try profile(#"{"subscribed": true}"#), app: app, rules: rules, explain: true)
         #expect(a.claims.count == 1 && a.claims[0].1 == "premium")
         #expect(a.steps.map(\.applied) == [true, true, false])
         #expect(a.steps[1].why == "subscribed true eq true: yes" && a.steps[2].why == "riskScore 0 lt 0: no")

@@ -54,6 +54,10 @@ extension ServiceContext {
                                hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
         }
+        // Every device write moves the version on; the parsed claims survive while their text is unchanged.
+        if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON {
+            found.parsedClaims = previous.parsedClaims
+        }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
         appCache[appID] = (version, found)
         return found

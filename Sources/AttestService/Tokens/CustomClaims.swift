@@ -54,21 +54,26 @@ public enum CustomClaims {
         public let why: String
     }
 
-    /// The claims for one device, in definition order, and why each rule applied or not.
-    public static func evaluate(_ rules: [ClaimRule], profile: DeviceProfile, risk: RiskAssessment) -> (claims: [(String, JSONValue)], steps: [Step]) {
+    /// The claims for one device, in definition order, and (with `explain`, for the CLI) why
+    /// each rule applied or not.
+    public static func evaluate(_ rules: [ClaimRule], profile: DeviceProfile, risk: RiskAssessment,
+                                explain: Bool = false) -> (claims: [(String, JSONValue)], steps: [Step]) {
         var out = [(String, JSONValue)]()
         var steps = [Step]()
         for rule in rules {
+            var holds = true
             var why = "always"
             if let c = rule.condition {
                 let actual = c.property.value(of: profile, risk: risk)
-                let holds = c.holds(actual)
-                why = "\(c.property.rawValue) \(actual?.jsonText ?? "(not reported)") \(c.op.rawValue) \(c.operand.jsonText): \(holds ? "yes" : "no")"
-                guard holds else { steps.append(Step(rule: rule, applied: false, why: why)); continue }
+                holds = c.holds(actual)
+                if explain {
+                    why = "\(c.property.rawValue) \(actual?.jsonText ?? "(not reported)") \(c.op.rawValue) \(c.operand.jsonText): \(holds ? "yes" : "no")"
+                }
             }
-            out.removeAll { $0.0 == rule.key }
+            if explain { steps.append(Step(rule: rule, applied: holds, why: why)) }
+            guard holds else { continue }
+            if let i = out.firstIndex(where: { $0.0 == rule.key }) { out.remove(at: i) }
             out.append((rule.key, rule.value))
-            steps.append(Step(rule: rule, applied: true, why: why))
         }
         return (out, steps)
     }

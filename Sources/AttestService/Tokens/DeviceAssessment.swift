@@ -13,20 +13,23 @@ public struct DeviceAssessment: Sendable {
     public let steps: [CustomClaims.Step]
 
     /// - Parameter org: the app's organization (subjects are scoped to it).
-    public init(device: DeviceRecord, app: AppRecord, rules: [ClaimRule], org: String, in txn: Transaction, now: Timestamp) throws {
+    /// `explain`: keep why each rule applied or not (`steps`; the CLI's), else `steps` is empty.
+    public init(device: DeviceRecord, app: AppRecord, rules: [ClaimRule], org: String, in txn: Transaction, now: Timestamp,
+                explain: Bool = false) throws {
         let lineage = try txn.lineage(of: device)
         let subject = device.subjectID.isEmpty ? nil : try txn.subject(org: org, subjectID: device.subjectID)
         self.init(profile: DeviceProfile(device: device, lineage: lineage, subject: subject, now: now), app: app, rules: rules,
-                  lineage: lineage, subject: subject)
+                  lineage: lineage, subject: subject, explain: explain)
     }
 
     /// For a described profile (no stored device).
-    public init(profile: DeviceProfile, app: AppRecord, rules: [ClaimRule], lineage: LineageRecord = LineageRecord(), subject: SubjectRecord? = nil) {
+    public init(profile: DeviceProfile, app: AppRecord, rules: [ClaimRule], lineage: LineageRecord = LineageRecord(),
+                subject: SubjectRecord? = nil, explain: Bool = false) {
         self.lineage = lineage
         self.subject = subject
         self.profile = profile
         risk = RiskAssessment(profile, app: app)
-        (claims, steps) = CustomClaims.evaluate(rules, profile: profile, risk: risk)
+        (claims, steps) = CustomClaims.evaluate(rules, profile: profile, risk: risk, explain: explain)
     }
 
     /// The token's `subscription` for a device linked to `subjectID`:
