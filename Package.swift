@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "attest-validate", targets: ["attest-validate"]),
         .executable(name: "attest-refresh", targets: ["attest-refresh"]),
         .executable(name: "attest-mad", targets: ["attest-mad"]),
+        .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
     ],
@@ -40,6 +41,7 @@ let package = Package(
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-mad", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attest-webhooks", dependencies: ["AttestService", "AttestStore", "AttestCore", "CLISupport", "FastCGI", "HTTPClient"], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
 

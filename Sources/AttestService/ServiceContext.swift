@@ -25,6 +25,10 @@ public final class ServiceContext {
     var rateHeaders: [Header] = []
     /// The heartbeat's token verifier and the key ids it was built from (see `tokenVerifier`).
     var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
+    /// How webhook URLs' host names are resolved (the management API's SSRF check).
+    public var resolveHost: (String) -> [IPAddress] = IPAddress.resolve
+    /// Test-only failure injection (`FaultPoints`).
+    public var faults = FaultPoints()
     /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`
     /// arrives with every interpolated value escaped: one call, one line.
     public var log: (LogMessage) -> Void = { _ in }
@@ -44,8 +48,10 @@ public final class ServiceContext {
     /// Opens a data directory the way the executables do: its configuration, store, secret
     /// and keys, trusting `trust` (see `TrustAnchors.load`).
     public static func open(dataDirectory data: DataDirectory, trust: TrustAnchors, clock: any Clock = SystemClock(),
-                            random: any RandomSource = SystemRandom(), log: @escaping (LogMessage) -> Void) throws -> ServiceContext {
-        let configuration = try data.loadConfiguration()
+                            random: any RandomSource = SystemRandom(), log: @escaping (LogMessage) -> Void,
+                            adjust: (inout Configuration) -> Void = { _ in }) throws -> ServiceContext {
+        var configuration = try data.loadConfiguration()
+        adjust(&configuration)
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
                                          challengeSecret: data.challengeSecret(), trustAnchors: trust.hardware, testRoots: trust.test,

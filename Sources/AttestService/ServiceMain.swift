@@ -7,15 +7,18 @@ import FastCGI
 ///
 /// ```
 /// attest-<endpoint> --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL]
-///                   [--data DIR] [--trust-root PEM]...
+///                   [--data DIR] [--trust-root PEM]... [--allow-private-destinations]
 /// ```
+/// `--allow-private-destinations` sets `webhooks.allowPrivateDestinations` for this process
+/// (what `attestctl serve --allow-private-webhooks` passes to attest-webhooks).
 public enum ServiceMain {
     public static func run(_ endpoint: Endpoint, arguments argv: [String]) -> Int32 {
         let name = "attest-\(endpoint.rawValue)"
-        let usage = "usage: \(name) --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--data DIR] [--trust-root PEM]..."
+        let usage = "usage: \(name) --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--data DIR] [--trust-root PEM]... [--allow-private-destinations]"
         do {
             var (options, rest) = try ServerOptions.parse(argv)
-            let args = try Arguments(rest, valued: ["data", "trust-root"])
+            let args = try Arguments(rest, valued: ["data", "trust-root"], switches: ["allow-private-destinations"])
+            let allowPrivate = args.flag("allow-private-destinations")
             guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
             let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
             let configuration = try data.loadConfiguration()
@@ -27,7 +30,8 @@ public enum ServiceMain {
                                                 warn: { warning in Output.err(LogMessage("\(name): \(warning)").text) })
             return FastCGIServer.run(options, name: name) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
-                                                      log: { Output.err("\(name)[\(processID())]: \($0.text)") })
+                                                      log: { Output.err("\(name)[\(processID())]: \($0.text)") },
+                                                      adjust: { if allowPrivate { $0.allowPrivateWebhookAddresses = true } })
                 return ServiceResponder(endpoint: endpoint, context: context)
             }
         } catch let error as UsageError {

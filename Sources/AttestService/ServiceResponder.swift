@@ -2,9 +2,9 @@ import AttestCore
 import FastCGI
 
 /// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
-/// usage API (monthly-active-device accounting).
+/// usage API (monthly-active-device accounting), `webhooks` the webhook management API.
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh, mad
+    case challenge, validate, refresh, mad, webhooks
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -13,6 +13,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .validate: return "/api/v1/attestation/validate"
         case .refresh: return "/api/v1/attestation/refresh"
         case .mad: return HeartbeatEndpoint.path
+        case .webhooks: return WebhooksEndpoint.path
         }
     }
 
@@ -22,6 +23,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .validate: return ValidateEndpoint.handle(request, ctx)
         case .refresh: return RefreshEndpoint.handle(request, ctx)
         case .mad: return request.path == UsageEndpoint.path ? UsageEndpoint.handle(request, ctx) : HeartbeatEndpoint.handle(request, ctx)
+        case .webhooks: return WebhooksEndpoint.handle(request, ctx)
         }
     }
 }

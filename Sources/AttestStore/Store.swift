@@ -1,3 +1,4 @@
+import CLMDB
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -110,4 +111,14 @@ extension Store {
     /// The id of the durable environment's last committed write transaction, from any
     /// process. Unchanged means nothing durable changed: callers cache reads against it.
     public var durableVersion: Int { durable.lastTransactionID }
+}
+
+extension Store {
+    /// Writes a compacted, consistent copy of `environment` (one read snapshot) into
+    /// `directory` as `data.mdb`, while the store keeps serving (`mdb_env_copy2` with
+    /// `MDB_CP_COMPACT`). `directory` must exist and hold no `data.mdb`.
+    public func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
+        let env = environment == .durable ? durable : ephemeral
+        try check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
+    }
 }

@@ -31,6 +31,19 @@ public enum Output {
     /// Whether standard output is a terminal (progress lines and colours only then).
     public static var isTerminal: Bool { isatty(1) == 1 }
 
+    /// A progress line on standard error, redrawn in place, only when standard error is a
+    /// terminal (logs and pipes get nothing). `fraction` nil: a step with no measure yet.
+    public static func progress(_ what: String, _ fraction: Double?) {
+        guard isatty(2) == 1 else { return }
+        let percent = fraction.map { " \(Int(($0 * 100).rounded()))%" } ?? ""
+        write(fd: 2, "\r\u{1B}[K" + what + percent)
+    }
+
+    /// Ends a progress line (a newline, when one was drawn).
+    public static func progressDone() {
+        if isatty(2) == 1 { write(fd: 2, "\r\u{1B}[K") }
+    }
+
     /// Pads `text` on the right to `width` characters, for aligned tables.
     public static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)

@@ -21,7 +21,9 @@ public enum FastCGIServer {
     ///
     /// - Returns: 0 after a clean stop; 1 if a worker had to be killed or the socket could not
     ///   be bound; 2 for invalid options; 78 if a worker could not make its responder.
-    public static func run(_ options: ServerOptions, name: String,
+    /// `reexecutable`: SIGHUP re-executes this process's binary (see `Reload`); tests that run
+    /// a pool inside the test process pass `false` and get worker replacement instead.
+    public static func run(_ options: ServerOptions, name: String, reexecutable: Bool = true,
                            makeResponder: @escaping () throws -> any Responder) -> Int32 {
         let log = Log(name: name)
         do {
@@ -40,15 +42,35 @@ public enum FastCGIServer {
         signal(SIGPIPE, SIG_IGN)
         defer { sigprocmask(SIG_SETMASK, &previousMask, nil) }
 
+        if options.checkOnly {
+            // A reload's preflight: everything a worker does before it serves, then exit.
+            do {
+                _ = try makeResponder()
+                return 0
+            } catch {
+                log("check failed: \(error)")
+                return Worker.responderFailed
+            }
+        }
         let socket: ListeningSocket
+        let handover = Reload.takeHandover()
         do {
-            socket = try ListeningSocket.bind(options)
+            socket = try handover.map { h throws(FastCGIError) in try ListeningSocket.adopt(fd: h.fd, path: options.socketPath) }
+                ?? ListeningSocket.bind(options)
         } catch {
             log("cannot listen: \(error)")
+            if handover != nil { Reload.writeStatus(socketPath: options.socketPath, ok: false, "the new binary could not take over: \(error)") }
             return 1
         }
-        log("listening on \(options.socketPath) (mode \(String(options.socketMode, radix: 8)), \(options.workers) workers, body limit \(options.bodyLimit) bytes)")
-        var supervisor = Supervisor(options: options, log: log, socket: socket, makeResponder: makeResponder)
+        Reload.writePID(socketPath: options.socketPath)
+        defer { Reload.removeFiles(socketPath: options.socketPath) }
+        if let handover {
+            log("took over \(options.socketPath) from the previous binary (\(handover.workers.count) workers to retire)")
+        } else {
+            log("listening on \(options.socketPath) (mode \(String(options.socketMode, radix: 8)), \(options.workers) workers, body limit \(options.bodyLimit) bytes)")
+        }
+        var supervisor = Supervisor(options: options, log: log, socket: socket, executable: reexecutable ? Reload.Executable.current() : nil,
+                                    inherited: handover?.workers ?? [], makeResponder: makeResponder)
         return supervisor.run()
     }
 }

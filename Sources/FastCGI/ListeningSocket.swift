@@ -43,6 +43,23 @@ struct ListeningSocket {
         return ListeningSocket(fd: fd, path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
+    /// The socket a previous image of this master bound (a reload re-executes the binary and
+    /// hands the descriptor over): `fd` must be a listening socket bound at `path`.
+    static func adopt(fd: Int32, path: String) throws(FastCGIError) -> ListeningSocket {
+        var info = stat()
+        var type: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue),
+              stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else {
+            throw FastCGIError(.socket, "descriptor \(fd) handed over for \(path) is not its listening socket")
+        }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return ListeningSocket(fd: fd, path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Lets the descriptor survive `execve` (for a reload's handover).
+    func keepAcrossExec() { _ = fcntl(fd, F_SETFD, 0) }
+
     /// Closes the master's descriptor and unlinks the socket file if it is still ours: new
     /// connections then fail at once (nginx answers 502) instead of queueing for workers
     /// that are about to exit.

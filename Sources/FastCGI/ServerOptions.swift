@@ -16,6 +16,9 @@ public struct ServerOptions: Sendable {
     /// How long in-flight requests may run after SIGTERM before workers are killed
     /// (`--shutdown-grace`, 0...3600).
     public var shutdownGraceSeconds: Int = 10
+    /// `--check`: make a responder and exit (0 when it could), binding nothing: the preflight a
+    /// reload runs before re-executing a binary.
+    public var checkOnly = false
 
     /// Upper bounds checked by `parse` and by `FastCGIServer.run`.
     public static let maxWorkers = 64
@@ -44,11 +47,13 @@ public struct ServerOptions: Sendable {
     public static func parse(_ argv: [String]) throws(FastCGIError) -> (ServerOptions, rest: [String]) {
         var values: [String: String] = [:]
         var rest: [String] = []
+        var checkOnly = false
         var i = 0
         while i < argv.count {
             let arg = argv[i]
             i += 1
             if arg == "--" { rest += argv[(i - 1)...]; break }
+            if arg == "--check" { checkOnly = true; continue }
             let (flag, inline) = Self.split(arg)
             guard Self.flags.contains(flag) else { rest.append(arg); continue }
             if let inline {
@@ -64,6 +69,7 @@ public struct ServerOptions: Sendable {
             throw FastCGIError(.missingOption, flag: "--socket", "is required (the unix socket path nginx connects to)")
         }
         var options = ServerOptions(socketPath: socket)
+        options.checkOnly = checkOnly
         if let text = values["--workers"] {
             options.workers = try Self.integer(text, flag: "--workers", in: 1...maxWorkers)
         }

@@ -16,8 +16,11 @@ import Glibc
 ///   fail at once), every worker gets SIGTERM, finishes its in-flight request and serves the
 ///   connections already queued; any still running after `shutdownGraceSeconds` gets SIGKILL.
 ///   Returns 0, or 1 if one was killed.
-/// - Reload (SIGHUP): every worker gets SIGTERM and a fresh one is forked in its slot at
-///   once; the socket stays open, so connections queue in the backlog in between.
+/// - Reload (SIGHUP): the binary is re-executed in place after a preflight (see `Reload`): a
+///   new build or configuration takes over the socket with the same PID, and the old workers
+///   finish what they hold. A binary that fails its preflight is refused and the pool keeps
+///   serving as it was. Without an executable to run (in-process tests), every worker is
+///   replaced instead.
 struct Supervisor {
     static let quickExit = 1.0
     static let firstBackoff = 0.1
@@ -34,16 +37,23 @@ struct Supervisor {
     let log: Log
     let socket: ListeningSocket
     let makeResponder: () throws -> any Responder
+    /// What a reload re-executes; `nil` replaces workers in place instead.
+    let executable: Reload.Executable?
     private var slots: [Slot]
+    /// Workers of the previous image after a handover: stopped once ours have started.
+    private var inherited: [pid_t]
     private var retiring: Set<pid_t> = []
     private var deadline: Double? = nil
     private var killed = false
     private var exitStatus: Int32 = 0
 
-    init(options: ServerOptions, log: Log, socket: ListeningSocket, makeResponder: @escaping () throws -> any Responder) {
+    init(options: ServerOptions, log: Log, socket: ListeningSocket, executable: Reload.Executable? = nil, inherited: [pid_t] = [],
+         makeResponder: @escaping () throws -> any Responder) {
         self.options = options
         self.log = log
         self.socket = socket
+        self.executable = executable
+        self.inherited = inherited
         self.makeResponder = makeResponder
         slots = Array(repeating: Slot(), count: options.workers)
     }
@@ -60,6 +70,7 @@ struct Supervisor {
         var set = Self.signalSet
         while true {
             startDueWorkers()
+            retireInherited()
             if deadline != nil, liveCount == 0 { break }
             var info = siginfo_t()
             var timeout = Self.timespec(seconds: nextWake() - MonotonicClock.now())
@@ -164,8 +175,38 @@ struct Supervisor {
         forEachLive { kill($0, SIGTERM) }
     }
 
+    /// After a handover: once our workers run, the previous image's get SIGTERM (they are
+    /// our children too: the PID did not change) and are reaped as retiring.
+    private mutating func retireInherited() {
+        guard !inherited.isEmpty else { return }
+        let started = slots.filter { $0.pid != nil }.count
+        guard started == slots.count || deadline != nil else { return }
+        log("handover: \(started) new workers running; stopping the \(inherited.count) of the previous binary")
+        for pid in inherited where kill(pid, SIGTERM) == 0 { retiring.insert(pid) }
+        inherited = []
+        Reload.writeStatus(socketPath: options.socketPath, ok: true, "pid \(getpid()) runs \(executable?.path ?? "?") with \(started) workers")
+    }
+
     private mutating func reload() {
         guard deadline == nil else { return }
+        guard let executable else { return replaceWorkers() }
+        log("SIGHUP: checking \(executable.path) before re-executing it")
+        if let problem = executable.preflight(timeout: Reload.preflightSeconds) {
+            log("reload refused, still serving the running binary: \(problem)")
+            Reload.writeStatus(socketPath: options.socketPath, ok: false, problem)
+            return
+        }
+        reap()
+        let workers = slots.compactMap(\.pid) + Array(retiring)
+        socket.keepAcrossExec()
+        log("re-executing \(executable.path) (handing over the socket and \(workers.count) workers)")
+        let failure = executable.exec(handover: Reload.Handover(fd: socket.fd, workers: workers))
+        _ = fcntl(socket.fd, F_SETFD, FD_CLOEXEC)
+        log("reload failed, still serving the running binary: \(failure)")
+        Reload.writeStatus(socketPath: options.socketPath, ok: false, failure)
+    }
+
+    private mutating func replaceWorkers() {
         log("SIGHUP: replacing \(slots.filter { $0.pid != nil }.count) workers")
         for index in slots.indices {
             guard let pid = slots[index].pid else { continue }
@@ -175,7 +216,7 @@ struct Supervisor {
         }
     }
 
-    private static func describe(_ status: Int32) -> String {
+    static func describe(_ status: Int32) -> String {
         if attest_fcgi_wifsignaled(status) != 0 { return "killed by signal \(attest_fcgi_wtermsig(status))" }
         return "exited with status \(attest_fcgi_wexitstatus(status))"
     }

@@ -23,7 +23,7 @@ let deviceCommand = Command(
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["show", "list", "revoke", "flag"])
         let args = try Arguments(rest, valued: ["data", "app", "limit", "reason"], switches: ["json", "jailbroken", "block", "clear"])
-        let (_, store) = try openStore(dataDirectory(args))
+        let (config, store) = try openStore(dataDirectory(args))
         switch sub {
         case "list":
             let limit = try args.int("limit", default: 1000, in: 1...1_000_000)
@@ -46,7 +46,8 @@ let deviceCommand = Command(
             let chosen = DeviceFlags.Action.allCases.filter { args.flag($0 == .jailbroken ? "jailbroken" : $0.rawValue) }
             guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
             let change = try claimFailure {
-                try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store, random: SystemRandom(), now: now())
+                try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store, random: SystemRandom(), now: now(),
+                                      queueEvents: config.queueWebhookEvents)
             }
             Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → \(change.flags.names) on \(change.keys) key(s)\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
         default:

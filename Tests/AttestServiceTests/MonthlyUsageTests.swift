@@ -31,8 +31,9 @@ import Testing
         try flow.context.store.read { try $0.usageMonth(org: "acme", month: month ?? flow.fixture.clock.now().monthKey) }
     }
 
+    /// The usage events in the outbox (validate also queues device events).
     func outboxEvents(_ flow: DeviceFlow) throws -> [String] {
-        try flow.context.store.read { try $0.outbox() }.map(\.event.event)
+        try flow.context.store.read { try $0.outbox() }.map(\.event.event).filter { $0.hasPrefix("usage.") }
     }
 
     func apiKey(_ flow: DeviceFlow, org: String = "acme") throws -> String {

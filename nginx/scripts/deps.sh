@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools, and (for the
-# end-to-end tests) PyJWT from PyPI. Installs only what is missing; safe to run again.
+# end-to-end tests) PyJWT and standardwebhooks from PyPI. Installs only what is missing; safe to run again.
 set -euo pipefail
 
 packages=(nginx libfcgi-dev libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev spawn-fcgi wrk python3 python3-pip curl procps)
@@ -24,4 +24,9 @@ if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import jwt, cryptography' 
   echo "==> installing PyJWT and cryptography from PyPI (for the end-to-end token checks)"
   python3 -m pip install --quiet --disable-pip-version-check pyjwt cryptography 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyjwt cryptography
+fi
+if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import standardwebhooks' 2>/dev/null; then
+  echo "==> installing standardwebhooks from PyPI (the end-to-end webhook signature checks)"
+  python3 -m pip install --quiet --disable-pip-version-check standardwebhooks 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages standardwebhooks
 fi

@@ -52,8 +52,19 @@ public struct Configuration: Sendable, Equatable {
     public var madLimitStatus = 402
     /// `heartbeat.intervalSeconds`: what heartbeat answers as `interval` and `nextHeartbeatSeconds`.
     public var heartbeatIntervalSeconds = 120
-    /// `webhooks.allowPrivateAddresses`.
+    /// `webhooks.allowPrivateDestinations`: lifts the webhook SSRF guard (plain `http://` and
+    /// loopback, private, link-local or multicast addresses) — tests with a local receiver only.
     public var allowPrivateWebhookAddresses = false
+    /// `webhooks.queueEvents`: false queues no webhook event at all (deployments without webhooks).
+    public var queueWebhookEvents = true
+    /// `webhooks.retrySchedule`: seconds to wait before each retry after a failed attempt.
+    public var webhookRetrySchedule = [60, 300, 1800]
+    /// `webhooks.timeoutSeconds`: one attempt's whole time limit.
+    public var webhookTimeoutSeconds = 10
+    /// `webhooks.concurrencyPerEndpoint`: attempts in flight to one endpoint at most.
+    public var webhookConcurrencyPerEndpoint = 2
+    /// `webhooks.maxConcurrentDeliveries`: attempts in flight in all (the sender's threads).
+    public var webhookMaxConcurrent = 16
 
     /// The SDK treats a token as expired 300 s before its `expiresAt`; shorter lifetimes than
     /// this would make every call re-run challenge and assertion.

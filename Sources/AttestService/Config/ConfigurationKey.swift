@@ -11,6 +11,8 @@ public struct ConfigurationKey: Sendable {
         case choice([String])
         case bool
         case stringList
+        /// An array of whole numbers, each in the range, at most 16.
+        case integerList(ClosedRange<Int>)
     }
 
     public let name: String
@@ -41,6 +43,11 @@ public struct ConfigurationKey: Sendable {
         case .stringList:
             guard let items = value.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
                 return "must be an array of strings"
+            }
+        case .integerList(let range):
+            guard let items = value.arrayValue, items.count <= 16,
+                  items.allSatisfy({ $0.intValue.map { $0 >= Int64(range.lowerBound) && $0 <= Int64(range.upperBound) } ?? false }) else {
+                return "must be an array of at most 16 whole numbers in \(range.lowerBound)...\(range.upperBound)"
             }
         }
         return nil
@@ -90,9 +97,17 @@ public struct ConfigurationKey: Sendable {
                          kind: .integerChoice([402, 429]), get: { .int(Int64($0.madLimitStatus)) },
                          set: { c, v in c.madLimitStatus = Int(v.intValue!) }),
         .int("heartbeat.intervalSeconds", "Seconds between heartbeats the server asks for (interval, nextHeartbeatSeconds).", 10...86_400, \.heartbeatIntervalSeconds),
-        ConfigurationKey(name: "webhooks.allowPrivateAddresses", doc: "Allow webhook URLs on private, loopback or link-local addresses (tests).",
+        ConfigurationKey(name: "webhooks.allowPrivateDestinations", doc: "Lift the webhook SSRF guard: allow http:// and URLs on loopback, private, link-local or multicast addresses (tests with a local receiver; also 'attestctl serve --allow-private-webhooks').",
                          kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
                          set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),
+        ConfigurationKey(name: "webhooks.queueEvents", doc: "Queue webhook events in the outbox (false: none at all, for deployments without webhooks).",
+                         kind: .bool, get: { .bool($0.queueWebhookEvents) }, set: { c, v in c.queueWebhookEvents = v.boolValue! }),
+        ConfigurationKey(name: "webhooks.retrySchedule", doc: "Seconds before each retry of a failed delivery (non-2xx, timeout, refused); after the last the delivery is marked failed.",
+                         kind: .integerList(1...604_800), get: { .array($0.webhookRetrySchedule.map { .int(Int64($0)) }) },
+                         set: { c, v in c.webhookRetrySchedule = v.arrayValue!.map { Int($0.intValue!) } }),
+        .int("webhooks.timeoutSeconds", "Time limit of one delivery attempt (connect, send, answer).", 1...60, \.webhookTimeoutSeconds),
+        .int("webhooks.concurrencyPerEndpoint", "Delivery attempts in flight to one endpoint at most (a slow endpoint holds no more than this).", 1...64, \.webhookConcurrencyPerEndpoint),
+        .int("webhooks.maxConcurrentDeliveries", "Delivery attempts in flight in all (the sender's threads).", 1...256, \.webhookMaxConcurrent),
     ]
 
     public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }

@@ -11,9 +11,10 @@ import AttestStore
 ///
 /// Effects: `jailbroken` raises the risk score to at least 80 and sets `jailbreak_detected`;
 /// `blocked` makes the score 100, refresh 403 `forbidden` and validate `isValid: false`;
-/// `clear` removes both. A new block queues `device_blocked`:
+/// `clear` removes both. A new block queues `device_blocked` (unless `webhooks.queueEvents` is
+/// false):
 /// ```
-/// {"device_id", "app_id", "fingerprint" (or null), "reason", "flags": ["blocked", …], "blocked_at"}
+/// {device members (EventData.device), "fingerprint" (or null), "reason", "flags": ["blocked", …], "blocked_at"}
 /// ```
 public enum DeviceFlags {
     public enum Action: String, Sendable, CaseIterable {
@@ -34,7 +35,7 @@ public enum DeviceFlags {
     /// Applies `action` to the lineage of the device with `keyID`.
     /// - Throws: `not_found` for an unknown key, `bad_request` for a reason that is too long.
     public static func apply(_ action: Action, keyID: [UInt8], reason: String, store: Store, random: any RandomSource,
-                             now: Timestamp) throws -> Change {
+                             now: Timestamp, queueEvents: Bool = true) throws -> Change {
         guard reason.utf8.count <= reasonBytes else { throw ServiceError(.badRequest, "--reason is longer than \(reasonBytes) bytes") }
         return try store.write([.durable]) { txn in
             guard let device = try txn.device(keyID: keyID) else { throw ServiceError(.notFound, "no such device") }
@@ -57,10 +58,10 @@ public enum DeviceFlags {
             }
             try txn.appendFlagChange(FlagChange(at: now, previous: previous, flags: lineage.flags, keyID: keyID,
                                                 deviceID: device.deviceID, reason: reason), key)
-            if lineage.flags.contains(.blocked) && !previous.contains(.blocked), let org = try txn.app(id: device.appID)?.org {
-                try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: "device_blocked", org: org, createdAt: now,
-                                            dataJSON: JSONValue.object([
-                                                ("device_id", .string(device.deviceID)), ("app_id", .string(device.appID)),
+            if queueEvents, lineage.flags.contains(.blocked) && !previous.contains(.blocked), let org = try txn.app(id: device.appID)?.org {
+                // ServiceContext.queueEvent's record, written here: attestctl has no context.
+                try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: WebhookEvent.deviceBlocked.rawValue, org: org,
+                                            createdAt: now, dataJSON: JSONValue.object(EventData.device(device) + [
                                                 ("fingerprint", device.fingerprint.isEmpty ? .null : .string(device.fingerprint)),
                                                 ("reason", .string(reason)),
                                                 ("flags", .array(lineage.flags.names.split(separator: ",").map { .string(String($0)) })),

@@ -93,12 +93,18 @@ public enum RefreshEndpoint {
                                                     previousCounter: device.counter)
         } catch where error.code == .signature || error.code == .assertionFormat {
             // Not signed by the device's key: whoever sent it knows only the keyId. Nothing of
-            // the device changes; the attempt is a (capped) risk signal of its lineage.
-            try noteFailure(.forged, keyID, ctx: ctx, now: now)
+            // the device changes; the anomaly event and the lineage's forged-assertion count
+            // (a capped risk signal) are this failure's only write.
+            try? ctx.store.write([.durable]) { txn in
+                try ctx.queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now)
+                try noteFailure(.forged, device, in: txn, now: now)
+            }
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
             // Signed by the device's key, but for another app or with a replayed counter.
-            try invalidate(keyID, ctx: ctx, now: now)
+            try invalidate(keyID, ctx: ctx, org: app.org.name, now: now,
+                           kind: error.code == .counter ? .counterReplayed : .wrongApp,
+                           extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
         let outcome: Outcome = try ctx.store.write([.durable]) { txn in
@@ -107,7 +113,11 @@ public enum RefreshEndpoint {
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
-                try invalidate(&current, in: txn, now: now)
+                if try invalidate(&current, in: txn, now: now) {
+                    try ctx.queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current, org: app.org.name,
+                                         in: txn, now: now, extra: [("stored_counter", .int(Int64(current.counter))),
+                                                                    ("presented_counter", .int(Int64(verified.counter)))])
+                }
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"))
@@ -167,31 +177,31 @@ public enum RefreshEndpoint {
         ServiceError(.forbidden, "This device has been blocked by the service's operator.", log: "blocked device \(device.deviceID)")
     }
 
-    /// Invalidates an active device in its own write (a failure found outside the final one).
-    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, now: Timestamp) throws {
+    /// Invalidates an active device in its own write (a failure found outside the final one),
+    /// with its `attestation.anomaly` event.
+    static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, org: String, now: Timestamp,
+                           kind: WebhookEvent.Anomaly, extra: [(String, JSONValue)]) throws {
         try ctx.store.write([.durable]) { txn in
             guard var device = try txn.device(keyID: keyID) else { return }
-            try invalidate(&device, in: txn, now: now)
+            if try invalidate(&device, in: txn, now: now) {
+                try ctx.queueAnomaly(kind, device: device, org: org, in: txn, now: now, extra: extra)
+            }
         }
     }
 
-    /// Invalidates an active device and counts a failed assertion on its lineage.
-    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction, now: Timestamp) throws {
-        guard device.status == .active else { return }
+    /// Marks an active device invalidated and counts a failed assertion on its lineage;
+    /// `false` when it was not active (nothing changed).
+    @discardableResult
+    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction, now: Timestamp) throws -> Bool {
+        guard device.status == .active else { return false }
         device.status = .invalidated
         device.failedAssertions &+= 1
         try txn.put(device)
         try noteFailure(.failed, device, in: txn, now: now)
+        return true
     }
 
-    /// Counts an assertion failure on the lineage of the device with `keyID`, in its own write.
-    static func noteFailure(_ kind: LineageRecord.FailureKind, _ keyID: [UInt8], ctx: ServiceContext, now: Timestamp) throws {
-        try ctx.store.write([.durable]) { txn in
-            guard let device = try txn.device(keyID: keyID) else { return }
-            try noteFailure(kind, device, in: txn, now: now)
-        }
-    }
-
+    /// Counts an assertion failure on the device's lineage (a risk signal for 24 hours).
     static func noteFailure(_ kind: LineageRecord.FailureKind, _ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
         var lineage = try txn.lineage(of: device)
         lineage.noteFailure(kind, at: now)
@@ -203,5 +213,17 @@ public enum RefreshEndpoint {
                      "The device's key state has diverged from the server: drop the local key and attest again.",
                      hint: "The SDK (2.0.3+) does this automatically: it clears the keyId and re-runs attestation once.",
                      log: log)
+    }
+}
+
+extension ServiceContext {
+    /// `attestation.anomaly` for a known device: `kind`, the device members, its status after
+    /// the request and `failed_assertions`, plus `extra`.
+    func queueAnomaly(_ kind: WebhookEvent.Anomaly, device: DeviceRecord, org: String, in txn: Transaction, now: Timestamp,
+                      extra: [(String, JSONValue)] = []) throws {
+        try queueEvent(.anomaly, org: org, in: txn, now: now, data: EventData.device(device) + [
+            ("kind", .string(kind.rawValue)), ("device_status", .string(device.status.name)),
+            ("failed_assertions", .int(Int64(device.failedAssertions))),
+        ] + extra)
     }
 }

@@ -100,13 +100,25 @@ public enum ValidateEndpoint {
             (verified, anchor) = try ctx.verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
                                                            clientDataHash: fields.clientDataHash, app: app.app, at: now)
         } catch {
+            // The challenge is spent and nothing is stored; the event is this failure's only write.
+            try? ctx.store.write([.durable]) { txn in
+                try ctx.queueEvent(.attestationFailed, org: app.org.name, in: txn, now: now,
+                                   data: EventData.device(keyID: fields.keyID, deviceID: DeviceIdentity.deviceID(keyID: fields.keyID), appID: app.app.appID)
+                                       + [("reason", .string("apple_validation_failed")), ("step", .string(error.code.rawValue))])
+            }
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
         // 5–7. One transaction: refuse a known key, admit and count the device for the month,
-        // store it. A refusal still commits what admission recorded (the grace, its events).
+        // store it and queue its events. A refusal still commits what admission recorded (the
+        // grace, its events); a transaction that throws leaves nothing, events included.
         let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
         let outcome: Outcome = try ctx.store.write([.durable]) { txn in
-            guard try txn.device(keyID: fields.keyID) == nil else { return .alreadyAttested }
+            guard try txn.device(keyID: fields.keyID) == nil else {
+                try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
+                                   data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)
+                                       + [("kind", .string(WebhookEvent.Anomaly.attestationReplayed.rawValue))])
+                return .alreadyAttested
+            }
             let fingerprint = fields.fingerprint
             let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fingerprint, deviceID: deviceID)
             if case .refused(let limit, let current) = try ctx.countActive(identity, appID: app.app.appID, org: app.org, in: txn, now: now) {
@@ -121,8 +133,10 @@ public enum ValidateEndpoint {
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             try txn.link(&device, to: fields.subjectID, org: app.org.name, now: now)
             let assessment = try ctx.assess(&device, app: app, in: txn, now: now)
+            try ctx.queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now)
             try txn.put(device)
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
+            try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
         }
         switch outcome {
@@ -161,6 +175,24 @@ public enum ValidateEndpoint {
 }
 
 extension ServiceContext {
+    /// `device.new` (first key of its fingerprint in the app, or no fingerprint) and
+    /// `attestation.completed`, in validate's write transaction.
+    func queueDeviceEvents(_ device: DeviceRecord, orgName: String, newDevice: Bool, in txn: Transaction, now: Timestamp) throws {
+        let metadata: [(String, JSONValue)] = [
+            ("device_model", .string(device.metadata.deviceModel)), ("os_version", .string(device.metadata.osVersion)),
+            ("app_version", .string(device.metadata.appVersion)), ("platform", .string(device.metadata.platform)),
+        ]
+        if newDevice {
+            try queueEvent(.deviceNew, org: orgName, in: txn, now: now,
+                           data: EventData.device(device) + metadata + [("created_at", .string(device.createdAt.iso8601))])
+        }
+        try queueEvent(.attestationCompleted, org: orgName, in: txn, now: now, data: EventData.device(device) + metadata + [
+            ("attestation_count", .int(Int64(device.attestationCount))), ("new_device", .bool(newDevice)),
+            ("attest", .string(device.anchor == .apple ? "hardware" : "test_root")),
+            ("subject_id", device.subjectID.isEmpty ? .null : .string(device.subjectID)),
+        ])
+    }
+
     /// Apple's nine steps against Apple's root, then (only for a chain failure, and only when
     /// test roots are configured) against the test roots: the anchor says which one verified.
     func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,

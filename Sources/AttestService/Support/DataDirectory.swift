@@ -50,16 +50,24 @@ public struct DataDirectory: Sendable {
         return secret
     }
 
-    /// Creates whatever is missing: directories, config.json, the challenge secret, a first
-    /// signing key and the JWKS. Existing files are kept. Returns what it created.
+    /// Creates the directories that are missing (secrets and keys 0700, the others 0755);
+    /// returns them.
     @discardableResult
-    public func initialise(configuration: Configuration = Configuration(), random: any RandomSource = SystemRandom(),
-                           now: Timestamp) throws -> [String] {
+    public func makeLayout() throws -> [String] {
         var created = [String]()
         for dir in [path, path + "/secrets", keysDirectory, storeDirectory, runDirectory, logDirectory, nginxDirectory] where !FileIO.exists(dir) {
             try FileIO.makeDirectories(dir, mode: dir.hasSuffix("/secrets") || dir.hasSuffix("/keys") ? 0o700 : 0o755)
             created.append(dir)
         }
+        return created
+    }
+
+    /// Creates whatever is missing: directories, config.json, the challenge secret, a first
+    /// signing key and the JWKS. Existing files are kept. Returns what it created.
+    @discardableResult
+    public func initialise(configuration: Configuration = Configuration(), random: any RandomSource = SystemRandom(),
+                           now: Timestamp) throws -> [String] {
+        var created = try makeLayout()
         if !FileIO.exists(configFile) {
             try save(configuration)
             created.append(configFile)

@@ -7,15 +7,14 @@ extension ServiceContext {
     /// from a lower one (or with its first token) for any reason but an operator's block,
     /// which queued `device_blocked` itself:
     /// ```
-    /// {"device_id", "app_id", "risk_score", "risk_category": "blocked", "previous_category" (or null),
-    ///  "factors": [{"signal", "points"}]}
+    /// {device members (EventData.device), "risk_score", "risk_category": "blocked",
+    ///  "previous_category" (or null), "factors": [{"signal", "points"}]}
     /// ```
     func assess(_ device: inout DeviceRecord, app: AppContext, in txn: Transaction, now: Timestamp) throws -> DeviceAssessment {
         let a = try DeviceAssessment(device: device, app: app.app, rules: app.claimRules, org: app.org.name, in: txn, now: now)
         let previous = device.lastRiskScore.map { RiskAssessment.category(Int($0)) }
         if a.risk.category == "blocked", previous != "blocked", !a.profile.flags.contains(.blocked) {
-            try queueEvent("device.high_risk", org: app.org.name, in: txn, now: now, data: [
-                ("device_id", .string(device.deviceID)), ("app_id", .string(device.appID)),
+            try queueEvent(.highRisk, org: app.org.name, in: txn, now: now, data: EventData.device(device) + [
                 ("risk_score", .int(Int64(a.risk.score))), ("risk_category", .string(a.risk.category)),
                 ("previous_category", previous.map { .string($0) } ?? .null),
                 ("factors", .array(a.risk.factors.map { .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points)))]) })),

@@ -75,12 +75,6 @@ extension ServiceContext {
         try txn.put(totals, org: org.name, month: month)
         return .admitted
     }
-
-    /// Queues an event for webhook delivery in `txn` (SPEC §7: `{"id", "event", "timestamp", "data"}`).
-    func queueEvent(_ event: String, org: String, in txn: Transaction, now: Timestamp, data: [(String, JSONValue)]) throws {
-        try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event, org: org, createdAt: now,
-                                    dataJSON: JSONValue.object(data).jsonText))
-    }
 }
 
 extension ServiceError {

@@ -10,14 +10,15 @@ import Glibc
 /// `attestctl serve`: the whole stack on this machine, in the foreground.
 let serveCommand = Command(
     name: "serve",
-    summary: "run the whole stack in the foreground: nginx plus one pool per endpoint",
+    summary: "run the whole stack in the foreground: nginx, one pool per endpoint, the webhook sender",
     usage: """
         usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--workers N] [--trust-root PEM]...
-                               [--test-ca] [--nginx-templates DIR]
+                               [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR]
 
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
-        configuration into DIR/nginx, starts one pre-forked pool per endpoint and nginx, waits
-        until each answers and prints the base URL. Ctrl-C or SIGTERM stops everything it started.
+        configuration into DIR/nginx, starts one pre-forked pool per endpoint, the webhook
+        delivery worker (attest-webhooks deliver) and nginx, waits until each answers and prints
+        the base URL. Ctrl-C or SIGTERM stops everything it started.
         A pool that crashes later is restarted with backoff; if nginx dies, everything stops.
         Logs in DIR/log are rotated past server.logMaxMiB (one previous file, NAME.1, is kept).
 
@@ -29,9 +30,12 @@ let serveCommand = Command(
         --trust-root  also trust this CA (PEM) for attestations: test devices only, logged loudly
         --test-ca     create a test CA in DIR/test-ca if missing and trust it (trust.testRoots), so
                       'attest-device --test-ca DIR/test-ca/ca.pem' can enroll (never in production)
+        --allow-private-webhooks
+                      lift the webhook SSRF guard for this run (webhooks.allowPrivateDestinations):
+                      http:// and loopback/private receivers are allowed (tests, never in production)
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates"], switches: ["test-ca"])
+        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates"], switches: ["test-ca", "allow-private-webhooks"])
         return try Serve(args).run()
     })
 
@@ -44,10 +48,10 @@ struct Serve {
         data = dataDirectory(args)
     }
 
-    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad]
-    /// Pools site.conf routes to that later capabilities add (heartbeat and usage, webhooks):
-    /// while their executables are absent their locations answer 501 JSON.
-    static let optionalPools = ["webhooks"]
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks]
+    /// Pools site.conf routes to that later capabilities add: while their executables are
+    /// absent their locations answer 501 JSON. Every routed pool exists now.
+    static let optionalPools: [String] = []
 
     func run() throws -> Int32 {
         if !data.isInitialised {
@@ -82,9 +86,14 @@ struct Serve {
                 guard access(exe, X_OK) == 0 else { throw CommandFailure("\(exe) is missing: build all products (swift build -c release)") }
                 var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers", String(workers), "--data", data.path]
                 for root in trustRoots { childArgs += ["--trust-root", root] }
+                if endpoint == .webhooks && args.flag("allow-private-webhooks") { childArgs.append("--allow-private-destinations") }
                 children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs,
                                                  logFile: data.logDirectory + "/\(name).log", credentials: user?.credentials))
             }
+            // The webhook sender: restarted like a pool if it dies; the only process that connects out.
+            children.append(try ChildProcess(name: "attest-webhooks-deliver", executable: binaries + "/attest-webhooks",
+                                             arguments: ["deliver", "--data", data.path] + (args.flag("allow-private-webhooks") ? ["--allow-private-destinations"] : []),
+                                             logFile: data.logDirectory + "/attest-webhooks-deliver.log", credentials: user?.credentials))
             try waitForSockets(children)
             // nginx leads its own process group: if its master dies, its workers can be found.
             let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
@@ -199,6 +208,7 @@ struct Serve {
             AttestEdge is up: \(base)
               data directory  \(data.path)
               pools           \(Self.endpoints.map { "attest-\($0.rawValue)" }.joined(separator: ", ")) (\(workers) workers each)
+              webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
               runs as         \(user.map { "\($0.name) (nginx's workers and the pools; nginx's master stays root)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
               JWKS            \(base)/.well-known/jwks.json

@@ -79,15 +79,18 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None):
+    def __init__(self, setup=None, workers=2, sync=None, data=None, serve_args=()):
+        """`data`: serve an existing data directory (e.g. a restored backup) instead of a new one."""
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
-        self.data = os.path.join(self.dir, "data")
+        self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
-        self.ctl("init", "--test-ca")
-        self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
-        self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
+        self.serve_args = list(serve_args)
+        if data is None:
+            self.ctl("init", "--test-ca")
+            self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
+            self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
         if sync:
             self.ctl("config", "set", "store.sync", sync)
         if setup:
@@ -99,7 +102,8 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx"), *self.serve_args],
+            stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:

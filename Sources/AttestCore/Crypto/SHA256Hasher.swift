@@ -1,0 +1,30 @@
+import COpenSSL
+
+extension SHA256 {
+    /// An incremental SHA-256, for data too large to hold at once (backup files).
+    public final class Hasher {
+        private let ctx: OpaquePointer
+
+        public init() {
+            ctx = EVP_MD_CTX_new()
+            EVP_DigestInit_ex(ctx, SHA256.md, nil)
+        }
+
+        deinit { EVP_MD_CTX_free(ctx) }
+
+        public func update<C: Collection>(_ data: C) where C.Element == UInt8 {
+            let done: Int32? = data.withContiguousStorageIfAvailable { EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }
+            if done == nil {
+                let copy = Array(data)
+                EVP_DigestUpdate(ctx, copy, copy.count)
+            }
+        }
+
+        /// The digest of everything so far; the hasher is spent afterwards.
+        public func finish() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: SHA256.byteCount)
+            EVP_DigestFinal_ex(ctx, &out, nil)
+            return out
+        }
+    }
+}

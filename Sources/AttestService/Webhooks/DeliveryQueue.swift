@@ -1,0 +1,135 @@
+import AttestCore
+import AttestStore
+
+/// One attempt to send, handed to a sender thread: everything it needs, copied out of the store.
+public struct DeliveryJob: Sendable {
+    public let endpointID: String
+    public let sequence: UInt64
+    public let url: String
+    public let headers: [(String, String)]
+    public let body: [UInt8]
+    /// The `nextAttemptAt` it was due at (its `delivery_due` key).
+    let dueAt: Timestamp?
+
+    var key: [UInt8] { Array(endpointID.utf8) + [0] + BigEndian.bytes(sequence) }
+}
+
+/// What one attempt gave.
+public struct AttemptResult: Sendable {
+    /// The HTTP status, 0 when there was none.
+    public var status: Int
+    public var durationMs: Int
+    /// At most `excerptBytes` of the response body.
+    public var excerpt: String
+    /// Why there was no usable answer (timeout, refused, a blocked address); empty otherwise.
+    public var error: String
+
+    public static let excerptBytes = 256
+
+    public init(status: Int, durationMs: Int, excerpt: String, error: String) {
+        self.status = status
+        self.durationMs = durationMs
+        self.excerpt = excerpt
+        self.error = error
+    }
+
+    public var succeeded: Bool { (200...299).contains(status) }
+}
+
+/// The store side of delivery, each step one short transaction and none held across network
+/// I/O: move queued events to per-endpoint deliveries (`fanOut`), read what is due (`due`),
+/// record attempts (`record`). A delivery leaves the due queue only in the transaction that
+/// records its final outcome, so a sender killed at any point re-sends, never loses.
+public struct DeliveryQueue {
+    public let store: Store
+    public let retrySchedule: [Int]
+
+    public init(store: Store, retrySchedule: [Int]) {
+        self.store = store
+        self.retrySchedule = retrySchedule
+    }
+
+    /// Replaces up to `limit` outbox events by one pending delivery per endpoint they go to
+    /// (active, of the event's organization, subscribed, or the one `target`), due `now`, in one
+    /// write transaction. Events no endpoint wants are dropped. Returns how many were taken.
+    @discardableResult
+    public func fanOut(limit: Int, now: Timestamp) throws -> Int {
+        guard try store.read({ try !$0.outbox(limit: 1).isEmpty }) else { return 0 }
+        return try store.write([.durable]) { txn in
+            let queued = try txn.outbox(limit: limit)
+            var endpoints = [String: [WebhookEndpointRecord]]()
+            for (sequence, event) in queued {
+                if endpoints[event.org] == nil { endpoints[event.org] = try txn.webhooks(org: event.org) }
+                for endpoint in endpoints[event.org]! where event.target.isEmpty ? endpoint.wants(event.event) : endpoint.id == event.target {
+                    try txn.put(DeliveryRecord(endpointID: endpoint.id, event: event, firstAttemptAt: now))
+                }
+                try txn.dequeue(sequence)
+            }
+            return queued.count
+        }
+    }
+
+    /// Jobs due at `now`, earliest first, at most `limit`, passing over `busy` keys and endpoints
+    /// whose count in `perEndpoint` has reached `endpointLimit`. Deliveries to an endpoint that is
+    /// inactive or gone are marked `skipped` instead.
+    public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int) throws -> [DeliveryJob] {
+        var skipped = [DeliveryRecord]()
+        let jobs: [DeliveryJob] = try store.read { txn in
+            var counts = perEndpoint
+            var jobs = [DeliveryJob]()
+            var endpoints = [String: WebhookEndpointRecord?]()
+            for d in try txn.dueDeliveries(now: now, limit: limit * 4 + 16, skip: busy) where jobs.count < limit {
+                if endpoints[d.endpointID] == nil { endpoints[d.endpointID] = .some(try txn.webhook(id: d.endpointID)) }
+                guard let endpoint = endpoints[d.endpointID]!, endpoint.isActive else { skipped.append(d); continue }
+                guard counts[d.endpointID, default: 0] < endpointLimit else { continue }
+                counts[d.endpointID, default: 0] += 1
+                let body = WebhookSignature.body(d)
+                jobs.append(DeliveryJob(endpointID: d.endpointID, sequence: d.sequence, url: endpoint.url,
+                                        headers: WebhookSignature.headers(secret: endpoint.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
+                                        body: body, dueAt: d.nextAttemptAt))
+            }
+            return jobs
+        }
+        if !skipped.isEmpty {
+            try store.write([.durable]) { txn in
+                for d in skipped {
+                    guard var current = try txn.delivery(endpoint: d.endpointID, sequence: d.sequence), current.state == .pending else { continue }
+                    let previous = current.nextAttemptAt
+                    current.state = .skipped
+                    current.nextAttemptAt = nil
+                    try txn.put(current, previousDue: previous)
+                }
+            }
+        }
+        return jobs
+    }
+
+    /// Records attempts in one write transaction: 2xx → delivered; otherwise the next retry
+    /// from `retrySchedule`, or failed after the last. Returns how many were delivered.
+    @discardableResult
+    public func record(_ results: [(DeliveryJob, AttemptResult)], at now: Timestamp) throws -> Int {
+        guard !results.isEmpty else { return 0 }
+        return try store.write([.durable]) { txn in
+            var delivered = 0
+            for (job, result) in results {
+                // Deleted meanwhile (its endpoint removed), or recorded already: nothing to do.
+                guard var d = try txn.delivery(endpoint: job.endpointID, sequence: job.sequence), d.state == .pending else { continue }
+                let previous = d.nextAttemptAt
+                d.attempts.append(.init(at: now - Int64(result.durationMs / 1000), status: UInt16(clamping: result.status),
+                                        durationMs: UInt32(clamping: result.durationMs), error: result.error, excerpt: result.excerpt))
+                if result.succeeded {
+                    d.state = .delivered
+                    d.nextAttemptAt = nil
+                    delivered += 1
+                } else if d.attempts.count <= retrySchedule.count {
+                    d.nextAttemptAt = now + Int64(retrySchedule[d.attempts.count - 1])
+                } else {
+                    d.state = .failed
+                    d.nextAttemptAt = nil
+                }
+                try txn.put(d, previousDue: previous)
+            }
+            return delivered
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import AttestCore
+import AttestStore
+import FastCGI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sends one attempt. One instance per sender thread (it may keep a connection open).
+public protocol WebhookTransport: AnyObject {
+    func post(url: String, headers: [(String, String)], body: [UInt8], timeoutSeconds: Int) -> AttemptResult
+}
+
+/// The delivery loop (`attest-webhooks deliver`): the main thread does every store
+/// transaction, `webhooks.maxConcurrentDeliveries` threads do the HTTP, and no transaction is
+/// open while a request is in flight. At most `webhooks.concurrencyPerEndpoint` attempts go to
+/// one endpoint at a time, so a slow endpoint holds up only its own deliveries.
+///
+/// Each turn: fan out new outbox events, hand due jobs to idle threads, wait up to
+/// `pollMilliseconds` for results, record the results that arrived in one transaction.
+public final class DeliveryWorker {
+    let queue: DeliveryQueue
+    let clock: any Clock
+    let threads: Int
+    let perEndpoint: Int
+    let timeoutSeconds: Int
+    let pollMilliseconds: Int
+    let pool: SenderPool
+    var inFlight = [[UInt8]: String]()  // delivery key → endpoint id
+    public var log: (LogMessage) -> Void = { _ in }
+    /// Totals since start, for logs and benchmarks.
+    public private(set) var attempts = 0, delivered = 0
+
+    public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(), pollMilliseconds: Int = 50,
+                transport: @escaping @Sendable () -> any WebhookTransport) {
+        queue = DeliveryQueue(store: store, retrySchedule: configuration.webhookRetrySchedule)
+        self.clock = clock
+        threads = configuration.webhookMaxConcurrent
+        perEndpoint = configuration.webhookConcurrencyPerEndpoint
+        timeoutSeconds = configuration.webhookTimeoutSeconds
+        self.pollMilliseconds = pollMilliseconds
+        pool = SenderPool(threads: threads, timeoutSeconds: timeoutSeconds, transport: transport)
+    }
+
+    /// Runs turns until `shouldStop` says so, then waits for the attempts in flight (at most
+    /// the timeout) and records them.
+    public func run(shouldStop: () -> Bool) {
+        while !shouldStop() {
+            do { try turn() } catch {
+                log("deliver: \(error)")
+                usleep(500_000)
+            }
+        }
+        let deadline = monotonicMilliseconds() + timeoutSeconds * 1000 + 1000
+        while !inFlight.isEmpty && monotonicMilliseconds() < deadline {
+            try? collect(waitMilliseconds: 100)
+        }
+        pool.shutdown()
+    }
+
+    /// One turn of the loop.
+    public func turn() throws {
+        let now = clock.now()
+        try queue.fanOut(limit: 512, now: now)
+        let free = threads - inFlight.count
+        if free > 0 {
+            var counts = [String: Int]()
+            for endpoint in inFlight.values { counts[endpoint, default: 0] += 1 }
+            let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint)
+            for job in jobs {
+                inFlight[job.key] = job.endpointID
+                pool.submit(job)
+            }
+        }
+        try collect(waitMilliseconds: pollMilliseconds)
+    }
+
+    private func collect(waitMilliseconds: Int) throws {
+        let results = pool.results(waitMilliseconds: inFlight.isEmpty ? min(waitMilliseconds, pollMilliseconds) : waitMilliseconds)
+        guard !results.isEmpty else { return }
+        delivered += try queue.record(results, at: clock.now())
+        attempts += results.count
+        for (job, result) in results {
+            inFlight[job.key] = nil
+            if !result.succeeded {
+                log("deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) error=\"\(result.error)\"")
+            }
+        }
+    }
+}
+
+/// Milliseconds of a monotonic clock.
+func monotonicMilliseconds() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}

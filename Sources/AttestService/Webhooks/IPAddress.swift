@@ -1,0 +1,97 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 (4 bytes) or IPv6 (16 bytes) address, and whether a webhook may go to it.
+public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    public let bytes: [UInt8]
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// Parses dotted IPv4 or textual IPv6 (no brackets, no zone).
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            bytes = withUnsafeBytes(of: &v4) { Array($0) }
+        } else if inet_pton(AF_INET6, text, &v6) == 1 {
+            bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        var copy = bytes
+        _ = inet_ntop(bytes.count == 4 ? AF_INET : AF_INET6, &copy, &buffer, socklen_t(buffer.count))
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Why a webhook must not go to this address (loopback, private, link-local, multicast,
+    /// or another special-use range), or `nil` when it is a public unicast address.
+    /// IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4 address they carry.
+    public var restriction: String? {
+        if bytes.count == 4 { return Self.restriction(v4: bytes) }
+        let b = bytes
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return Self.restriction(v4: Array(b[12...])) }
+        if b[0..<12] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] { return Self.restriction(v4: Array(b[12...])) }
+        if b[0..<15].allSatisfy({ $0 == 0 }) { return b[15] == 1 ? "loopback" : "unspecified" }
+        if b[0] == 0xFF { return "multicast" }
+        if b[0] & 0xFE == 0xFC { return "private (unique local)" }
+        if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return "link-local" }
+        if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return "private (site-local)" }
+        if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0D && b[3] == 0xB8 { return "documentation" }
+        return nil
+    }
+
+    static func restriction(v4 b: [UInt8]) -> String? {
+        switch (b[0], b[1]) {
+        case (0, _): return "unspecified"
+        case (10, _): return "private"
+        case (100, 64...127): return "private (shared address space)"
+        case (127, _): return "loopback"
+        case (169, 254): return "link-local"
+        case (172, 16...31): return "private"
+        case (192, 168): return "private"
+        case (192, 0) where b[2] == 0: return "special-use"
+        case (198, 18...19): return "special-use"
+        case (224...239, _): return "multicast"
+        case (240...255, _): return "reserved"
+        default: return nil
+        }
+    }
+
+    /// The addresses `host` resolves to (getaddrinfo), or the literal itself.
+    public static func resolve(_ host: String) -> [IPAddress] {
+        if let literal = IPAddress(host) { return [literal] }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &result) == 0 else { return [] }
+        defer { freeaddrinfo(result) }
+        var found = [IPAddress]()
+        var node = result
+        while let n = node {
+            if let a = n.pointee.ai_addr, let address = IPAddress(sockaddr: a) { found.append(address) }
+            node = n.pointee.ai_next
+        }
+        return found
+    }
+
+    /// The address in a `sockaddr_in` or `sockaddr_in6`.
+    public init?(sockaddr pointer: UnsafePointer<sockaddr>) {
+        switch Int32(pointer.pointee.sa_family) {
+        case AF_INET:
+            bytes = pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in withUnsafeBytes(of: p.pointee.sin_addr) { Array($0) } }
+        case AF_INET6:
+            bytes = pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in withUnsafeBytes(of: p.pointee.sin6_addr) { Array($0) } }
+        default:
+            return nil
+        }
+    }
+}

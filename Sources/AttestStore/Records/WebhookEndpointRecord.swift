@@ -1,0 +1,99 @@
+import AttestCore
+
+/// An organization's webhook endpoint (SPEC §7). The secret is kept in clear (the sender signs
+/// with it); it is shown to the API caller once, when the endpoint is created.
+///
+/// Key in `webhooks`: the id (`wh_` + 8 hex of a creation counter + 12 random hex, UTF-8). Layout v1:
+/// ```
+/// u8 1 | org string | url string | events u16 (n) | n × string (event names; n = 0: every event)
+///      | description string | isActive bool | secret string (whsec_…) | createdAt i64 | updatedAt i64
+/// ```
+public struct WebhookEndpointRecord: StoreRecord, Hashable {
+    public static let currentVersion: UInt8 = 1
+    public static let recordName = "webhook endpoint"
+
+    /// The record's key, not part of the value.
+    public var id: String
+    public var org: String
+    public var url: String
+    /// Subscribed event names; empty means every event.
+    public var events: [String]
+    public var description: String
+    public var isActive: Bool
+    public var secret: String
+    public var createdAt: Timestamp
+    public var updatedAt: Timestamp
+
+    public init(id: String, org: String, url: String, events: [String], description: String, isActive: Bool = true,
+                secret: String, createdAt: Timestamp) {
+        self.id = id
+        self.org = org
+        self.url = url
+        self.events = events
+        self.description = description
+        self.isActive = isActive
+        self.secret = secret
+        self.createdAt = createdAt
+        self.updatedAt = createdAt
+    }
+
+    /// Whether an event of this name goes to this endpoint (`webhook.test` is addressed to one
+    /// endpoint and goes whatever its subscription).
+    public func wants(_ event: String) -> Bool { isActive && (events.isEmpty || events.contains(event)) }
+
+    public func encode(into w: inout BinaryWriter) {
+        w.string(org)
+        w.string(url)
+        w.u16(UInt16(events.count))
+        for e in events { w.string(e) }
+        w.string(description)
+        w.bool(isActive)
+        w.string(secret)
+        w.i64(createdAt.seconds)
+        w.i64(updatedAt.seconds)
+    }
+
+    public init(from r: inout BinaryReader) throws {
+        id = ""
+        org = try r.string()
+        url = try r.string()
+        events = try (0..<Int(try r.u16())).map { _ in try r.string() }
+        description = try r.string()
+        isActive = try r.bool()
+        secret = try r.string()
+        createdAt = Timestamp(seconds: try r.i64())
+        updatedAt = Timestamp(seconds: try r.i64())
+    }
+}
+
+extension Transaction {
+    public func webhook(id: String) throws -> WebhookEndpointRecord? {
+        guard var record = try get(.webhooks, Array(id.utf8)).map({ try WebhookEndpointRecord(encoded: $0) }) else { return nil }
+        record.id = id
+        return record
+    }
+
+    public func put(_ endpoint: WebhookEndpointRecord) throws {
+        try put(.webhooks, Array(endpoint.id.utf8), endpoint.encoded())
+    }
+
+    /// Every endpoint (of `org` when given), newest first.
+    public func webhooks(org: String? = nil) throws -> [WebhookEndpointRecord] {
+        var found = [WebhookEndpointRecord]()
+        try scan(.webhooks) { key, value in
+            var record = try WebhookEndpointRecord(encoded: value)
+            record.id = String(decoding: key, as: UTF8.self)
+            if org.map({ $0 == record.org }) ?? true { found.append(record) }
+            return true
+        }
+        return found.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
+    }
+
+    /// Removes an endpoint with its delivery log and pending deliveries.
+    public func deleteWebhook(id: String) throws {
+        for delivery in try deliveries(endpoint: id) {
+            try delete(delivery)
+        }
+        try delete(.webhooks, Array(id.utf8))
+    }
+}

@@ -1,0 +1,47 @@
+import AttestCore
+import AttestService
+import AttestStore
+import AttestTesting
+import Foundation
+import Testing
+
+@Suite struct BackupTests {
+    @Test func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let file = flow.fixture.path + "/../" + UUID().uuidString + ".aebk"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let summary = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file, now: flow.fixture.clock.now())
+        #expect(summary.header.schema == Store.schemaVersion && summary.header.entries >= 6)
+        var info = stat()
+        stat(file, &info)
+        #expect(info.st_mode & 0o777 == 0o600, "the file holds secrets")
+        let target = DataDirectory(flow.fixture.path + "-restored")
+        defer { try? FileManager.default.removeItem(atPath: target.path) }
+        let restored = try Backup.restore(from: file, into: target)
+        #expect(restored.header == summary.header)
+        let store = try Store(directory: target.storeDirectory, options: try target.loadConfiguration().storeOptions)
+        #expect(try store.read { try $0.device(keyID: flow.device.keyID) } == (try flow.storedDevice()))
+        #expect(try target.challengeSecret() == (try flow.fixture.data.challengeSecret()))
+        #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
+    }
+
+    @Test func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let file = flow.fixture.path + "-" + UUID().uuidString + ".aebk"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        _ = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file, now: flow.fixture.clock.now())
+        var bytes = try #require(try FileIO.read(file))
+        bytes[bytes.count / 2] ^= 0x01
+        try FileIO.writeAtomically(file, bytes, mode: 0o600)
+        let target = DataDirectory(flow.fixture.path + "-damaged")
+        defer { try? FileManager.default.removeItem(atPath: target.path) }
+        #expect(throws: BackupFile.Failure.self) { try Backup.restore(from: file, into: target) }
+        #expect(!FileIO.exists(target.path), "nothing written")
+        try FileIO.writeAtomically(file, Array(bytes.prefix(bytes.count - 100)), mode: 0o600)
+        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+        try FileIO.writeAtomically(file, Array("not a backup at all, but long enough to be read as one".utf8), mode: 0o600)
+        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+    }
+}

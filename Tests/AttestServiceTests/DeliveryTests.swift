@@ -1,0 +1,140 @@
+import AttestCore
+import AttestService
+import AttestStore
+import Testing
+
+/// Fan-out, retries on the configured schedule, at-least-once and the signatures (README
+/// "Webhooks"), with the store and a scripted transport instead of the network.
+@Suite struct DeliveryTests {
+    final class Setup {
+        let fixture: Fixture
+        let queue: DeliveryQueue
+        let admin: WebhookAdmin
+
+        init(schedule: [Int] = [1, 5]) throws {
+            fixture = try Fixture(configure: { $0.allowPrivateWebhookAddresses = true; $0.webhookRetrySchedule = schedule })
+            queue = DeliveryQueue(store: fixture.context.store, retrySchedule: schedule)
+            admin = WebhookAdmin(store: fixture.context.store, allowPrivate: true, random: SystemRandom(), now: fixture.clock.now())
+        }
+
+        func enqueue(_ event: String, org: String = "acme") throws {
+            try fixture.context.store.write([.durable]) { txn in
+                try txn.enqueue(OutboxEvent(id: "evt_\(event)", event: event, org: org, createdAt: fixture.clock.now(), dataJSON: #"{"n":1}"#))
+            }
+        }
+
+        func due() throws -> [DeliveryJob] {
+            try queue.due(now: fixture.clock.now(), limit: 100, busy: [], perEndpoint: [:], endpointLimit: 100)
+        }
+
+        func log(_ id: String) throws -> [DeliveryRecord] { try admin.deliveries(org: nil, id: id, limit: 100) }
+    }
+
+    static func answer(_ status: Int) -> AttemptResult { AttemptResult(status: status, durationMs: 3, excerpt: "ok", error: "") }
+
+    @Test func eventsFanOutToSubscribedActiveEndpointsOfTheirOrganization() throws {
+        let s = try Setup()
+        let all = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        let onlyNew = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/b", events: ["device.new"], description: nil)
+        let paused = try s.admin.update(org: nil, id: try s.admin.create(org: "acme", url: "http://127.0.0.1:1/c", events: nil, description: nil).id,
+                                        url: nil, events: nil, description: nil, isActive: false)
+        try s.enqueue("device.new")
+        try s.enqueue("attestation.completed")
+        try s.enqueue("device.new", org: "other")
+        #expect(try s.queue.fanOut(limit: 100, now: s.fixture.clock.now()) == 3)
+        #expect(try s.fixture.context.store.read { try $0.outbox() }.isEmpty, "the outbox is emptied by the same transaction")
+        #expect(try s.log(all.id).map(\.event) == ["attestation.completed", "device.new"])
+        #expect(try s.log(onlyNew.id).map(\.event) == ["device.new"])
+        #expect(try s.log(paused.id).isEmpty)
+    }
+
+    @Test func fiveHundredTwiceThenTwoHundredIsThreeAttemptsOnTheSchedule() throws {
+        let s = try Setup(schedule: [1, 5])
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        for (status, wait) in [(500, 1), (500, 5)] {
+            let jobs = try s.due()
+            #expect(jobs.count == 1)
+            try s.queue.record([(jobs[0], Self.answer(status))], at: s.fixture.clock.now())
+            s.fixture.clock.advance(Int64(wait) - 1)
+            #expect(try s.due().isEmpty, "not due before the schedule's \(wait) s")
+            s.fixture.clock.advance(1)
+        }
+        try s.queue.record([(try s.due()[0], Self.answer(200))], at: s.fixture.clock.now())
+        let d = try #require(try s.log(endpoint.id).first)
+        #expect(d.state == .delivered && d.attempts.map(\.status) == [500, 500, 200])
+        #expect(try s.due().isEmpty)
+    }
+
+    @Test func afterTheLastRetryTheDeliveryFails() throws {
+        let s = try Setup(schedule: [1])
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        try s.queue.record([(try s.due()[0], AttemptResult(status: 0, durationMs: 10_000, excerpt: "", error: "Timeout was reached"))], at: s.fixture.clock.now())
+        s.fixture.clock.advance(1)
+        try s.queue.record([(try s.due()[0], Self.answer(503))], at: s.fixture.clock.now())
+        let d = try #require(try s.log(endpoint.id).first)
+        #expect(d.state == .failed && d.attempts.count == 2 && d.attempts[0].error == "Timeout was reached")
+        #expect(try s.due().isEmpty)
+    }
+
+    @Test func aJobTakenButNeverRecordedIsDueAgain() throws {
+        let s = try Setup()
+        _ = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        let first = try s.due()
+        // The sender is killed here, after sending, before recording: nothing was written.
+        let again = try DeliveryQueue(store: s.fixture.context.store, retrySchedule: [1]).due(
+            now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:], endpointLimit: 10)
+        #expect(again.count == 1 && again[0].sequence == first[0].sequence)
+        #expect(again[0].headers.first { $0.0 == "webhook-id" }?.1 == "evt_device.new", "the same event id")
+    }
+
+    @Test func deactivatingAnEndpointSkipsItsPendingDeliveries() throws {
+        let s = try Setup()
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        _ = try s.admin.update(org: nil, id: endpoint.id, url: nil, events: nil, description: nil, isActive: false)
+        #expect(try s.due().isEmpty)
+        #expect(try s.log(endpoint.id).first?.state == .skipped)
+    }
+
+    @Test func oneEndpointGetsAtMostItsConcurrency() throws {
+        let s = try Setup()
+        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: nil, description: nil)
+        for i in 0..<5 { try s.enqueue("device.new"); _ = i }
+        let fast = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/fast", events: ["attestation.completed"], description: nil)
+        try s.enqueue("attestation.completed")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 4, busy: [], perEndpoint: [slow.id: 1], endpointLimit: 2)
+        #expect(jobs.filter { $0.endpointID == slow.id }.count == 1, "one more for the endpoint already at 1 of 2")
+        #expect(jobs.contains { $0.endpointID == fast.id }, "the other endpoint is not held up")
+    }
+
+    @Test func signaturesFollowBothSchemes() {
+        // Standard Webhooks' published example (standard-webhooks spec and libraries' tests).
+        let body = Array(#"{"test": 2432232314}"#.utf8)
+        let headers = WebhookSignature.headers(secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", eventID: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                                               timestamp: 1_614_265_330, body: body)
+        #expect(headers.first { $0.0 == "webhook-signature" }?.1 == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        let grantiva = HMACSHA256(key: Array("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".utf8)).authenticate(body)
+        #expect(headers.first { $0.0 == "X-Grantiva-Signature" }?.1 == "sha256=" + Hex.encode(grantiva))
+    }
+
+    @Test func addressRestrictions() {
+        let cases: [(String, Bool)] = [
+            ("8.8.8.8", true), ("93.184.216.34", true), ("2606:4700::1111", true),
+            ("127.0.0.1", false), ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true), ("192.168.0.1", false),
+            ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.251", false), ("255.255.255.255", false),
+            ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false), ("ff02::1", false), ("::ffff:127.0.0.1", false),
+            ("64:ff9b::a00:1", false),
+        ]
+        for (text, isPublic) in cases {
+            #expect((IPAddress(text)!.restriction == nil) == isPublic, "\(text)")
+        }
+    }
+}

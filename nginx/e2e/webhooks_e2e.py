@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""End-to-end for webhooks (issue #10) through real nginx, attest-webhooks and its deliver
+worker, with a local receiver. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from stack import Stack, Tally, free_port  # noqa: E402
+from standardwebhooks.webhooks import Webhook  # noqa: E402
+
+T = Tally()
+
+
+class Receiver(http.server.ThreadingHTTPServer):
+    """Records every POST; /flaky answers 500 twice then 200, /slow takes 0.2 s."""
+    daemon_threads = True
+
+    def __init__(self):
+        self.port = free_port()
+        self.lock = threading.Lock()
+        self.got = []  # (path, headers, body, time)
+        self.flaky = 0
+        super().__init__(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def on(self, path):
+        with self.lock:
+            return [g for g in self.got if g[0] == path]
+
+    def wait(self, path, count, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline and len(self.on(path)) < count:
+            time.sleep(0.05)
+        return self.on(path)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        r = self.server
+        status = 200
+        if self.path == "/slow":
+            time.sleep(0.2)
+        with r.lock:
+            if self.path == "/flaky":
+                r.flaky += 1
+                status = 500 if r.flaky <= 2 else 200
+            r.got.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.time()))
+        answer = b'{"received":true}' if status == 200 else b"temporarily broken"
+        try:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+        except OSError:
+            pass  # the worker was killed mid-request
+
+
+def setup(s):
+    s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
+    s.ctl("config", "set", "webhooks.retrySchedule", "[1,2]")
+    s.ctl("config", "set", "webhooks.concurrencyPerEndpoint", "4")
+    for org in ["acme", "globex"]:
+        s.ctl("org", "add", org, "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app")
+
+
+def api(s, key, method, path="", body=None):
+    return s.http(method, "/api/v1/org/webhooks" + path, {"Authorization": "Bearer " + key}, body)
+
+
+def deliver_pid(s):
+    out = subprocess.run(["pgrep", "-f", "attest-webhooks deliver"], capture_output=True, text=True).stdout.split()
+    for p in out:
+        try:
+            if int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1]) == s.serve.pid:
+                return int(p)
+        except OSError:
+            pass
+    return None
+
+
+def main():
+    rx = Receiver()
+    s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
+    try:
+        acme = s.ctl_json("apikey", "create", "--org", "acme")["key"]
+        globex = s.ctl_json("apikey", "create", "--org", "globex")["key"]
+        url = f"http://127.0.0.1:{rx.port}"
+        r = api(s, acme, "POST", body={"url": url + "/ok", "description": "all events"})
+        T.check("POST creates an endpoint: 201 with a whsec_ secret", r.status == 201 and r.json["secret"].startswith("whsec_"), repr(r))
+        ok, secret = r.json["id"], r.json["secret"]
+        paused = api(s, acme, "POST", body={"url": url + "/paused"}).json["id"]
+        flaky = api(s, acme, "POST", body={"url": url + "/flaky", "events": ["webhook.test"]}).json["id"]
+        r = api(s, acme, "PATCH", "/" + paused, {"isActive": False})
+        T.check("PATCH isActive:false answers the endpoint inactive", r.status == 200 and r.json["isActive"] is False, repr(r))
+        r = api(s, acme, "GET")
+        T.check("GET lists the organization's endpoints newest first, without secrets",
+                [w["id"] for w in r.json["webhooks"]] == [flaky, paused, ok] and all("secret" not in w for w in r.json["webhooks"]), repr(r))
+
+        p = s.device(s.state("d1"), "enroll")
+        T.check("a device enrolls", p.returncode == 0, p.stderr)
+        got = rx.wait("/ok", 2, 10)
+        events = [json.loads(g[2]) for g in got]
+        T.check("the enrollment delivers device.new and attestation.completed",
+                sorted(e["event"] for e in events) == ["attestation.completed", "device.new"], repr(events))
+        T.check("bodies are {id, event, timestamp, data} with snake_case data",
+                all(set(e) == {"id", "event", "timestamp", "data"} and "device_id" in e["data"] for e in events), repr(events))
+        good_grantiva = all(g[1].get("x-grantiva-signature") == "sha256=" + hmac.new(secret.encode(), g[2], hashlib.sha256).hexdigest() for g in got)
+        T.check("X-Grantiva-Signature is HMAC-SHA256(secret, raw body)", good_grantiva and len(got) == 2)
+        wh = Webhook(secret)
+        try:
+            verified = [wh.verify(g[2], {k: g[1][k] for k in ("webhook-id", "webhook-timestamp", "webhook-signature")}) for g in got]
+            T.check("the standardwebhooks package verifies webhook-signature", len(verified) == 2)
+        except Exception as e:  # noqa: BLE001
+            T.check("the standardwebhooks package verifies webhook-signature", False, repr(e))
+        T.check("webhook-id is the event id", all(g[1]["webhook-id"] == json.loads(g[2])["id"] for g in got))
+        tampered = got[0][2].replace(b"device", b"DEVICE", 1)
+        try:
+            wh.verify(tampered, {k: got[0][1][k] for k in ("webhook-id", "webhook-timestamp", "webhook-signature")})
+            T.check("a tampered body fails standardwebhooks verification", False)
+        except Exception:  # noqa: BLE001
+            T.check("a tampered body fails standardwebhooks verification", True)
+
+        r = api(s, acme, "POST", f"/{flaky}/test")
+        T.check("POST /:id/test answers 202 with the queued event", r.status == 202 and r.json["event"] == "webhook.test", repr(r))
+        attempts = rx.wait("/flaky", 3, 15)
+        T.check("500, 500, then 200: three attempts on the [1,2] s schedule", len(attempts) == 3, f"{len(attempts)} attempts")
+        if len(attempts) == 3:
+            gaps = [attempts[i + 1][3] - attempts[i][3] for i in range(2)]
+            # Due times are whole seconds: a retry comes between (delay - 1) and delay s later, plus polling.
+            T.check("retries wait about 1 s then 2 s (whole-second due times)", 0.0 <= gaps[0] <= 3.0 and 1.0 <= gaps[1] <= 4.0, repr(gaps))
+            T.check("every attempt carries the same webhook-id", len({a[1]["webhook-id"] for a in attempts}) == 1)
+        time.sleep(0.3)
+        log = api(s, acme, "GET", f"/{flaky}/deliveries").json["deliveries"]
+        T.check("the delivery log shows the three attempts and delivered",
+                len(log) == 1 and log[0]["status"] == "delivered" and [a["status"] for a in log[0]["attempts"]] == [500, 500, 200]
+                and log[0]["attempts"][0]["response"] == "temporarily broken", json.dumps(log))
+        cli = s.ctl("webhooks", "log", flaky).stdout
+        T.check("attestctl webhooks log shows them too", "delivered" in cli and "500" in cli and "200" in cli, cli)
+        T.check("the inactive endpoint received nothing", rx.on("/paused") == [])
+
+        r = api(s, globex, "GET")
+        T.check("another organization's key lists none of it", r.status == 200 and r.json["webhooks"] == [], repr(r))
+        statuses = [api(s, globex, m, p, b).status for m, p, b in
+                    [("GET", f"/{ok}/deliveries", None), ("PATCH", "/" + ok, {"isActive": False}), ("POST", f"/{ok}/test", None), ("DELETE", "/" + ok, None)]]
+        T.check("another organization's key gets 404 for each of its endpoints", statuses == [404] * 4, repr(statuses))
+
+        for bad, why in [("https://127.0.0.1/x", "loopback"), ("https://10.0.0.1/x", "private"), ("https://[::1]/x", "loopback"),
+                         ("https://localhost/x", "loopback"), ("http://example.com/x", "https")]:
+            p = s.ctl("webhooks", "add", "--org", "acme", bad, check=False)
+            T.check(f"attestctl webhooks add refuses {bad} (the guard is on outside serve's flag)", p.returncode == 1 and why in p.stderr, p.stderr)
+
+        slow = api(s, acme, "POST", body={"url": url + "/slow", "events": ["webhook.test"]}).json["id"]
+        ids = [api(s, acme, "POST", f"/{slow}/test").json["queued"] for _ in range(20)]
+        rx.wait("/slow", 3, 10)
+        before = deliver_pid(s)
+        if before:
+            os.kill(before, signal.SIGKILL)
+        T.check("the delivery worker is SIGKILLed mid-batch", before is not None and len(rx.on("/slow")) < 20, f"{len(rx.on('/slow'))} delivered before")
+        deadline = time.time() + 20
+        while time.time() < deadline and not set(ids) <= {json.loads(g[2])["id"] for g in rx.on("/slow")}:
+            time.sleep(0.1)
+        seen = [json.loads(g[2])["id"] for g in rx.on("/slow")]
+        T.check("after serve restarts it, every event is delivered (duplicates allowed, same id)", set(ids) <= set(seen),
+                f"{len(set(ids) - set(seen))} missing")
+        print(f"INFO: {len(seen) - len(set(seen))} duplicate deliveries after the SIGKILL", flush=True)
+        T.check("a new worker runs", deliver_pid(s) not in (None, before))
+
+        n = 300
+        fast = api(s, acme, "POST", body={"url": url + "/fast", "events": ["webhook.test"]}).json["id"]
+        worker = deliver_pid(s)
+        os.kill(worker, signal.SIGSTOP)  # queue everything first, so the figure is delivery alone
+        for _ in range(n):
+            api(s, acme, "POST", f"/{fast}/test")
+        os.kill(worker, signal.SIGCONT)
+        start = time.time()
+        got = rx.wait("/fast", n, 30)
+        if got:
+            first = min(g[3] for g in got)
+            span = max(g[3] for g in got) - first
+            print(f"FIGURE: {len(got)} events delivered to one local endpoint in {span:.2f} s after the first: "
+                  f"{len(got) / max(span, 0.001):.0f} events/s (queued while the worker was stopped; {time.time() - start:.1f} s waited)", flush=True)
+        T.check(f"{n} queued test events are all delivered", len(got) >= n, f"{len(got)}")
+    finally:
+        s.stop()
+        rx.shutdown()
+    return T.summary("webhooks end-to-end")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
