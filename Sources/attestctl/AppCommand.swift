@@ -14,8 +14,8 @@ let appCommand = Command(
                attestctl app list [--json] [--data DIR]
 
         --env      which App Attest environments the app accepts (default production)
-        --claims   custom claims, a JSON array (see SPEC §6), e.g.
-                   '[{"type":"static","key":"user_tier","value":"premium"}]'
+        --claims   custom claims, a JSON array (README "Custom claims"; 'attestctl claims' edits
+                   them one at a time), e.g. '[{"key":"user_tier","value":"premium"}]'
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "list"])
@@ -59,9 +59,15 @@ let appCommand = Command(
             guard let org = try txn.org(named: orgName) else {
                 throw CommandFailure("no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
             }
-            do { try CustomClaims.validate(claims, tier: org.tier) } catch { throw CommandFailure("--claims: \(error)") }
+            let rules = try claimFailure { () throws(ServiceError) -> [ClaimRule] in
+                let rules = try CustomClaims.parse(claims)
+                try CustomClaims.validate(rules, tier: org.tier)
+                return rules
+            }
             guard try txn.app(id: app.appID) == nil else { throw CommandFailure("app \(app.appID) is already registered") }
-            try txn.put(app)
+            var stored = app
+            stored.customClaimsJSON = CustomClaims.encode(rules)
+            try txn.put(stored)
         }
         Output.out("registered app \(app.appID) for \(orgName) (environment \(policy.rawValue))")
         return 0
@@ -71,7 +77,7 @@ func appJSON(_ a: AppRecord) -> JSONValue {
     ["appId": .string(a.appID), "teamId": .string(a.teamID), "bundleId": .string(a.bundleID), "org": .string(a.org),
      "environment": .string(a.policy.rawValue), "enabled": .bool(a.enabled),
      "tokenLifetimeSeconds": .int(Int64(a.tokenLifetimeSeconds)),
-     "customClaims": a.customClaimsJSON.isEmpty ? .array([]) : ((try? JSONParser.parse(a.customClaimsJSON)) ?? .null),
+     "customClaims": ((try? CustomClaims.parse(a.customClaimsJSON)).map { .array($0.map(\.json)) }) ?? .null,
      "minAppVersion": .string(a.minAppVersion), "minOSVersion": .string(a.minOSVersion),
      "createdAt": .string(a.createdAt.iso8601)]
 }

@@ -3,22 +3,27 @@ import AttestService
 import AttestStore
 import CLISupport
 
-/// `attestctl device show|list|revoke`.
+/// `attestctl device show|list|revoke|flag`.
 let deviceCommand = Command(
     name: "device",
-    summary: "show, list and revoke attested devices",
+    summary: "show, list, revoke and flag attested devices",
     usage: """
         usage: attestctl device show KEY [--json] [--data DIR]
                attestctl device list [--app APPID] [--limit N] [--json] [--data DIR]
                attestctl device revoke KEY [--data DIR]
+               attestctl device flag KEY --jailbroken | --block | --clear [--reason TEXT] [--data DIR]
 
         KEY is the keyId exactly as the device sends it (base64) or the deviceId. A revoked
         device's refreshes answer 403 forbidden; it must attest a new key.
+        show adds the risk score's factors, the attestation history of the device's fingerprint
+        and its flag changes. flag applies to the device and to every key of its fingerprint,
+        now and later: --jailbroken raises the risk to at least 80, --block makes refresh 403
+        and validate isValid false, --clear removes both. Every change is kept with its reason.
         """,
     run: { argv in
-        let (sub, rest) = try subcommand(argv, ["show", "list", "revoke"])
-        let args = try Arguments(rest, valued: ["data", "app", "limit"], switches: ["json"])
-        let (_, store) = try openStore(dataDirectory(args))
+        let (sub, rest) = try subcommand(argv, ["show", "list", "revoke", "flag"])
+        let args = try Arguments(rest, valued: ["data", "app", "limit", "reason"], switches: ["json", "jailbroken", "block", "clear"])
+        let (config, store) = try openStore(dataDirectory(args))
         switch sub {
         case "list":
             let limit = try args.int("limit", default: 1000, in: 1...1_000_000)
@@ -35,11 +40,16 @@ let deviceCommand = Command(
             }
         case "show":
             let device = try findDevice(try args.positional(0, "KEY (keyId or deviceId)"), store)
-            if args.flag("json") {
-                Output.out(deviceJSON(device).prettyJSONText)
-            } else {
-                for (k, v) in deviceJSON(device).objectValue! { Output.out("\(Output.pad(k, 20)) \(v.stringValue ?? v.jsonText)") }
+            try showDevice(device, store: store, json: args.flag("json"))
+        case "flag":
+            let device = try findDevice(try args.positional(0, "KEY (keyId or deviceId)"), store)
+            let chosen = DeviceFlags.Action.allCases.filter { args.flag($0 == .jailbroken ? "jailbroken" : $0.rawValue) }
+            guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
+            let change = try claimFailure {
+                try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store, random: SystemRandom(), now: now(),
+                                      queueEvents: config.queueWebhookEvents)
             }
+            Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → \(change.flags.names) on \(change.keys) key(s)\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
         default:
             let key = try args.positional(0, "KEY (keyId or deviceId)")
             let device = try findDevice(key, store)

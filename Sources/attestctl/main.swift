@@ -9,6 +9,8 @@ let commands: [Command] = [
     initCommand,
     orgCommand,
     appCommand,
+    claimsCommand,
+    subjectCommand,
     apiKeyCommand,
     webhooksCommand,
     usageCommand,

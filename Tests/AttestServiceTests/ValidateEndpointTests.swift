@@ -248,6 +248,7 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         let flow = try DeviceFlow()
         var scores = [Int64]()
         for _ in 0..<3 {
+            flow.fixture.clock.advance(7_200)  // apart enough not to be a burst (RiskModelTests)
             let d = try SoftwareDevice.generate()
             let (status, body) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: d,
                                                                          extra: [("deviceFingerprint", "fp-1")]))

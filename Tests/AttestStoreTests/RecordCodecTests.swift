@@ -51,13 +51,13 @@ import Testing
         var d = device()
         d.anchor = .testRoot
         #expect(try DeviceRecord(encoded: d.encoded()).anchor == .testRoot)
-        // A v1 record is the v2 layout without the trailing anchor byte.
-        var v1 = device().encoded().dropLast()
+        // A v1 record is the v3 layout without the trailing anchor and score bytes.
+        var v1 = device().encoded().dropLast(2)
         v1[v1.startIndex] = 1
         let old = try DeviceRecord(encoded: Array(v1))
         #expect(old.anchor == .apple && old.bundleVersion == "1.0", "v1 devices were verified by Apple's root")
         var bad = d.encoded()
-        bad[bad.count - 1] = 7
+        bad[bad.count - 2] = 7
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
     }
 

@@ -116,12 +116,14 @@ import Testing
     @Test func fingerprintsCountDistinctKeys() throws {
         let store = try open()
         let a = [UInt8](repeating: 1, count: 32), b = [UInt8](repeating: 2, count: 32)
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a) } == 1)
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a) } == 1, "the same key again does not count")
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: b) } == 2)
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a, at: now) }.keys == 1)
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a, at: now) }.keys == 1, "the same key again does not count")
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: b, at: now + 5) }.keys == 2)
         #expect(try store.read { try $0.fingerprintKeyCount("fp", appID: "T.a") } == 2)
         #expect(try store.read { try $0.fingerprintKeyCount("fp", appID: "T.b") } == 0, "scoped to the app")
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.b", keyID: b) } == 1, "another app's fingerprint is its own")
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.b", keyID: b, at: now) }.keys == 1, "another app's fingerprint is its own")
+        let history = try store.read { try $0.lineage(.fingerprint("fp", appID: "T.a")) }?.history
+        #expect(history == [.init(keyID: a, attestedAt: now), .init(keyID: b, attestedAt: now + 5)], "each key with its date")
     }
 
     @Test func intervalSyncStoresAndCloses() throws {

@@ -7,6 +7,8 @@ import FastCGI
 final class AppContext {
     let app: AppRecord
     let org: OrgRecord
+    /// The app's claim rules, parsed at first use (`claimRules`).
+    var parsedClaims: [ClaimRule]?
 
     init(app: AppRecord, org: OrgRecord) {
         self.app = app
@@ -51,6 +53,10 @@ extension ServiceContext {
             throw ServiceError(.appNotRegistered, "The app \(appID) is not registered with this server.",
                                hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
+        }
+        // Every device write moves the version on; the parsed claims survive while their text is unchanged.
+        if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON {
+            found.parsedClaims = previous.parsedClaims
         }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
         appCache[appID] = (version, found)

@@ -16,7 +16,9 @@ import FastCGI
 /// app's current policy no longer allows); 409 `reattest_required` (bad signature, another app,
 /// counter not increasing, or already invalidated). The stored attestation is invalidated
 /// only when the assertion's signature verifies with the stored key: a forged assertion from
-/// someone who knows only the keyId changes nothing. The counter advance commits in one
+/// someone who knows only the keyId changes nothing of the device (it counts as a forged
+/// assertion, a capped risk signal of its lineage). A device an operator blocked is 403
+/// `forbidden`, like a revoked one. The counter advance commits in one
 /// transaction that re-checks it, so two refreshes presenting the same counter cannot both
 /// succeed.
 public enum RefreshEndpoint {
@@ -25,7 +27,7 @@ public enum RefreshEndpoint {
     }
 
     enum Outcome {
-        case advanced(DeviceRecord, fingerprintKeys: UInt32)
+        case advanced(DeviceRecord, DeviceAssessment)
         case failed(ServiceError)
     }
 
@@ -35,6 +37,7 @@ public enum RefreshEndpoint {
         let assertion: [UInt8]
         let clientDataHash: [UInt8]
         let challenge: String
+        /// `nil`: keep the link; "": unlink; else link or move to it.
         let subjectID: String?
 
         init(_ body: [UInt8]) throws {
@@ -61,7 +64,8 @@ public enum RefreshEndpoint {
                 throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
             }
             self.challenge = challenge
-            subjectID = try fields.optionalText("subjectId")
+            // Omitted (or null) keeps the link; blank unlinks; a value links or moves.
+            subjectID = try fields.optionalText("subjectId") ?? (try fields.string("subjectId")).map { _ in "" }
         }
     }
 
@@ -88,10 +92,12 @@ public enum RefreshEndpoint {
                                                     publicKey: publicKey, appID: app.app.appID,
                                                     previousCounter: device.counter)
         } catch where error.code == .signature || error.code == .assertionFormat {
-            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing
-            // changes; the anomaly event is this failure's only write.
+            // Not signed by the device's key: whoever sent it knows only the keyId. Nothing of
+            // the device changes; the anomaly event and the lineage's forged-assertion count
+            // (a capped risk signal) are this failure's only write.
             try? ctx.store.write([.durable]) { txn in
                 try ctx.queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now)
+                try noteFailure(.forged, device, in: txn, now: now)
             }
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
@@ -107,7 +113,7 @@ public enum RefreshEndpoint {
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
-                if try invalidate(&current, in: txn) {
+                if try invalidate(&current, in: txn, now: now) {
                     try ctx.queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current, org: app.org.name,
                                          in: txn, now: now, extra: [("stored_counter", .int(Int64(current.counter))),
                                                                     ("presented_counter", .int(Int64(verified.counter)))])
@@ -122,16 +128,20 @@ public enum RefreshEndpoint {
             }
             current.counter = verified.counter
             current.lastSeenAt = now
-            if let subjectID = fields.subjectID { current.subjectID = subjectID }
+            if let subjectID = fields.subjectID, subjectID != current.subjectID {
+                try txn.link(&current, to: subjectID, org: app.org.name, now: now)
+            }
+            let assessment = try ctx.assess(&current, app: app, in: txn, now: now)
+            // The lineage is what an operator flagged: a key beyond the mirrored ones is refused too.
+            if assessment.profile.flags.contains(.blocked) { return .failed(blocked(current)) }
             try txn.put(current)
-            let keys = current.fingerprint.isEmpty ? 1 : max(1, try txn.fingerprintKeyCount(current.fingerprint, appID: current.appID))
-            return .advanced(current, fingerprintKeys: keys)
+            return .advanced(current, assessment)
         }
         switch outcome {
         case .failed(let failure):
             throw failure
-        case .advanced(let device, let keys):
-            let issued = try ctx.issueToken(device: device, app: app, fingerprintKeys: keys, now: now)
+        case .advanced(let device, let assessment):
+            let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
             return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
         }
     }
@@ -153,6 +163,7 @@ public enum RefreshEndpoint {
         case .active:
             break
         }
+        if device.operatorFlags.contains(.blocked) { return blocked(device) }
         // The app's current policy applies to keys enrolled under an earlier, looser one.
         if device.appID == app.app.appID && !app.app.policy.allows(device.environment) {
             return ServiceError(.forbidden, "This app no longer accepts \(device.environment.rawValue) App Attest keys.",
@@ -162,26 +173,39 @@ public enum RefreshEndpoint {
         return nil
     }
 
+    static func blocked(_ device: DeviceRecord) -> ServiceError {
+        ServiceError(.forbidden, "This device has been blocked by the service's operator.", log: "blocked device \(device.deviceID)")
+    }
+
     /// Invalidates an active device in its own write (a failure found outside the final one),
     /// with its `attestation.anomaly` event.
     static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, org: String, now: Timestamp,
                            kind: WebhookEvent.Anomaly, extra: [(String, JSONValue)]) throws {
         try ctx.store.write([.durable]) { txn in
             guard var device = try txn.device(keyID: keyID) else { return }
-            if try invalidate(&device, in: txn) {
+            if try invalidate(&device, in: txn, now: now) {
                 try ctx.queueAnomaly(kind, device: device, org: org, in: txn, now: now, extra: extra)
             }
         }
     }
 
-    /// Marks an active device invalidated; `false` when it was not active (nothing changed).
+    /// Marks an active device invalidated and counts a failed assertion on its lineage;
+    /// `false` when it was not active (nothing changed).
     @discardableResult
-    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction) throws -> Bool {
+    static func invalidate(_ device: inout DeviceRecord, in txn: Transaction, now: Timestamp) throws -> Bool {
         guard device.status == .active else { return false }
         device.status = .invalidated
         device.failedAssertions &+= 1
         try txn.put(device)
+        try noteFailure(.failed, device, in: txn, now: now)
         return true
+    }
+
+    /// Counts an assertion failure on the device's lineage (a risk signal for 24 hours).
+    static func noteFailure(_ kind: LineageRecord.FailureKind, _ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
+        var lineage = try txn.lineage(of: device)
+        lineage.noteFailure(kind, at: now)
+        try txn.put(lineage, .of(device))
     }
 
     static func reattest(_ log: String) -> ServiceError {

@@ -18,14 +18,17 @@ import FastCGI
 /// field of the wrong type or past its length limit), the challenge's HMAC (these charge only
 /// the client IP's bucket); then one ephemeral write charging the IP and organization buckets
 /// and consuming the challenge (see `Admission`); Apple's nine steps (`apple_validation_failed`,
-/// the log names the step); a keyId already attested; then one durable write storing the device.
+/// the log names the step); a keyId already attested; then one durable write storing the device
+/// (its lineage, subject link, risk score and events). A key of a device an operator blocked
+/// (`attestctl device flag --block`, inherited through its fingerprint) answers 200 with
+/// `isValid: false` and a token saying `risk_category: "blocked"`.
 public enum ValidateEndpoint {
     public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
         ctx.respond(request, endpoint: "validate") { try validate(request, ctx) }
     }
 
     enum Outcome {
-        case stored(DeviceRecord, fingerprintKeys: UInt32)
+        case stored(DeviceRecord, DeviceAssessment)
         case alreadyAttested
         case quotaExceeded(limit: UInt32, current: UInt32)
     }
@@ -121,36 +124,43 @@ public enum ValidateEndpoint {
             if case .refused(let limit, let current) = try ctx.countActive(identity, appID: app.app.appID, org: app.org, in: txn, now: now) {
                 return .quotaExceeded(limit: limit, current: current)
             }
-            let keys = fingerprint.isEmpty ? 1 : try txn.noteFingerprint(fingerprint, appID: app.app.appID, keyID: fields.keyID)
-            let device = DeviceRecord(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID,
+            // A new key on a known fingerprint joins its lineage and inherits its operator flags.
+            let lineage = fingerprint.isEmpty ? nil : try txn.noteFingerprint(fingerprint, appID: app.app.appID, keyID: fields.keyID, at: now)
+            var device = DeviceRecord(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID,
                                       publicKey: verified.publicKey, counter: verified.signCount, environment: verified.environment,
-                                      attestationCount: keys, createdAt: now, fingerprint: fingerprint, subjectID: fields.subjectID,
-                                      metadata: fields.metadata, validationCategory: verified.validationCategory,
+                                      operatorFlags: lineage?.flags ?? [], attestationCount: lineage?.keys ?? 1, createdAt: now,
+                                      fingerprint: fingerprint, metadata: fields.metadata, validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
-            try ctx.queueDeviceEvents(device, orgName: app.org.name, newDevice: keys == 1, in: txn, now: now)
+            try txn.link(&device, to: fields.subjectID, org: app.org.name, now: now)
+            let assessment = try ctx.assess(&device, app: app, in: txn, now: now)
+            try ctx.queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now)
             try txn.put(device)
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
-            return .stored(device, fingerprintKeys: keys)
+            return .stored(device, assessment)
         }
         switch outcome {
         case .alreadyAttested:
             throw ServiceError.appleValidationFailed(log: "keyId already attested (attestations are single-use)")
         case .quotaExceeded(let limit, let current):
             throw ServiceError.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus)
-        case .stored(let device, let keys):
-            let issued = try ctx.issueToken(device: device, app: app, fingerprintKeys: keys, now: now)
+        case .stored(let device, let assessment):
+            let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
             let intelligence: JSONValue = .object([
                 ("deviceId", .string(device.deviceID)),
                 ("riskScore", app.org.tier == .free ? .null : .int(Int64(issued.risk.score))),
                 ("riskCategory", .string(issued.risk.category)),
                 ("deviceIntegrity", .string(issued.risk.deviceIntegrity)),
                 ("jailbreakDetected", .bool(issued.risk.jailbreakDetected)),
-                ("attestationCount", .int(Int64(device.attestationCount))),
-                ("lastAttestationDate", .string(device.lastAttestedAt.iso8601)),
+                ("attestationCount", .int(Int64(assessment.profile.attestationCount))),
+                ("lastAttestationDate", .string((assessment.lineage.lastAttestedAt ?? device.lastAttestedAt).iso8601)),
             ])
+            // A key of a device an operator blocked is stored (its lineage stays blocked) but
+            // not valid: the token says risk_category "blocked".
+            let valid = !assessment.profile.flags.contains(.blocked)
+            if !valid { ctx.log("validate requestId=\(request.requestID) device \(device.deviceID) is blocked by an operator: isValid false") }
             return ServiceContext.json(.object([
-                ("isValid", true), ("token", .string(issued.token)), ("expiresAt", .string(issued.expiresAt.iso8601)),
+                ("isValid", .bool(valid)), ("token", .string(issued.token)), ("expiresAt", .string(issued.expiresAt.iso8601)),
                 ("deviceIntelligence", intelligence), ("customClaims", CustomClaims.flattened(issued.customClaims)),
             ]))
         }

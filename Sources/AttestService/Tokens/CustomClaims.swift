@@ -1,87 +1,96 @@
 import AttestCore
 import AttestStore
 
-/// Per-app custom claims (SPEC §6), stored on the app as an ordered JSON array:
+/// An app's custom claims (SPEC §6): an ordered list of `ClaimRule`s stored as JSON text in
+/// `AppRecord.customClaimsJSON` (both the current and the earlier format are read; `encode`
+/// writes the current one). Evaluated afresh at every validate and refresh; a later claim
+/// with the same key replaces an earlier one.
 ///
-/// ```
-/// [ {"type": "static", "key": "user_tier", "value": <any JSON>},
-///   {"type": "conditional", "key": "beta", "property": "environment" | "platform" | "deviceModel"
-///      | "osVersion" | "appVersion" | "riskCategory", "equals": "<text>", "value": <JSON>} ]
-/// ```
-/// Evaluated in order (a later claim with the same key replaces an earlier one). Tier limits:
-/// free 1 claim (static only), pro 5, business 10, enterprise 20.
+/// Tier limits: free 1 claim (static only), pro 5, business 10, enterprise 20.
 public enum CustomClaims {
-    public struct Problem: Error, CustomStringConvertible, Sendable {
-        public let message: String
-        public var description: String { message }
-    }
+    /// Longest stored claims text (20 claims of the largest size fit).
+    static let maximumBytes = 32_768
 
-    /// Checks a claims definition against the syntax and the tier's limits.
-    public static func validate(_ json: String, tier: Tier) throws(Problem) {
-        let items = try parse(json)
-        guard items.count <= tier.customClaimLimit else {
-            throw Problem(message: "the \(tier.rawValue) tier allows \(tier.customClaimLimit) custom claim(s), got \(items.count)")
-        }
-        for item in items {
-            let type = item["type"]?.stringValue
-            guard let key = item["key"]?.stringValue, !key.isEmpty, item["value"] != nil else {
-                throw Problem(message: "each claim needs a non-empty \"key\" and a \"value\"")
-            }
-            switch type {
-            case "static": break
-            case "conditional":
-                guard tier != .free else { throw Problem(message: "conditional claims need the pro tier or above (\(key))") }
-                guard let p = item["property"]?.stringValue, properties.contains(p), item["equals"]?.stringValue != nil else {
-                    throw Problem(message: "conditional claim \(key) needs \"property\" (one of \(properties.joined(separator: ", "))) and \"equals\"")
-                }
-            default:
-                throw Problem(message: "claim \(key): type must be \"static\" or \"conditional\"")
-            }
-        }
-    }
-
-    static let properties = ["environment", "platform", "deviceModel", "osVersion", "appVersion", "riskCategory"]
-
-    static func parse(_ json: String) throws(Problem) -> [JSONValue] {
+    /// The rules of a stored claims text ("" = none).
+    /// - Throws: `bad_request` naming the first claim it cannot read.
+    public static func parse(_ json: String) throws(ServiceError) -> [ClaimRule] {
         guard !json.isEmpty else { return [] }
-        do {
-            guard let items = try JSONParser.parse(json).arrayValue else { throw Problem(message: "custom claims must be a JSON array") }
-            return items
-        } catch let problem as Problem {
-            throw problem
-        } catch {
-            throw Problem(message: "custom claims are not valid JSON")
+        guard let items = (try? JSONParser.parse(json))?.arrayValue else {
+            throw ServiceError(.badRequest, "custom claims must be a JSON array")
         }
+        var rules = [ClaimRule]()
+        for item in items { rules.append(try ClaimRule(json: item)) }
+        return rules
     }
 
-    /// The claims for one device, in definition order.
-    public static func evaluate(_ json: String, device: DeviceRecord, risk: RiskAssessment) -> [(String, JSONValue)] {
-        guard let items = try? parse(json) else { return [] }
+    /// The stored text of `rules` ("" for none).
+    public static func encode(_ rules: [ClaimRule]) -> String {
+        rules.isEmpty ? "" : JSONValue.array(rules.map(\.json)).jsonText
+    }
+
+    /// Checks `rules` against the tier's limits.
+    /// - Throws: `bad_request` with what to do about it.
+    public static func validate(_ rules: [ClaimRule], tier: Tier) throws(ServiceError) {
+        guard rules.count <= tier.customClaimLimit else {
+            throw ServiceError(.badRequest, "the \(tier.rawValue) tier allows \(tier.customClaimLimit) custom claim(s); this would make \(rules.count) (remove one with 'attestctl claims remove', or upgrade the organization's tier)")
+        }
+        if tier == .free, let conditional = rules.first(where: { $0.condition != nil }) {
+            throw ServiceError(.badRequest, "conditional claims (--when) need the pro tier or above; claim \(conditional.key) has one")
+        }
+        for rule in rules { try rule.check() }
+        guard encode(rules).utf8.count <= maximumBytes else { throw ServiceError(.badRequest, "custom claims are longer than \(maximumBytes) bytes") }
+    }
+
+    /// Checks a stored claims text against the syntax and the tier's limits.
+    public static func validate(_ json: String, tier: Tier) throws(ServiceError) {
+        try validate(try parse(json), tier: tier)
+    }
+
+    /// What one rule did for one device.
+    public struct Step: Sendable {
+        public let rule: ClaimRule
+        public let applied: Bool
+        /// "always", or the comparison with the device's value, e.g. `riskScore 30 le 20: no`.
+        public let why: String
+    }
+
+    /// The claims for one device, in definition order, and (with `explain`, for the CLI) why
+    /// each rule applied or not.
+    public static func evaluate(_ rules: [ClaimRule], profile: DeviceProfile, risk: RiskAssessment,
+                                explain: Bool = false) -> (claims: [(String, JSONValue)], steps: [Step]) {
         var out = [(String, JSONValue)]()
-        func property(_ name: String) -> String {
-            switch name {
-            case "environment": return device.environment.rawValue
-            case "platform": return device.metadata.platform
-            case "deviceModel": return device.metadata.deviceModel
-            case "osVersion": return device.metadata.osVersion
-            case "appVersion": return device.metadata.appVersion
-            case "riskCategory": return risk.category
-            default: return ""
+        var steps = [Step]()
+        for rule in rules {
+            var holds = true
+            var why = "always"
+            if let c = rule.condition {
+                let actual = c.property.value(of: profile, risk: risk)
+                holds = c.holds(actual)
+                if explain {
+                    why = "\(c.property.rawValue) \(actual?.jsonText ?? "(not reported)") \(c.op.rawValue) \(c.operand.jsonText): \(holds ? "yes" : "no")"
+                }
             }
+            if explain { steps.append(Step(rule: rule, applied: holds, why: why)) }
+            guard holds else { continue }
+            if let i = out.firstIndex(where: { $0.0 == rule.key }) { out.remove(at: i) }
+            out.append((rule.key, rule.value))
         }
-        for item in items {
-            guard let key = item["key"]?.stringValue, let value = item["value"] else { continue }
-            if item["type"]?.stringValue == "conditional" {
-                guard let p = item["property"]?.stringValue, let equals = item["equals"]?.stringValue, property(p) == equals else { continue }
-            }
-            out.removeAll { $0.0 == key }
-            out.append((key, value))
-        }
-        return out
+        return (out, steps)
     }
 
     /// The response's `customClaims`: strings as they are, anything else as JSON text.
     public static func flattened(_ claims: [(String, JSONValue)]) -> JSONValue {
         .object(claims.map { ($0.0, .string($0.1.stringValue ?? $0.1.jsonText)) })
+    }
+}
+
+extension AppContext {
+    /// The app's claim rules; a stored text that no longer reads (it was checked when set)
+    /// gives none, logged by the caller.
+    var claimRules: [ClaimRule] {
+        if let cached = parsedClaims { return cached }
+        let rules = (try? CustomClaims.parse(app.customClaimsJSON)) ?? []
+        parsedClaims = rules
+        return rules
     }
 }

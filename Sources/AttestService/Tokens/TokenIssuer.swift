@@ -7,8 +7,11 @@ import AttestStore
 /// {"iss", "aud": bundleId, "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
 ///  "environment", "risk_score" (null on free), "risk_category", "device_integrity",
 ///  "jailbreak_detected", "attestation_count", "attest": "hardware" | "test_root", "device_model", "os_version",
-///  "app_version", "platform", "custom_claims": {…}}
+///  "app_version", "platform", "custom_claims": {…},
+///  "subscription": {"subject_id", "entitlements": [...], "expires_at"}   (only for a device linked to a subject)}
 /// ```
+/// `attestation_count` is the number of keys attested for the device's fingerprint;
+/// `risk_*`, `custom_claims` and `subscription` are computed at issue (`DeviceAssessment`).
 struct IssuedToken {
     let token: String
     let expiresAt: Timestamp
@@ -17,13 +20,12 @@ struct IssuedToken {
 }
 
 extension ServiceContext {
-    func issueToken(device: DeviceRecord, app: AppContext, fingerprintKeys: UInt32, now: Timestamp) throws -> IssuedToken {
-        let risk = RiskAssessment(device: device, app: app.app, fingerprintKeys: fingerprintKeys)
+    func issueToken(device: DeviceRecord, app: AppContext, assessment a: DeviceAssessment, now: Timestamp) throws -> IssuedToken {
+        let risk = a.risk
         let lifetime = app.app.tokenLifetimeSeconds > 0 ? Int64(app.app.tokenLifetimeSeconds) : Int64(configuration.tokenLifetimeSeconds)
         let expiresAt = now + lifetime
-        let custom = CustomClaims.evaluate(app.app.customClaimsJSON, device: device, risk: risk)
         let showScore = app.org.tier != .free
-        let claims: JSONValue = .object([
+        var claims: [(String, JSONValue)] = [
             ("iss", .string(configuration.tokenIssuer)),
             ("aud", .string(app.app.bundleID)),
             ("sub", .string(device.deviceID)),
@@ -38,16 +40,17 @@ extension ServiceContext {
             ("risk_category", .string(risk.category)),
             ("device_integrity", .string(risk.deviceIntegrity)),
             ("jailbreak_detected", .bool(risk.jailbreakDetected)),
-            ("attestation_count", .int(Int64(device.attestationCount))),
+            ("attestation_count", .int(Int64(a.profile.attestationCount))),
             ("attest", .string(device.anchor == .apple ? "hardware" : "test_root")),
             ("device_model", .string(device.metadata.deviceModel)),
             ("os_version", .string(device.metadata.osVersion)),
             ("app_version", .string(device.metadata.appVersion)),
             ("platform", .string(device.metadata.platform)),
-            ("custom_claims", .object(custom)),
-        ])
-        let token = try tokenSigner().sign(claims)
-        return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: custom)
+            ("custom_claims", .object(a.claims)),
+        ]
+        if let subscription = a.subscription(subjectID: device.subjectID, now: now) { claims.append(("subscription", subscription)) }
+        let token = try tokenSigner().sign(.object(claims))
+        return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: a.claims)
     }
 }
 

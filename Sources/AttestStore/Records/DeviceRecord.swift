@@ -3,7 +3,8 @@ import AttestCore
 /// An attested device key: what refresh reads and advances on every request.
 ///
 /// Key: the 32 raw keyId bytes. The receipt lives in `receipts` under the same key, so this
-/// record stays small. Layout v2 (v1 is the same without the last field, read as `apple`):
+/// record stays small. Layout v3 (v2 is the same without the last field, read as "no score
+/// yet"; v1 also without `anchor`, read as `apple`):
 /// ```
 /// u8 1 | deviceID string | appID string | publicKey bytes (65, X9.62) | counter u32
 ///      | environment u8 (0 production, 1 development) | status u8 (0 active, 1 revoked, 2 invalidated)
@@ -13,9 +14,13 @@ import AttestCore
 ///      | appVersion string | appBuildNumber string | platform string
 ///      | validationCategory u32 (0xFFFFFFFF = absent) | bundleVersion string
 ///      | anchor u8 (0 Apple's root, 1 a configured test root)
+///      | lastRiskScore u8 (the score of the last token issued; 0xFF = none yet)
 /// ```
+/// `operatorFlags` mirrors the flags of the device's lineage (`LineageRecord`, which holds
+/// them for every key of a fingerprint), so refresh can refuse a blocked key before it
+/// verifies anything.
 public struct DeviceRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 2
+    public static let currentVersion: UInt8 = 3
     public static let recordName = "device"
 
     public enum Status: UInt8, Sendable, CaseIterable {
@@ -73,6 +78,9 @@ public struct DeviceRecord: StoreRecord, Hashable {
     public var validationCategory: UInt32?
     public var bundleVersion: String
     public var anchor: Anchor
+    /// The risk score of the last token issued for this key (a change of category queues
+    /// `device.high_risk`); `nil` before the first.
+    public var lastRiskScore: UInt8?
 
     public init(keyID: [UInt8], deviceID: String, appID: String, publicKey: [UInt8], counter: UInt32 = 0,
                 environment: AppAttestEnvironment, status: Status = .active, operatorFlags: OperatorFlags = [],
@@ -124,6 +132,7 @@ public struct DeviceRecord: StoreRecord, Hashable {
         w.u32(validationCategory ?? UInt32.max)
         w.string(bundleVersion)
         w.u8(anchor.rawValue)
+        w.u8(lastRiskScore ?? 0xFF)
     }
 
     /// `keyID` is not part of the value (it is the key): `Transaction.device(keyID:)` sets it.
@@ -160,6 +169,12 @@ public struct DeviceRecord: StoreRecord, Hashable {
             self.anchor = anchor
         } else {
             anchor = .apple
+        }
+        if r.version >= 3 {
+            let score = try r.u8()
+            lastRiskScore = score == 0xFF ? nil : score
+        } else {
+            lastRiskScore = nil
         }
     }
 }

@@ -1,0 +1,63 @@
+import AttestCore
+
+/// Subjects and the devices linked to them, per organization.
+///
+/// ```
+/// subjects         org ‖ 0x00 ‖ subjectID                              → SubjectRecord
+/// subject_devices  SHA-256(org ‖ 0x00 ‖ subjectID)[0..<16] ‖ keyID (32) → u8 1
+/// ```
+/// The link itself is the device's `subjectID`; `subject_devices` is its index, kept in the
+/// same transaction as every change of it (`link`).
+extension Transaction {
+    static func subjectKey(org: String, subjectID: String) -> [UInt8] { Array(org.utf8) + [0] + Array(subjectID.utf8) }
+
+    static func subjectDigest(org: String, subjectID: String) -> [UInt8] {
+        Array(SHA256.hash(subjectKey(org: org, subjectID: subjectID)).prefix(16))
+    }
+
+    public func subject(org: String, subjectID: String) throws -> SubjectRecord? {
+        try get(.subjects, Self.subjectKey(org: org, subjectID: subjectID)).map { try SubjectRecord(encoded: $0) }
+    }
+
+    public func put(_ subject: SubjectRecord, org: String) throws {
+        try put(.subjects, Self.subjectKey(org: org, subjectID: subject.subjectID), subject.encoded())
+    }
+
+    /// The organization's subjects in subjectID byte order.
+    public func subjects(org: String) throws -> [SubjectRecord] {
+        let prefix = Array(org.utf8) + [0]
+        var found = [SubjectRecord]()
+        try scan(.subjects, from: prefix) { k, v in
+            guard k.starts(with: prefix) else { return false }
+            found.append(try SubjectRecord(encoded: v))
+            return true
+        }
+        return found
+    }
+
+    /// Moves `device`'s subject link to `subjectID` ("" = no link), updating the index and
+    /// creating the subject's record at its first link. The caller stores the device.
+    public func link(_ device: inout DeviceRecord, to subjectID: String, org: String, now: Timestamp) throws {
+        if !device.subjectID.isEmpty {
+            try delete(.subjectDevices, Self.subjectDigest(org: org, subjectID: device.subjectID) + device.keyID)
+        }
+        device.subjectID = subjectID
+        guard !subjectID.isEmpty else { return }
+        try put(.subjectDevices, Self.subjectDigest(org: org, subjectID: subjectID) + device.keyID, [1])
+        if try subject(org: org, subjectID: subjectID) == nil {
+            try put(SubjectRecord(subjectID: subjectID, createdAt: now), org: org)
+        }
+    }
+
+    /// The keyIDs of the devices linked to the subject.
+    public func subjectDevices(org: String, subjectID: String) throws -> [[UInt8]] {
+        let prefix = Self.subjectDigest(org: org, subjectID: subjectID)
+        var found = [[UInt8]]()
+        try scan(.subjectDevices, from: prefix) { k, _ in
+            guard k.starts(with: prefix) else { return false }
+            found.append(Array(k.dropFirst(prefix.count)))
+            return true
+        }
+        return found
+    }
+}

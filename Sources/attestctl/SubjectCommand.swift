@@ -1,0 +1,101 @@
+import AttestCore
+import AttestService
+import AttestStore
+import CLISupport
+
+/// `attestctl subject grant|revoke|show|list`: subjects and their entitlements, per organization.
+let subjectCommand = Command(
+    name: "subject",
+    summary: "grant and revoke a subject's entitlements; show and list subjects",
+    usage: """
+        usage: attestctl subject grant SUBJECT ENTITLEMENT [--until DATE] [--org NAME] [--data DIR]
+               attestctl subject revoke SUBJECT ENTITLEMENT [--org NAME] [--data DIR]
+               attestctl subject show SUBJECT [--org NAME] [--json] [--data DIR]
+               attestctl subject list [--org NAME] [--json] [--data DIR]
+
+        SUBJECT is the subjectId devices send (a family or household id); subjects are scoped to
+        the organization (--org may be left out when there is only one). DATE is
+        YYYY-MM-DD (midnight UTC) or YYYY-MM-DDTHH:MM:SSZ; the entitlement drops out of tokens
+        from then on. Linked devices carry the entitlements in force in their next token's
+        subscription claim.
+        """,
+    run: { argv in
+        let (sub, rest) = try subcommand(argv, ["grant", "revoke", "show", "list"])
+        let args = try Arguments(rest, valued: ["data", "org", "until"], switches: ["json"])
+        let (_, store) = try openStore(dataDirectory(args))
+        let org = try organization(args, store)
+        let at = now()
+        switch sub {
+        case "grant", "revoke":
+            let subject = try args.positional(0, "SUBJECT"), entitlement = try args.positional(1, "ENTITLEMENT")
+            if sub == "grant" {
+                let until = try args.value("until").map { text -> Timestamp in
+                    guard let t = Timestamp(iso8601: text) ?? Timestamp(iso8601: text + "T00:00:00Z") else {
+                        throw UsageError("--until must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, got \(text)")
+                    }
+                    return t
+                }
+                _ = try claimFailure { try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until, store: store, now: at) }
+                Output.out("granted \(entitlement) to \(subject) (\(org))\(until.map { " until \($0.iso8601)" } ?? "")")
+            } else {
+                _ = try claimFailure { try SubjectGrants.revoke(org: org, subjectID: subject, entitlement: entitlement, store: store) }
+                Output.out("revoked \(entitlement) from \(subject) (\(org))")
+            }
+        case "show":
+            let id = try args.positional(0, "SUBJECT")
+            let (record, devices) = try store.read { txn -> (SubjectRecord?, [DeviceRecord]) in
+                (try txn.subject(org: org, subjectID: id), try txn.subjectDevices(org: org, subjectID: id).compactMap { try txn.device(keyID: $0) })
+            }
+            guard let record else { throw CommandFailure("no subject \(id) in \(org)") }
+            let json = subjectJSON(record, devices: devices, at: at)
+            if args.flag("json") { Output.out(json.prettyJSONText); return 0 }
+            Output.out("subject \(id) (\(org)), since \(record.createdAt.iso8601)")
+            Output.out(record.entitlements.isEmpty ? "no entitlements" : Output.table(["ENTITLEMENT", "GRANTED", "UNTIL", "IN FORCE"], record.entitlements.map {
+                [$0.name, $0.grantedAt.iso8601, $0.until?.iso8601 ?? "-", $0.isActive(at: at) ? "yes" : "no"]
+            }))
+            Output.out(devices.isEmpty ? "no linked devices" : Output.table(["DEVICE ID", "APP ID", "STATUS", "LAST SEEN"], devices.map {
+                [$0.deviceID, $0.appID, $0.status.name, $0.lastSeenAt.iso8601]
+            }))
+        default:
+            let rows = try store.read { txn in
+                try txn.subjects(org: org).map { ($0, try txn.subjectDevices(org: org, subjectID: $0.subjectID).count) }
+            }
+            if args.flag("json") {
+                Output.out(JSONValue.array(rows.map { subject, n in
+                    .object([("subjectId", .string(subject.subjectID)), ("entitlements", .array(subject.active(at: at).map { .string($0.name) })),
+                             ("devices", .int(Int64(n))), ("createdAt", .string(subject.createdAt.iso8601))])
+                }).prettyJSONText)
+            } else {
+                Output.out(rows.isEmpty ? "no subjects in \(org)" : Output.table(["SUBJECT", "ENTITLEMENTS IN FORCE", "DEVICES"], rows.map { s, n in
+                    [s.subjectID, s.active(at: at).map(\.name).joined(separator: ",").ifEmpty("-"), String(n)]
+                }))
+            }
+        }
+        return 0
+    })
+
+/// `--org NAME`, or the only organization there is.
+func organization(_ args: Arguments, _ store: Store) throws -> String {
+    let orgs = try store.read { try $0.orgs() }
+    if let name = args.value("org") {
+        guard orgs.contains(where: { $0.name == name }) else { throw CommandFailure("no organization \"\(name)\"") }
+        return name
+    }
+    guard orgs.count == 1 else { throw UsageError("--org NAME is required (\(orgs.count) organizations)") }
+    return orgs[0].name
+}
+
+func subjectJSON(_ s: SubjectRecord, devices: [DeviceRecord], at: Timestamp) -> JSONValue {
+    .object([
+        ("subjectId", .string(s.subjectID)), ("createdAt", .string(s.createdAt.iso8601)),
+        ("entitlements", .array(s.entitlements.map {
+            .object([("name", .string($0.name)), ("grantedAt", .string($0.grantedAt.iso8601)),
+                     ("until", $0.until.map { .string($0.iso8601) } ?? .null), ("active", .bool($0.isActive(at: at)))])
+        })),
+        ("devices", .array(devices.map { .object([("deviceId", .string($0.deviceID)), ("appId", .string($0.appID)), ("status", .string($0.status.name))]) })),
+    ])
+}
+
+extension String {
+    func ifEmpty(_ other: String) -> String { isEmpty ? other : self }
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""End-to-end for issue #9 through real nginx: custom claims evaluated at refresh, subjects
+and entitlements, operator flags (jailbroken, block) and what attestctl shows about them.
+Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from stack import Stack, Tally, app_headers  # noqa: E402
+
+T = Tally()
+TEAM, BUNDLE = "CLAIMTEAM1", "com.example.claims"
+APP = TEAM + "." + BUNDLE
+H = app_headers(TEAM, BUNDLE)
+
+
+def setup(s):
+    s.ctl("org", "add", "claims-org", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "claims-org", "--team", TEAM, "--bundle", BUNDLE)
+    s.ctl("claims", "add", "--app", APP, "--key", "gate", "--value", '"open"')
+    s.ctl("claims", "add", "--app", APP, "--key", "gate", "--value", '"closed"', "--when", "riskCategory ne trusted")
+    s.ctl("claims", "add", "--app", APP, "--key", "tier", "--value", "premium", "--when", "subscribed eq true")
+
+
+def dev(s, name, *args):
+    return s.device(s.state(name), *args, team=TEAM, bundle=BUNDLE)
+
+
+def token_claims(s, name):
+    return json.loads(dev(s, name, "--json", "show").stdout or "{}").get("claims") or {}
+
+
+def refresh(s, name):
+    p = dev(s, name, "--json", "refresh")
+    return p.returncode, json.loads(p.stdout or "{}")
+
+
+def run(s):
+    p = dev(s, "d1", "--fingerprint", "phone-1", "--subject", "house-1", "enroll")
+    T.check("a device enrolls with a fingerprint and a subject", p.returncode == 0, p.stderr)
+    c = token_claims(s, "d1")
+    device_id = c.get("device_id", "")
+    T.check("its token has the unconditional claim and a subscription with no entitlements",
+            c.get("custom_claims") == {"gate": "open"} and c.get("subscription", {}).get("entitlements") == [], json.dumps(c))
+    listed = s.ctl_json("claims", "list", "--app", APP)
+    T.check("claims list --json shows the three rules in order", [r["key"] for r in listed] == ["gate", "gate", "tier"]
+            and listed[1].get("when") == {"property": "riskCategory", "op": "ne", "value": "trusted"}, json.dumps(listed))
+
+    s.ctl("device", "flag", device_id, "--jailbroken", "--reason", "e2e: jailbreak report")
+    rc, _ = refresh(s, "d1")
+    c = token_claims(s, "d1")
+    T.check("after an operator flag and one refresh the conditional claim has changed",
+            rc == 0 and c.get("custom_claims", {}).get("gate") == "closed", json.dumps(c))
+    T.check("the token says jailbreak_detected, risk 80, blocked category", c.get("jailbreak_detected") is True
+            and c.get("risk_score") == 80 and c.get("risk_category") == "blocked", json.dumps(c))
+
+    s.ctl("subject", "grant", "house-1", "premium", "--org", "claims-org", "--until", "2099-01-01")
+    rc, _ = refresh(s, "d1")
+    c = token_claims(s, "d1")
+    sub = c.get("subscription", {})
+    T.check("a subject's entitlement appears in the next token", rc == 0 and sub.get("subject_id") == "house-1"
+            and sub.get("entitlements") == ["premium"] and sub.get("expires_at") == "2099-01-01T00:00:00Z", json.dumps(sub))
+    T.check("and the subscribed condition applies", c.get("custom_claims", {}).get("tier") == "premium", json.dumps(c))
+    shown = s.ctl_json("subject", "show", "house-1", "--org", "claims-org")
+    T.check("subject show lists the entitlement and the linked device", [e["name"] for e in shown.get("entitlements", [])] == ["premium"]
+            and [d["deviceId"] for d in shown.get("devices", [])] == [device_id], json.dumps(shown))
+
+    s.ctl("device", "flag", device_id, "--block", "--reason", "e2e: fraud")
+    c0 = s.http("GET", "/api/v1/attestation/challenge", H).json["challenge"]
+    body = json.loads(dev(s, "d1", "body", "refresh", "--challenge", c0).stdout)
+    r = s.http("POST", "/api/v1/attestation/refresh", H, body)
+    T.check("a blocked device's refresh is 403 forbidden", r.status == 403 and (r.json or {}).get("code") == "forbidden", repr(r))
+
+    p = dev(s, "d1-new-key", "--fingerprint", "phone-1", "--json", "enroll")
+    v = json.loads(p.stdout or "{}")
+    T.check("its re-attestation with a new key is isValid false, category blocked", p.returncode == 0 and v.get("isValid") is False
+            and v.get("deviceIntelligence", {}).get("riskCategory") == "blocked" and v.get("deviceIntelligence", {}).get("attestationCount") == 2,
+            p.stdout[:300] + p.stderr)
+    rc, out = refresh(s, "d1-new-key")
+    T.check("and the new key's refresh is 403 too", rc == 1 and out.get("code") == "forbidden", json.dumps(out))
+    p = dev(s, "d2", "--fingerprint", "phone-2", "--json", "enroll")
+    T.check("another fingerprint is unaffected", p.returncode == 0 and json.loads(p.stdout or "{}").get("isValid") is True, p.stderr)
+
+    shown = s.ctl_json("device", "show", device_id)
+    T.check("device show lists the factors with their points", any(f["signal"] == "operator_blocked" and f["points"] > 0
+                                                                    for f in shown.get("risk", {}).get("factors", []))
+            and shown.get("risk", {}).get("score") == 100, json.dumps(shown.get("risk")))
+    T.check("device show has the fingerprint's two attestations with dates", len(shown.get("attestations", [])) == 2
+            and all(a.get("attestedAt") for a in shown["attestations"]), json.dumps(shown.get("attestations")))
+    T.check("device show has both flag changes with their reasons", [f["reason"] for f in shown.get("flagChanges", [])]
+            == ["e2e: jailbreak report", "e2e: fraud"], json.dumps(shown.get("flagChanges")))
+    tested = s.ctl_json("claims", "test", "--app", APP, "--device", device_id)
+    T.check("claims test --device explains each rule", [x["applied"] for x in tested.get("claims", [])] == [True, True, True]
+            and tested.get("customClaims") == {"gate": "closed", "tier": "premium"}, json.dumps(tested))
+    s.ctl("device", "flag", device_id, "--clear", "--reason", "e2e: resolved")
+    rc, _ = refresh(s, "d1-new-key")
+    c = token_claims(s, "d1-new-key")
+    T.check("after --clear the new key refreshes and the claim opens again", rc == 0 and c.get("custom_claims", {}).get("gate") == "open"
+            and c.get("jailbreak_detected") is False, json.dumps(c))
+
+
+def main():
+    s = Stack(setup=setup)
+    try:
+        run(s)
+    except Exception as e:  # noqa: BLE001 - report, then fail
+        import traceback
+        traceback.print_exc()
+        T.check("suite ran to the end", False, repr(e))
+    finally:
+        rc = s.stop()
+        T.check("serve stops cleanly", rc == 0, f"exit {rc}")
+    return T.summary("claims end-to-end")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
