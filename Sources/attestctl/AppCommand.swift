@@ -16,6 +16,8 @@ let appCommand = Command(
         --env      which App Attest environments the app accepts (default production)
         --claims   custom claims, a JSON array (README "Custom claims"; 'attestctl claims' edits
                    them one at a time), e.g. '[{"key":"user_tier","value":"premium"}]'
+
+        example: attestctl app add --org acme --team ABCDE12345 --bundle com.example.app --env both
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "list"])

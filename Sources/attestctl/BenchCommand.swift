@@ -35,6 +35,8 @@ let benchCommand = Command(
         bench claims measures what an app's 20 conditional custom claims add to a token (parse
         the stored text, build the profile, score the risk, evaluate), as a fraction of the
         ES256 signature every token costs.
+
+        example: taskset -c 0 attestctl bench verify --seconds 5
         """,
     run: runBench)
 

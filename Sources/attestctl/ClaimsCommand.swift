@@ -20,6 +20,8 @@ let claimsCommand = Command(
         Tier limits: free 1 (no --when), pro 5, business 10, enterprise 20.
         test shows the risk and claims a stored device (KEY: keyId or deviceId) or a described
         profile would get now, and why, e.g. --profile '{"appVersion":"2.0","subscribed":true}'.
+
+        example: attestctl claims add --app ABCDE12345.com.example.app --key tier --value '"gold"' --when 'riskScore le 20'
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "list", "remove", "test"])

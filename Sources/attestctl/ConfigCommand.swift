@@ -12,6 +12,8 @@ let configCommand = Command(
 
         KEY is dotted (store.sync, tokens.lifetimeSeconds…); VALUE is JSON (a bare word is taken
         as a string). The file is validated before it is replaced; restart the pools to apply.
+
+        example: attestctl config set store.sync interval
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["show", "set"])

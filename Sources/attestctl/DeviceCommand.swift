@@ -19,6 +19,8 @@ let deviceCommand = Command(
         and its flag changes. flag applies to the device and to every key of its fingerprint,
         now and later: --jailbroken raises the risk to at least 80, --block makes refresh 403
         and validate isValid false, --clear removes both. Every change is kept with its reason.
+
+        example: attestctl device show 0f3c9a1e5b7d2c44a1b2c3d4e5f60718 --json   (a deviceId, or the keyId as sent)
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["show", "list", "revoke", "flag"])
@@ -69,7 +71,7 @@ func findDevice(_ key: String, _ store: Store) throws -> DeviceRecord {
         if let keyID = Base64.decode(key), keyID.count == 32 { return try txn.device(keyID: keyID) }
         return nil
     }
-    guard let found else { throw CommandFailure("no device with keyId or deviceId \"\(key)\"") }
+    guard let found else { throw CommandFailure("no device with keyId or deviceId \"\(key)\" (see 'attestctl device list')") }
     return found
 }
 

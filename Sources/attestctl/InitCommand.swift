@@ -16,6 +16,8 @@ let initCommand = Command(
 
         --test-ca   also create a test CA in DIR/test-ca for attest-device and trust it
                     (trust.testRoots): for tests and demos, never in production
+
+        example: attestctl init --data /var/lib/attestedge    (add --test-ca on a test box only)
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data"], switches: ["test-ca"])

@@ -22,6 +22,8 @@ let keysCommand = Command(
         (signing), retired (in jwks.json, private key deleted), withdrawn (out of jwks.json).
         Running workers apply these transitions within a second of their first request; rotate
         and list apply them too.
+
+        example: attestctl keys rotate --algorithm ES256    (then attestctl keys list: pending, active, retired)
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["rotate", "list"])

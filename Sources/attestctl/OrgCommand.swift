@@ -17,6 +17,8 @@ let orgCommand = Command(
                       business 100000, enterprise unlimited)
         --rate-limit  validate+refresh requests per minute for the whole organization (0: unlimited;
                       default by tier: free 600, pro 6000, business 60000, enterprise unlimited)
+
+        example: attestctl org add acme --tier pro --mad-limit 5000 --upgrade-url https://example.com/upgrade
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "set", "list"])

@@ -11,6 +11,8 @@ let storeCommand = Command(
 
         Reads a consistent snapshot while the pools run. A map near full answers 503 soon:
         raise store.durableMapSizeMiB / store.ephemeralMapSizeMiB and restart.
+
+        example: attestctl store stats --json
         """,
     run: { argv in
         let (_, rest) = try subcommand(argv, ["stats"])

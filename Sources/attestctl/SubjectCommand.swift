@@ -18,6 +18,8 @@ let subjectCommand = Command(
         YYYY-MM-DD (midnight UTC) or YYYY-MM-DDTHH:MM:SSZ; the entitlement drops out of tokens
         from then on. Linked devices carry the entitlements in force in their next token's
         subscription claim.
+
+        example: attestctl subject grant household-42 premium --until 2027-01-01 --org acme
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["grant", "revoke", "show", "list"])

@@ -23,6 +23,8 @@ let verifyCommand = Command(
           --json            print one JSON object instead of the step list
 
         Exit status: 0 valid, 1 invalid, 2 unusable input (the message names the field).
+
+        example: attestctl verify attestation --input capture.json --at 2026-04-21T12:00:00Z
         """,
     run: runVerify)
 

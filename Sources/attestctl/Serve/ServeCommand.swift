@@ -33,6 +33,8 @@ let serveCommand = Command(
         --allow-private-webhooks
                       lift the webhook SSRF guard for this run (webhooks.allowPrivateDestinations):
                       http:// and loopback/private receivers are allowed (tests, never in production)
+
+        example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates"], switches: ["test-ca", "allow-private-webhooks"])

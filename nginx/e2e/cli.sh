@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# attestctl as an operator meets it: every command's --help exits 0 with an example; every
+# list and show command prints JSON with --json; bad usage exits 2 with the usage text; an
+# unknown object names the command that lists what exists.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=${ATTEST_BIN:-$PWD/.build/release}/attestctl
+PASS=0 FAIL=0
+check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1${3:+ -- $3}"; fi; }
+D=$(mktemp -d /tmp/attestedge-cli.XXXXXX)
+trap "rm -rf \"$D\"" EXIT
+export ATTEST_EDGE_DATA=$D/data
+
+commands=$("$B" help | awk '/^  [a-z]/ {print $1}')
+check "attestctl help lists the commands" '[ "$(wc -w <<< "$commands")" -ge 15 ]'
+for c in $commands; do
+  out=$("$B" "$c" --help 2>&1); rc=$?
+  check "$c --help exits 0 with an example" '[ $rc = 0 ] && grep -q "example" <<< "$out"' "$out"
+done
+
+"$B" init > /dev/null
+"$B" org add acme --tier pro > /dev/null
+"$B" app add --org acme --team ABCDE12345 --bundle com.example.app > /dev/null
+"$B" apikey create --org acme > /dev/null 2>&1
+"$B" subject grant household-1 premium --org acme > /dev/null 2>&1
+"$B" claims add --app ABCDE12345.com.example.app --key plan --value '"gold"' > /dev/null 2>&1
+# (doctor exits 1 on a stack that is not running: only the output's shape matters here)
+json() { local out; out=$("$B" "$@" --json 2>/dev/null); python3 -c 'import json,sys; json.load(sys.stdin)' <<< "$out" 2>/dev/null; }
+for cmd in "org list" "app list" "apikey list" "webhooks list" "usage" "usage --org acme" "config show" "keys list" "device list" \
+           "store stats" "subject list" "subject show household-1 --org acme" "claims list --app ABCDE12345.com.example.app" "doctor"; do
+  check "attestctl $cmd --json prints JSON" "json $cmd"
+done
+
+out=$("$B" org frobnicate 2>&1); rc=$?
+check "an unknown subcommand exits 2 with the usage" '[ $rc = 2 ] && grep -q "usage: attestctl org" <<< "$out"' "$out"
+out=$("$B" device show 00000000000000000000000000000000 2>&1); rc=$?
+check "an unknown device exits 1 and says where to look" '[ $rc = 1 ] && grep -q "device list" <<< "$out"' "$out"
+out=$("$B" app add --org nosuch --team ABCDE12345 --bundle com.x 2>&1); rc=$?
+check "an unknown organization exits 1 and names org list" '[ $rc = 1 ] && grep -q "org list\|org add" <<< "$out"' "$out"
+out=$("$B" config set store.sync sometimes 2>&1); rc=$?
+check "a bad config value names the key and what it must be" '[ $rc != 0 ] && grep -q "store.sync" <<< "$out" && grep -q "commit" <<< "$out"' "$out"
+echo "cli: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
