@@ -47,14 +47,17 @@ measure() {  # measure LABEL BIN: starts serve from BIN, prints per-process RSS/
   pids() { echo "$serve"; for c in $(pgrep -P "$serve"); do echo "$c"; pgrep -P "$c" || true; done; }
   table() {
     local tr=0 tp=0 p r s
-    printf '  %-8s %-18s %9s %9s\n' pid process "RSS KiB" "PSS KiB"
+    printf '  %-8s %-24s %9s %9s\n' pid process "RSS KiB" "PSS KiB"
     for p in $(pids); do
       [ -r "/proc/$p/smaps_rollup" ] || continue
       r=$(awk '/^Rss:/ {print $2}' "/proc/$p/smaps_rollup"); s=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup")
-      printf '  %-8s %-18s %9s %9s\n' "$p" "$(tr -d '\n' < "/proc/$p/comm")$( [ "$(cat /proc/$p/status | awk '/^PPid/ {print $2}')" = "$serve" ] || echo ' worker')" "$r" "$s"
+      local role=""
+      if [ "$p" = "$serve" ]; then role=" (serve)"
+      elif [ "$(awk '/^PPid/ {print $2}' "/proc/$p/status")" != "$serve" ]; then role=" worker"; fi
+      printf '  %-8s %-24s %9s %9s\n' "$p" "$(tr -d '\n' < "/proc/$p/comm")$role" "$r" "$s"
       tr=$((tr + r)); tp=$((tp + s))
     done
-    printf '  %-27s %9s %9s\n' "whole stack" "$tr" "$tp"
+    printf '  %-33s %9s %9s\n' "whole stack" "$tr" "$tp"
   }
   echo
   echo "$label: idle, 2 workers per pool"
@@ -73,6 +76,5 @@ measure() {  # measure LABEL BIN: starts serve from BIN, prints per-process RSS/
 }
 measure "dynamic build" "$BIN"
 if [ "${STATIC:-0}" = 1 ]; then
-  for f in site.conf nginx.conf fastcgi_params; do :; done
   measure "static-stdlib build" "$PWD/.build/static/release"
 fi
