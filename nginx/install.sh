@@ -85,6 +85,8 @@ if [ ! -f "$DATA/config.json" ]; then
   "$PREFIX/bin/attestctl" init --data "$DATA" > /dev/null
   echo "created data directory $DATA"
   [ -z "$LISTEN" ] || "$PREFIX/bin/attestctl" config set server.listen "$LISTEN" --data "$DATA" > /dev/null
+  # Under systemd the pools' stderr is journald: make it the request log (a line per request).
+  "$PREFIX/bin/attestctl" config set server.requestLog all --data "$DATA" > /dev/null
 fi
 chmod 0750 "$DATA"
 if [ "$(id -u)" = 0 ]; then

@@ -1,6 +1,9 @@
 import AttestCore
 import AttestStore
 import FastCGI
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything an endpoint needs, built once per worker process: configuration, the store,
 /// the clock and randomness, the challenge key, the verifiers and the signing keys.
@@ -91,26 +94,42 @@ public final class ServiceContext {
     }
 
     /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
+    ///
+    /// Log lines (`server.requestLog`), one per request at most:
+    /// `<endpoint> requestId=<id> status=<n> code=<code|-> us=<µs in the pool>[ detail="…"]`.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
+        let started = Self.monotonicMicroseconds()
         maintainKeys(at: clock.now())
         rateHeaders = []
         defer { rateHeaders = [] }
         do {
             var response = try body()
             response.headers += rateHeaders
+            if logsEveryRequest {
+                log("\(endpoint) requestId=\(request.requestID) status=\(response.status) code=- us=\(Self.monotonicMicroseconds() - started)")
+            }
             return response
         } catch {
             let failure = ServiceError.unexpected(error)
+            let us = Self.monotonicMicroseconds() - started
             if failure.logDetail.isEmpty {
-                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue)")
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(us)")
             } else {
-                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) detail=\"\(failure.logDetail)\"")
+                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(us) detail=\"\(failure.logDetail)\"")
             }
             var response = Self.errorResponse(failure, requestID: request.requestID)
             // A 429 carries its own X-RateLimit-* headers; any other answer the request's.
             if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += rateHeaders }
             return response
         }
+    }
+
+    var logsEveryRequest: Bool { configuration.requestLog == "all" }
+
+    static func monotonicMicroseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
     }
 
     static func errorResponse(_ failure: ServiceError, requestID: String) -> Response {

@@ -19,6 +19,7 @@ for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refre
 done
 check "sites-enabled links the site" "[ \"\$(readlink '$P/etc/nginx/sites-enabled/attestedge.conf')\" = '$P/etc/nginx/attestedge/site.conf' ]"
 check "the data directory is initialised" "[ -f '$P/data/config.json' ] && [ -f '$P/data/jwks.json' ]"
+check "journald gets a line per request (server.requestLog all)" "grep -q '\"requestLog\" *: *\"all\"' '$P/data/config.json'"
 check "the signing keys are 0600" '[ -z "$(find "$P/data/keys" -name "*.pem" ! -perm 600)" ] && [ -n "$(find "$P/data/keys" -name "*.pem")" ]'
 check "the challenge secret is 0600" "[ \"\$(stat -c %a '$P/data/secrets/challenge.key')\" = 600 ]"
 if [ "$(id -u)" = 0 ]; then

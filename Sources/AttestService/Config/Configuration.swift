@@ -15,6 +15,9 @@ public struct Configuration: Sendable, Equatable {
     public var serviceUser = "attestedge"
     /// `server.logMaxMiB`: each log `attestctl serve` writes is rotated past this size.
     public var logMaxMiB = 64
+    /// `server.requestLog`: `errors` (a line per refused request; nginx's access log has every
+    /// request) or `all` (also a line per success: what journald gets on a host install).
+    public var requestLog = "errors"
     /// `store.durableMapSizeMiB`, `store.ephemeralMapSizeMiB`: LMDB map sizes.
     public var durableMapSizeMiB = 1024
     public var ephemeralMapSizeMiB = 256

@@ -71,6 +71,7 @@ public struct ConfigurationKey: Sendable {
         .int("server.workers", "Worker processes per endpoint pool.", 1...64, \.workers),
         .int("server.bodyLimitBytes", "Largest request body accepted (larger: 413 payload_too_large).", 1024...1_048_576, \.bodyLimitBytes),
         .text("server.user", "Unprivileged user nginx's workers and the pools run as when attestctl serve starts as root (\"attestedge\" is created if missing; \"root\" keeps root).", .string, \.serviceUser),
+        .text("server.requestLog", "\"errors\": the pools log a line per refused request (requestId, endpoint, status, code, µs, detail). \"all\": also a line per success (host installs, where journald is the request log).", .choice(["errors", "all"]), \.requestLog),
         .int("server.logMaxMiB", "attestctl serve rotates each of its logs past this size, keeping one previous file (NAME.1).", 1...65_536, \.logMaxMiB),
         .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
         .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
