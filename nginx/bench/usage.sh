@@ -8,7 +8,9 @@
 #      admission code, then the time of 'attestctl usage' over that month.
 # Prints numbers, asserts nothing; not part of the test suite.
 #   bash nginx/bench/usage.sh
-#   BASE_REV=<commit> ROUNDS=2 REFRESHES=20000 DEVICES=2000 USAGE_DEVICES=1000000 bash …
+#   BASE_REV=<commit> HEAD_REV=<commit> ROUNDS=2 REFRESHES=20000 DEVICES=2000 USAGE_DEVICES=1000000 bash …
+# The figure in the notes compares the counting commits with their parent:
+#   HEAD_REV=6982317 BASE_REV=3a0f780 ROUNDS=3 bash nginx/bench/usage.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
@@ -22,17 +24,27 @@ USAGE_DEVICES=${USAGE_DEVICES:-1000000}
 WORKERS=${WORKERS:-2} THREADS=${THREADS:-2} CONNECTIONS=${CONNECTIONS:-16}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 
-echo "==> release build of this checkout"
-swift build -c release 2>&1 | tail -1
-HEAD_BIN=$PWD/.build/release
-BASE_DIR=/tmp/attestedge-base
-if [ "$(git -C "$BASE_DIR" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$BASE_REV")" ]; then
-  git worktree remove --force "$BASE_DIR" 2>/dev/null || rm -rf "$BASE_DIR"
-  git worktree add --detach "$BASE_DIR" "$BASE_REV" > /dev/null
+# worktree_build REV DIR: a release build of REV in a detached worktree at DIR (kept for reuse).
+worktree_build() {
+  local rev=$1 dir=$2
+  if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$rev")" ]; then
+    git worktree remove --force "$dir" 2>/dev/null || rm -rf "$dir"
+    git worktree add --detach "$dir" "$rev" > /dev/null
+  fi
+  echo "==> release build of $rev in $dir (slow the first time)"
+  (cd "$dir" && swift build -c release 2>&1 | tail -1)
+}
+if [ -n "${HEAD_REV:-}" ]; then
+  # Compare two commits (e.g. the one that added counting and its parent), not this checkout.
+  worktree_build "$HEAD_REV" /tmp/attestedge-head
+  HEAD_BIN=/tmp/attestedge-head/.build/release
+else
+  echo "==> release build of this checkout"
+  swift build -c release 2>&1 | tail -1
+  HEAD_BIN=$PWD/.build/release
 fi
-echo "==> release build of $BASE_REV in $BASE_DIR (slow the first time)"
-(cd "$BASE_DIR" && swift build -c release 2>&1 | tail -1)
-BASE_BIN=$BASE_DIR/.build/release
+worktree_build "$BASE_REV" /tmp/attestedge-base
+BASE_BIN=/tmp/attestedge-base/.build/release
 
 DIR=""
 trap 'bench_cleanup; [ -z "$DIR" ] || rm -rf "$DIR"' EXIT
