@@ -58,7 +58,7 @@ enum UsageText {
     static func render(_ r: UsageReport) -> String {
         let t = r.totals
         let limit = r.org.madLimit == 0 ? "unlimited" : String(r.org.madLimit)
-        var out = "\(r.org.name) · \(r.month) · \(t.activeDevices) active devices of \(limit)"
+        var out = "\(r.org.name) · \(r.month) · \(t.activeDevices) active device\(t.activeDevices == 1 ? "" : "s") of \(limit)"
         if r.org.madLimit > 0 { out += " (\(Int((Double(t.activeDevices) / Double(r.org.madLimit) * 100).rounded()))%)" }
         if t.apiKeyDevices > 0 { out += " · \(t.apiKeyDevices) API-key devices (not billed)" }
         if let start = t.graceStartedAt, let end = r.graceEndsAt {

@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally, app_headers  # noqa: E402
+from stack import run_suite, Stack, Tally, app_headers  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "CLAIMTEAM1", "com.example.claims"
@@ -101,17 +101,7 @@ def run(s):
 
 
 def main():
-    s = Stack(setup=setup)
-    try:
-        run(s)
-    except Exception as e:  # noqa: BLE001 - report, then fail
-        import traceback
-        traceback.print_exc()
-        T.check("suite ran to the end", False, repr(e))
-    finally:
-        rc = s.stop()
-        T.check("serve stops cleanly", rc == 0, f"exit {rc}")
-    return T.summary("claims end-to-end")
+    return run_suite(T, "claims end-to-end", Stack(setup=setup), [run])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import BIN, Stack, Tally  # noqa: E402
+from stack import run_suite, BIN, Stack, Tally  # noqa: E402
 
 T = Tally()
 
@@ -110,18 +110,7 @@ def doctor(s):
 
 
 def main():
-    s = Stack(setup=setup)
-    try:
-        backup_restore(s)
-        doctor(s)
-    except Exception as e:  # noqa: BLE001 - report, then fail
-        import traceback
-        traceback.print_exc()
-        T.check("suite ran to the end", False, repr(e))
-    finally:
-        rc = s.stop()
-        T.check("serve stops cleanly", rc == 0, f"exit {rc}")
-    return T.summary("ops end-to-end")
+    return run_suite(T, "ops end-to-end", Stack(setup=setup), [backup_restore, doctor])
 
 
 if __name__ == "__main__":

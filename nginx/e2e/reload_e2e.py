@@ -21,7 +21,7 @@ for name in ["attestctl", "attest-challenge", "attest-validate", "attest-refresh
         shutil.copy2(os.path.join(RELEASE, name), os.path.join(BIN, name))
 os.environ["ATTEST_BIN"] = BIN
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally  # noqa: E402
+from stack import run_suite, Stack, Tally  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "ABCDE12345", "com.example.app"
@@ -104,7 +104,9 @@ def swap_under_load(s):
     refresh = statuses(s, "/api/v1/attestation/refresh", log_size)
     challenge = statuses(s, "/api/v1/attestation/challenge", log_size)
     T.check("every refresh nginx logged during the swap is a 200", set(refresh) == {"200"}, str(refresh))
-    T.check("every challenge nginx logged during the swap is a 200", set(challenge) == {"200"} and challenge["200"] > 100, str(challenge))
+    # 499 is nginx's "client closed the connection": wrk cuts its connections when its -d runs out.
+    T.check("every challenge nginx logged during the swap is a 200 (or 499 from wrk's own stop)",
+            set(challenge) - {"499"} == {"200"} and challenge["200"] > 100 and challenge.get("499", 0) <= 4, str(challenge))
     T.check("wrk saw no socket error or non-2xx on challenge", "Socket errors" not in challenge_out and "Non-2xx" not in challenge_out,
             challenge_out)
 
@@ -130,19 +132,7 @@ def broken_binary_is_refused(s):
 
 
 def main():
-    s = Stack(setup=setup)
-    try:
-        swap_under_load(s)
-        broken_binary_is_refused(s)
-    except Exception as e:  # noqa: BLE001 - report, then fail
-        import traceback
-        traceback.print_exc()
-        T.check("suite ran to the end", False, repr(e))
-    finally:
-        rc = s.stop()
-        T.check("serve stops cleanly", rc == 0, f"exit {rc}")
-        shutil.rmtree(BIN, ignore_errors=True)
-    return T.summary("reload end-to-end")
+    return run_suite(T, "reload end-to-end", Stack(setup=setup), [swap_under_load, broken_binary_is_refused], cleanup=lambda: shutil.rmtree(BIN, ignore_errors=True))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import within_one_rate_window, Stack, Tally, app_headers  # noqa: E402
+from stack import run_suite, within_one_rate_window, Stack, Tally, app_headers  # noqa: E402
 
 T = Tally()
 METERED = ("METERED001", "com.example.metered")
@@ -125,20 +125,7 @@ def race(s):
 
 
 def main():
-    s = Stack(setup=setup)
-    try:
-        limits(s)
-        bucket(s)
-        race(s)
-        usage_agrees(s)
-    except Exception as e:  # noqa: BLE001 - report, then fail
-        import traceback
-        traceback.print_exc()
-        T.check("suite ran to the end", False, repr(e))
-    finally:
-        rc = s.stop()
-        T.check("serve stops cleanly", rc == 0, f"exit {rc}")
-    return T.summary("usage end-to-end")
+    return run_suite(T, "usage end-to-end", Stack(setup=setup), [limits, bucket, race, usage_agrees])
 
 
 if __name__ == "__main__":

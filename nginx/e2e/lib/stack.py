@@ -174,6 +174,25 @@ class Stack:
         return sorted(int(p) for p in out)
 
 
+def run_suite(tally, title, stack, steps, cleanup=None):
+    """Runs each step with `stack`; an exception is reported as a failed check (with its
+    traceback) instead of ending the suite; then stops the stack, checks it stopped cleanly,
+    runs `cleanup` and returns the exit status of the tally's summary."""
+    try:
+        for step in steps:
+            step(stack)
+    except Exception as e:  # noqa: BLE001 - report, then fail
+        import traceback
+        traceback.print_exc()
+        tally.check("suite ran to the end", False, repr(e))
+    finally:
+        rc = stack.stop()
+        tally.check("serve stops cleanly", rc == 0, f"exit {rc}")
+        if cleanup:
+            cleanup()
+    return tally.summary(title)
+
+
 def within_one_rate_window(seconds_needed=10):
     """Waits until the current fixed one-minute rate window (aligned to Unix time, as the
     server's are) has `seconds_needed` left, so a check that fills a bucket cannot straddle
