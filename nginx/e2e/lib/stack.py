@@ -45,6 +45,11 @@ class Tally:
             print(f"FAIL: {name}" + (f" -- {detail}" if detail else ""), flush=True)
         return ok
 
+    def counts_line(self, suite):
+        """The last line of the hostile and fault suites: `suite: N passed, M failed`; 0 or 1."""
+        print(f"{suite}: {self.passed} passed, {len(self.failed)} failed" + (f" ({', '.join(self.failed)})" if self.failed else ""))
+        return 0 if not self.failed else 1
+
     def summary(self, suite):
         total = self.passed + len(self.failed)
         print(f"{suite}: {self.passed}/{total} checks passed" + (f"; failed: {', '.join(self.failed)}" if self.failed else ""))
@@ -79,9 +84,11 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None):
+    def __init__(self, setup=None, workers=2, sync=None, data=None, env=None):
+        """`data`: the data directory (default: in a fresh temporary directory); `env`:
+        extra environment for `attestctl serve` and everything it starts."""
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
-        self.data = os.path.join(self.dir, "data")
+        self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.ctl("init", "--test-ca")
@@ -94,7 +101,7 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(workers)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--workers", str(workers)], stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:
