@@ -31,7 +31,7 @@ public final class Store {
                                       maxReaders: options.maxReaders, noSync: noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
-                                        maxReaders: options.maxReaders, noSync: true, writeMap: true,
+                                        maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)

@@ -12,10 +12,11 @@ final class LMDBEnvironment {
     /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
     private var idleReader: OpaquePointer?
 
-    /// `writeMap` maps the file writable and commits by writing to memory (no pwrite per
-    /// page): only for the ephemeral environment, whose contents may be discarded after a
-    /// power loss (with a writable map and no sync, a system crash can corrupt it).
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, writeMap: Bool = false, databases: [Database]) throws {
+    /// Commits write pages with `pwrite` (no `MDB_WRITEMAP`), so a full or failing disk is
+    /// an error from the commit (503), never a SIGBUS: with a writable map LMDB extends the
+    /// file sparsely and a store into an unbacked page kills the process (found by the fault
+    /// suite on a full data directory; it was the ephemeral environment's setting).
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -32,7 +33,6 @@ final class LMDBEnvironment {
         try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
         var flags = UInt32(MDB_NOTLS)
         if noSync { flags |= UInt32(MDB_NOSYNC) }
-        if writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_MAPASYNC) }
         try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
         var dead: Int32 = 0
         _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died
