@@ -241,6 +241,7 @@ def main():
     finally:
         rc = s.stop()
         T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}")
+        s.remove()
     print(f"hostile: {tried['inputs']} inputs tried in {time.time() - started:.1f}s; store unchanged and no worker died: "
           f"{'yes' if not T.failed else 'see failures'}")
     return T.counts_line("hostile")

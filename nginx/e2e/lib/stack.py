@@ -124,6 +124,12 @@ class Stack:
                 self.serve.kill()
         return self.serve.returncode
 
+    def remove(self):
+        """Deletes the stack's temporary directory and data directory (after `stop`)."""
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.data, ignore_errors=True)
+
     def ctl(self, *args, check=True):
         p = subprocess.run([os.path.join(BIN, "attestctl"), *args, "--data", self.data], capture_output=True, text=True)
         if check and p.returncode != 0:
