@@ -31,12 +31,16 @@ for target in $targets; do
   work=.build/fuzz-corpus/$target artifacts=.build/fuzz-artifacts/$target
   mkdir -p "$work" "$artifacts"
   log=.build/fuzz-artifacts/$target.log
+  marker=$(mktemp /tmp/attest-fuzz-marker.XXXXXX)
   set +e
   ATTEST_FUZZ_TARGET=$target "$binary" "$work" "Tests/FuzzCorpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" >"$log" 2>&1
   status=$?
   set -e
+  # The request and fastcgi targets' data directories (a fuzzer exits without cleaning up).
+  find /tmp -maxdepth 1 -name 'attest-fuzz-??????' -newer "$marker" -exec rm -rf {} +
+  rm -f "$marker"
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1)

@@ -91,6 +91,24 @@ public enum FuzzFiles {
         }
     }
 
+    /// Deletes `path` and everything under it (no symbolic links are followed).
+    public static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR, let dir = opendir(path) {
+            var names = [String]()
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            closedir(dir)
+            for name in names { removeTree(path + "/" + name) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+
     struct WriteError: Error, CustomStringConvertible {
         let path: String
         var description: String { "cannot write \(path)" }

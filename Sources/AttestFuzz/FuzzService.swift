@@ -9,8 +9,8 @@ import Glibc
 /// service context over it, for the targets that drive the endpoints (`request`, `fastcgi`).
 ///
 /// Rate limits are off (a fuzzer sends millions of requests from one address); the clock
-/// advances one second per input so used challenges expire and are swept. The directory is
-/// left in /tmp when the process ends (a fuzzer exits without unwinding).
+/// advances one second per input (in a one-hour cycle) so used challenges expire and are
+/// swept. The directory is removed on deinit; a fuzzer exits without it and leaves it in /tmp.
 final class FuzzService {
     static let teamID = "FUZZTEAM01"
     static let bundleID = "com.example.fuzz"
@@ -56,6 +56,9 @@ final class FuzzService {
         device = setUp("device") { try SoftwareDevice(key: FuzzKeys.device) }
         enroll()
     }
+
+    /// Removes the data directory (replays in tests end here; a fuzzer exits without it).
+    deinit { FuzzFiles.removeTree(path) }
 
     /// Validates the fixed device once, through the endpoint, so refreshes find its key.
     private func enroll() {
