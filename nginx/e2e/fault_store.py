@@ -8,7 +8,7 @@ import tempfile
 import time
 
 import load
-from stack import Stack, app_headers
+from stack import BIN, Stack, app_headers
 
 A = app_headers()
 
@@ -129,10 +129,8 @@ def read_only(T, faults, s, mount, consistent):
         return
     faults["tried"] += 1
     try:
-        bin_ = os.path.join(os.path.dirname(load.__file__), "..", "..", "..", ".build", "release")
-        bin_ = os.environ.get("ATTEST_BIN", os.path.abspath(bin_))
         for args in (["store", "check"], ["store", "stats"], ["serve", "--listen", "127.0.0.1:1"]):
-            r = subprocess.run([os.path.join(bin_, "attestctl"), *args, "--data", s.data], capture_output=True, text=True, timeout=60)
+            r = subprocess.run([os.path.join(BIN, "attestctl"), *args, "--data", s.data], capture_output=True, text=True, timeout=60)
             out = r.stdout + r.stderr
             T.check(f"read-only: attestctl {args[0]} {args[1]} exits with a message, not a crash",
                     r.returncode > 0 and "Fatal error" not in out and "Crash" not in out and out.strip() != "",
