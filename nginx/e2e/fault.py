@@ -125,7 +125,9 @@ def killed_workers(s):
     kills = []
 
     def killer(stop):
-        while not stop.is_set():
+        # Bounded: enough kills to land in every phase of a request, few enough that the
+        # pools' restart backoff does not stretch the run on a busy machine.
+        while not stop.is_set() and len(kills) < 30:
             time.sleep(random.uniform(0.02, 0.1))
             workers = s.pool_workers(random.choice(["validate", "refresh"]))
             if workers:
