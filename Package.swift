@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
+        .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
     ],
     targets: [
         // C libraries, wrapped once each (module.modulemap + shim.h).
@@ -34,6 +35,9 @@ let package = Package(
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        // Fuzz targets (one file each) and the seed corpus builder; nginx/fuzz.sh builds
+        // attest-fuzz with -sanitize=fuzzer, plain builds replay inputs (Tests/FuzzCorpus).
+        .target(name: "AttestFuzz", dependencies: ["AttestCore", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
         .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting"], swiftSettings: strict),
@@ -44,11 +48,13 @@ let package = Package(
         .executableTarget(name: "attest-webhooks", dependencies: ["AttestService", "AttestStore", "AttestCore", "CLISupport", "FastCGI", "HTTPClient"], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
+        .executableTarget(name: "attest-fuzz", dependencies: ["AttestFuzz"], swiftSettings: strict),
 
         // Tests.
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),
         .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
+        .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore"], swiftSettings: strict),
         .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService"], swiftSettings: strict),
     ]

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: installs what is missing, builds, then runs unit and in-process tests
-# (swift test) and the end-to-end suites through real nginx. Exits non-zero on any failure.
+# (swift test), the end-to-end suites through real nginx (nginx/e2e/*.sh: the stack, the
+# hostile-input and fault suites, ...), a fuzz smoke pass and the tests under
+# AddressSanitizer. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ATTEST_NEED_PYJWT=1 source nginx/scripts/deps.sh
@@ -30,4 +32,21 @@ if ((${#failed[@]})); then
   echo "==> FAILED end-to-end suites: ${failed[*]}" >&2
   exit 1
 fi
-echo "==> all tests passed: swift test and every end-to-end suite"
+
+# Fuzz smoke pass: every target for a few seconds from its corpus (the corpus replay checks
+# every crash ever found); then the unit tests under AddressSanitizer. ATTEST_FUZZ_SECONDS=0
+# or ATTEST_SANITIZERS="" skips them locally.
+fuzz_seconds=${ATTEST_FUZZ_SECONDS:-5}
+if [ "$fuzz_seconds" != 0 ]; then
+  echo "==> fuzz smoke pass (nginx/fuzz.sh $fuzz_seconds)"
+  started=$SECONDS
+  bash nginx/fuzz.sh "$fuzz_seconds"
+  echo "==> fuzz smoke pass took $((SECONDS - started))s"
+fi
+sanitizers=${ATTEST_SANITIZERS-address}
+if [ -n "$sanitizers" ]; then
+  started=$SECONDS
+  bash nginx/sanitize.sh $sanitizers
+  echo "==> sanitizers ($sanitizers) took $((SECONDS - started))s"
+fi
+echo "==> all tests passed: swift test, every end-to-end suite, the fuzz smoke pass and the sanitizers"

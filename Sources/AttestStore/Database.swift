@@ -1,7 +1,7 @@
 /// The named databases and the environment each lives in.
 ///
-/// `durable` is synced per `StoreOptions.sync`; `ephemeral` never syncs and commits through a
-/// writable map (safe against process crashes; after a power loss delete `ephemeral/`: it
+/// `durable` is synced per `StoreOptions.sync`; `ephemeral` never syncs (safe against
+/// process crashes; after a power loss delete `ephemeral/`: it
 /// only holds used challenges and rate windows, which expire within minutes — a challenge
 /// used just before the loss could then be presented once more until its expiry).
 public enum Database: String, CaseIterable, Sendable {

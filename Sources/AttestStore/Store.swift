@@ -32,7 +32,7 @@ public final class Store {
                                       maxReaders: options.maxReaders, noSync: noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
-                                        maxReaders: options.maxReaders, noSync: true, writeMap: true,
+                                        maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)
@@ -119,6 +119,6 @@ extension Store {
     /// `MDB_CP_COMPACT`). `directory` must exist and hold no `data.mdb`.
     public func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
         let env = environment == .durable ? durable : ephemeral
-        try check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
+        try AttestStore.check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
     }
 }

@@ -31,7 +31,11 @@ final class FCGXConnection {
     func params() -> [String: String] { Self.params(fromEnvironment: request.pointee.envp) }
 
     /// Parses a NULL-terminated `NAME=value` array (libfcgi's `envp`). The name ends at the
-    /// first `=`; entries without one are skipped; invalid UTF-8 is repaired.
+    /// first `=`; entries without one are skipped; invalid UTF-8 is repaired. A name that
+    /// repeats (nginx 1.22 passes a header sent twice as two `HTTP_*` params) is combined
+    /// into `first, second` as RFC 9110 §5.3 prescribes and nginx 1.23+ does itself: the
+    /// responder never silently picks one of two values (nginx logs the first), and a
+    /// single-valued header sent twice reads as malformed.
     static func params(fromEnvironment envp: UnsafePointer<UnsafeMutablePointer<CChar>?>?) -> [String: String] {
         var params: [String: String] = [:]
         guard var entry = envp else { return params }
@@ -41,8 +45,8 @@ final class FCGXConnection {
             cString.withMemoryRebound(to: UInt8.self, capacity: length) { start in
                 let bytes = UnsafeBufferPointer(start: start, count: length)
                 if let eq = bytes.firstIndex(of: UInt8(ascii: "=")) {
-                    params[String(decoding: bytes[..<eq], as: UTF8.self)] =
-                        String(decoding: bytes[(eq + 1)...], as: UTF8.self)
+                    let value = String(decoding: bytes[(eq + 1)...], as: UTF8.self)
+                    params[String(decoding: bytes[..<eq], as: UTF8.self), default: ""].combine(value)
                 }
             }
             entry += 1
@@ -109,3 +113,11 @@ final class FCGXConnection {
         return body
     }
 }
+
+extension String {
+    /// Appends a repeated field's value, comma-separated (RFC 9110 §5.3).
+    fileprivate mutating func combine(_ value: String) {
+        self = isEmpty ? value : self + ", " + value
+    }
+}
+

@@ -1,6 +1,9 @@
 import AttestCore
 import AttestStore
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite struct StoreTests {
     let dir = TemporaryDirectory()
@@ -11,6 +14,16 @@ import Testing
     }
 
     struct Boom: Error {}
+
+    /// Fault-suite regression: an environment that cannot be opened (here data.mdb is a
+    /// directory; in the suite, a read-only data directory) throws once, closing LMDB once.
+    /// Closing it twice was a double free that aborted the process.
+    @Test func anEnvironmentThatCannotOpenThrowsWithoutADoubleFree() throws {
+        #expect(mkdir(dir.path + "/store", 0o700) == 0 && mkdir(dir.path + "/store/durable", 0o700) == 0
+                && mkdir(dir.path + "/store/durable/data.mdb", 0o700) == 0, "a directory where data.mdb goes")
+        #expect(throws: StoreError.self, "opening fails cleanly") { try open() }
+        #expect(throws: StoreError.self, "and again: nothing was left half-closed") { try open() }
+    }
 
     @Test func writesCommitAndReadsSeeThem() throws {
         let store = try open()

@@ -31,6 +31,14 @@ import Testing
         #expect(params["HTTP_X"] == "\u{FFFD}A")
     }
 
+    @Test("a repeated name is combined as RFC 9110 says, never one value silently dropped")
+    func repeatedNames() {
+        let params = withEnvironment([Array("HTTP_X_TEAM_ID=ABCDE12345".utf8), Array("HTTP_X_TEAM_ID=OTHER12345".utf8),
+                                      Array("HTTP_ACCEPT=a".utf8)]) { FCGXConnection.params(fromEnvironment: $0) }
+        #expect(params["HTTP_X_TEAM_ID"] == "ABCDE12345, OTHER12345", "hostile suite: X-Team-ID sent twice reads as malformed")
+        #expect(params["HTTP_ACCEPT"] == "a", "a name sent once is unchanged")
+    }
+
     @Test("no environment, no params")
     func none() {
         #expect(FCGXConnection.params(fromEnvironment: nil).isEmpty)

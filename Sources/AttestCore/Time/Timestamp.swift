@@ -23,8 +23,11 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     public var civil: Civil {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let rem = Int(seconds - days * 86_400)
+        // Floor division without intermediate values: any Int64, Int64.min included, has a
+        // calendar date (years far outside 0...9999 print without padding, see `iso8601`).
+        let quotient = seconds / 86_400, remainder = seconds % 86_400
+        let days = remainder < 0 ? quotient - 1 : quotient
+        let rem = Int(remainder < 0 ? remainder + 86_400 : remainder)
         let (y, m, d) = Timestamp.civilFromDays(days)
         return Civil(year: y, month: m, day: d, hour: rem / 3600, minute: rem / 60 % 60, second: rem % 60)
     }

@@ -12,10 +12,11 @@ final class LMDBEnvironment {
     /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
     private var idleReader: OpaquePointer?
 
-    /// `writeMap` maps the file writable and commits by writing to memory (no pwrite per
-    /// page): only for the ephemeral environment, whose contents may be discarded after a
-    /// power loss (with a writable map and no sync, a system crash can corrupt it).
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, writeMap: Bool = false, databases: [Database]) throws {
+    /// Commits write pages with `pwrite` (no `MDB_WRITEMAP`), so a full or failing disk is
+    /// an error from the commit (503), never a SIGBUS: with a writable map LMDB extends the
+    /// file sparsely and a store into an unbacked page kills the process (found by the fault
+    /// suite on a full data directory; it was the ephemeral environment's setting).
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -24,28 +25,25 @@ final class LMDBEnvironment {
         guard let created else { throw StoreError(.open, "mdb_env_create returned nothing") }
         env = created
         self.path = path
-        do {
-            try check(mdb_env_set_maxdbs(env, MDB_dbi(Database.allCases.count + 4)), "mdb_env_set_maxdbs")
-            try check(mdb_env_set_mapsize(env, mapSizeMiB << 20), "mdb_env_set_mapsize")
-            try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
-            var flags = UInt32(MDB_NOTLS)
-            if noSync { flags |= UInt32(MDB_NOSYNC) }
-            if writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_MAPASYNC) }
-            try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
-            var dead: Int32 = 0
-            _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died
-            let txn = try beginWrite()
-            for db in databases {
-                var dbi: MDB_dbi = 0
-                let rc = mdb_dbi_open(txn, db.rawValue, UInt32(MDB_CREATE), &dbi)
-                guard rc == 0 else { mdb_txn_abort(txn); throw storeError(rc, "opening database \(db.rawValue)") }
-                handles[db] = dbi
-            }
-            try check(mdb_txn_commit(txn), "creating databases in \(path)")
-        } catch {
-            mdb_env_close(env)
-            throw error
+        // Every stored property is set by now: when a step below throws, Swift runs `deinit`,
+        // which closes the environment. (A catch that closed it as well was a double free,
+        // found by the fault suite: a read-only data directory aborted attestctl.)
+        try check(mdb_env_set_maxdbs(env, MDB_dbi(Database.allCases.count + 4)), "mdb_env_set_maxdbs")
+        try check(mdb_env_set_mapsize(env, mapSizeMiB << 20), "mdb_env_set_mapsize")
+        try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
+        var flags = UInt32(MDB_NOTLS)
+        if noSync { flags |= UInt32(MDB_NOSYNC) }
+        try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
+        var dead: Int32 = 0
+        _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died
+        let txn = try beginWrite()
+        for db in databases {
+            var dbi: MDB_dbi = 0
+            let rc = mdb_dbi_open(txn, db.rawValue, UInt32(MDB_CREATE), &dbi)
+            guard rc == 0 else { mdb_txn_abort(txn); throw storeError(rc, "opening database \(db.rawValue)") }
+            handles[db] = dbi
         }
+        try check(mdb_txn_commit(txn), "creating databases in \(path)")
     }
 
     deinit {

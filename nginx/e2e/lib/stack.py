@@ -45,6 +45,11 @@ class Tally:
             print(f"FAIL: {name}" + (f" -- {detail}" if detail else ""), flush=True)
         return ok
 
+    def counts_line(self, suite):
+        """The last line of the hostile and fault suites: `suite: N passed, M failed`; 0 or 1."""
+        print(f"{suite}: {self.passed} passed, {len(self.failed)} failed" + (f" ({', '.join(self.failed)})" if self.failed else ""))
+        return 0 if not self.failed else 1
+
     def summary(self, suite):
         total = self.passed + len(self.failed)
         print(f"{suite}: {self.passed}/{total} checks passed" + (f"; failed: {', '.join(self.failed)}" if self.failed else ""))
@@ -79,15 +84,18 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None, data=None, serve_args=()):
-        """`data`: serve an existing data directory (e.g. a restored backup) instead of a new one."""
+    def __init__(self, setup=None, workers=2, sync=None, data=None, serve_args=(), env=None):
+        """`data`: where the data directory is (default: in a fresh temporary directory); an
+        existing one (e.g. a restored backup) is served as it is; `serve_args`: more arguments for `attestctl serve`; `env`: extra environment for
+        `attestctl serve` and everything it starts."""
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
         self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
         self.serve_args = list(serve_args)
-        if data is None:
+        self.env = env
+        if not os.path.exists(os.path.join(self.data, "config.json")):
             self.ctl("init", "--test-ca")
             self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
             self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
@@ -103,7 +111,7 @@ class Stack:
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
              "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx"), *self.serve_args],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(self.env or {})})
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.serve.poll() is not None:
@@ -125,6 +133,12 @@ class Stack:
             except subprocess.TimeoutExpired:
                 self.serve.kill()
         return self.serve.returncode
+
+    def remove(self):
+        """Deletes the stack's temporary directory and data directory (after `stop`)."""
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.data, ignore_errors=True)
 
     def ctl(self, *args, check=True):
         p = subprocess.run([os.path.join(BIN, "attestctl"), *args, "--data", self.data], capture_output=True, text=True)

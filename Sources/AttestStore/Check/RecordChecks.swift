@@ -1,0 +1,64 @@
+/// What `Store.check()` verifies in each database: one entry per database, keyed by the
+/// database. A database without an entry (one added since) is still counted and scanned,
+/// and reported as not checked; adding its line here is all it takes to check it.
+///
+/// Each check gets one entry, the transaction (to look up the indexes it must agree with)
+/// and returns problems; a record that does not decode throws, which counts as a problem.
+enum RecordChecks {
+    typealias Check = @Sendable (_ key: [UInt8], _ value: [UInt8], _ txn: Transaction) throws -> [String]
+
+    static let table: [Database: Check] = [
+        .meta: { key, value, _ in
+            key == Array("schema".utf8) && value != [Store.schemaVersion] ? ["schema is \(value), this build reads \(Store.schemaVersion)"] : []
+        },
+        .orgs: { key, value, _ in
+            let org = try OrgRecord(encoded: value)
+            return key == Array(org.name.utf8) ? [] : ["key is not the organization's name \(org.name)"]
+        },
+        .apps: { key, value, txn in
+            let app = try AppRecord(encoded: value)
+            var problems = [String]()
+            if key != Array(app.appID.utf8) { problems.append("key is not the App ID \(app.appID)") }
+            if try txn.org(named: app.org) == nil { problems.append("app \(app.appID) names a missing organization \(app.org)") }
+            return problems
+        },
+        .devices: { key, value, txn in
+            var device = try DeviceRecord(encoded: value)
+            device.keyID = key
+            var problems = [String]()
+            if key.count != 32 { problems.append("keyId is \(key.count) bytes, not 32") }
+            if device.publicKey.count != 65 || device.publicKey.first != 4 { problems.append("public key is not an uncompressed P-256 point") }
+            if try txn.get(.deviceIDs, Array(device.deviceID.utf8)) != key { problems.append("device_ids does not map \(device.deviceID) to this key") }
+            if try txn.app(id: device.appID) == nil { problems.append("device \(device.deviceID) names a missing app \(device.appID)") }
+            return problems
+        },
+        .deviceIDs: { key, value, txn in
+            guard let device = try txn.device(keyID: value) else { return ["deviceId \(String(decoding: key, as: UTF8.self)) points at no device"] }
+            return Array(device.deviceID.utf8) == key ? [] : ["deviceId \(String(decoding: key, as: UTF8.self)) points at device \(device.deviceID)"]
+        },
+        .receipts: { key, value, txn in
+            guard value.first == 1 else { return ["receipt record version \(value.first.map(String.init) ?? "none")"] }
+            return try txn.get(.devices, key) == nil ? ["receipt without a device"] : []
+        },
+        .fingerprints: { key, value, _ in
+            var reader = try BinaryReader(value, record: "fingerprint")
+            guard reader.version == 1 else { return ["fingerprint record version \(reader.version)"] }
+            let count = try reader.u32()
+            let latest = try reader.data()
+            try reader.finish("fingerprint")
+            var problems = [String]()
+            if !key.contains(0) { problems.append("key has no App ID ‖ 0x00 prefix") }
+            if count == 0 || latest.count != 32 { problems.append("\(count) keys seen, latest keyId of \(latest.count) bytes") }
+            return problems
+        },
+        .challenges: { key, value, _ in
+            key.count == 24 && value.isEmpty ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
+        },
+        .rates: { key, value, _ in
+            key.count > 8 && value.count == 4 ? [] : ["rate window key of \(key.count) bytes, value of \(value.count) (u32 hits)"]
+        },
+    ]
+
+    /// Databases whose entry counts must be equal (an index and what it indexes).
+    static let equalCounts: [(Database, Database)] = [(.devices, .deviceIDs)]
+}

@@ -1,0 +1,20 @@
+@testable import AttestFuzz
+import Testing
+
+/// The fastcgi target's guard against the libfcgi abort it found (see `FastCGITarget`).
+@Suite struct FastCGIRecordsTests {
+    @Test func readsParamLengthsAsLibfcgiDoes() {
+        let stream = FastCGIRecords.request(params: [("REQUEST_METHOD", "GET"), ("HTTP_X", String(repeating: "v", count: 300))], body: [])
+        #expect(FastCGIRecords.largestParamLength(stream[...]) == 300, "the 300-byte value is the largest (4-byte length form)")
+        #expect(FastCGIRecords.largestParamLength([][...]) == 0, "no records, no params")
+    }
+
+    @Test func flagsTheDeclaredGigabyteParam() {
+        // PARAMS content: nameLength 0x60E0E0E0, valueLength 0x60E0E0E0, then a few bytes.
+        let content: [UInt8] = [0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0x41, 0x42]
+        let stream = FastCGIRecords.record(type: 1, requestID: 1, content: [0, 1, 0, 0, 0, 0, 0, 0])
+            + FastCGIRecords.record(type: 4, requestID: 1, content: content)
+        #expect(FastCGIRecords.largestParamLength(stream[...]) == 0x60E0_E0E0, "the declared length is read, not the bytes present")
+        #expect(FastCGIRecords.largestParamLength(stream[...]) > FastCGITarget.maxParamLength, "the target skips it")
+    }
+}

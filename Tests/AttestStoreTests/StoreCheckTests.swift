@@ -1,0 +1,55 @@
+import AttestCore
+import AttestStore
+import Testing
+
+/// `Store.check()`: a consistent store passes; each kind of damage is named.
+@Suite struct StoreCheckTests {
+    let dir = TemporaryDirectory()
+    let now = Timestamp(seconds: 1_790_000_000)
+
+    func filledStore() throws -> (Store, DeviceRecord) {
+        let store = try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
+        let device = DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "dev-1", appID: "ABCDE12345.com.example.app",
+                                  publicKey: [4] + [UInt8](repeating: 1, count: 64), environment: .production, createdAt: now)
+        try store.write { txn in
+            try txn.put(OrgRecord(name: "acme", createdAt: now))
+            try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
+            try txn.put(device)
+            try txn.putReceipt([0x30, 0x00], keyID: device.keyID)
+            try txn.noteFingerprint("fp", appID: device.appID, keyID: device.keyID)
+            _ = try txn.consumeChallenge(id: [UInt8](repeating: 1, count: 16), expiry: now.seconds + 300)
+            _ = try txn.hitRateWindow("ip:192.0.2.1", windowEnd: now.seconds + 60)
+        }
+        return (store, device)
+    }
+
+    @Test func consistentStorePasses() throws {
+        let (store, _) = try filledStore()
+        let report = try store.check()
+        #expect(report.isConsistent, "a store written through the API is consistent: \(report.databases.flatMap(\.problems))")
+        #expect(report.databases.map(\.database) == Database.allCases, "every database is reported, in order")
+        #expect(report.databases.first { $0.database == .devices }?.entries == 1, "the device is counted")
+    }
+
+    @Test func missingIndexEntryIsNamed() throws {
+        let (store, device) = try filledStore()
+        try store.write { txn in _ = try txn.delete(.deviceIDs, Array(device.deviceID.utf8)) }
+        let report = try store.check()
+        #expect(!report.isConsistent, "a device without its device_ids entry is inconsistent")
+        #expect(report.databases.first { $0.database == .devices }?.problems.first?.contains("device_ids") == true, "the device names the index")
+        #expect(report.crossProblems.contains { $0.contains("devices has 1") }, "the counts differ")
+    }
+
+    @Test func undecodableRecordAndOrphansAreNamed() throws {
+        let (store, device) = try filledStore()
+        try store.write { txn in
+            _ = try txn.put(.orgs, Array("broken".utf8), [99, 1, 2])
+            _ = try txn.put(.receipts, [UInt8](repeating: 9, count: 32), [1, 0x30])
+            _ = try txn.delete(.apps, Array(device.appID.utf8))
+        }
+        let problems = try store.check().databases.reduce(into: [Database: [String]]()) { $0[$1.database] = $1.problems }
+        #expect(problems[.orgs]?.first?.contains("does not decode") == true, "an unknown record version does not decode")
+        #expect(problems[.receipts] == ["receipt without a device"], "an orphan receipt")
+        #expect(problems[.devices]?.contains { $0.contains("missing app") } == true, "a device of a deleted app")
+    }
+}

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Hostile input through real nginx (issue 13, part 3): truncated, oversized, deeply nested,
+wrong-type, duplicate-key, non-UTF-8 and huge-base64 bodies, empty bodies, wrong methods,
+missing, duplicated and control-byte headers, slow bodies and many concurrent connections.
+
+Every answer must be the JSON error envelope {"error","code","requestId","reason"} with the
+documented status; no pool worker may die (worker pids before and after); the store must be
+unchanged (`attestctl store stats`) and consistent (`attestctl store check`). Rate limits are
+off so that each input meets the check it targets. Ends with `hostile: N passed, M failed`."""
+import concurrent.futures
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+import rawhttp  # noqa: E402
+from stack import Stack, Tally, app_headers, b64, cbor_map_of_bytes, sha256  # noqa: E402
+
+T = Tally()
+A = app_headers()
+CHALLENGE = "/api/v1/attestation/challenge"
+VALIDATE = "/api/v1/attestation/validate"
+REFRESH = "/api/v1/attestation/refresh"
+# A well-formed challenge string that no server issued: bodies built on it pass every field
+# check and stop at the challenge's HMAC, so no hostile input can consume or store anything.
+FORGED = "AQEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+CODES_400 = {"bad_request", "key_id_invalid", "attestation_object_invalid", "client_data_hash_invalid", "challenge_invalid",
+             "challenge_expired", "challenge_already_used"}
+tried = {"inputs": 0}
+
+
+def setup(stack):
+    stack.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
+    stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app", "--env", "both")
+    stack.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
+    stack.ctl("config", "set", "rateLimits.refreshPerIPPerMinute", "0")
+
+
+def envelope(r, status, codes):
+    """(ok, detail): r is the JSON error envelope with `status` and a code in `codes`."""
+    j = r.json if isinstance(r.json, dict) else {}
+    ctype = (r.header("content-type") if hasattr(r, "header") else r.headers.get("content-type")) or ""
+    ok = (r.status == status and ctype.startswith("application/json") and j.get("code") in codes
+          and isinstance(j.get("error"), str) and j.get("reason") == j.get("error")
+          and isinstance(j.get("requestId"), str) and len(j["requestId"]) > 0 and b"<html" not in r.body.lower())
+    return ok, repr(r)
+
+
+def send(s, name, method, path, headers, body, status, codes):
+    """One hostile request through raw HTTP; checks the envelope."""
+    tried["inputs"] += 1
+    r = rawhttp.request(s.port, rawhttp.build(method, path, headers, body))
+    ok, detail = envelope(r, status, codes)
+    T.check(f"{name}: {status} {'/'.join(sorted(codes)) if len(codes) < 3 else 'a 400 code'}", ok, detail)
+    return r
+
+
+def hdrs(extra=()):
+    return [("X-Bundle-ID", A["X-Bundle-ID"]), ("X-Team-ID", A["X-Team-ID"]), ("Content-Type", "application/json"), *extra]
+
+
+def templates(s):
+    """A validate body and a refresh body that stop at the (forged) challenge: 400 challenge_invalid."""
+    p = s.device(s.state("hostile"), "body", "validate", "--challenge", FORGED)
+    assert p.returncode == 0, p.stderr
+    validate = json.loads(p.stdout)
+    refresh = {"keyId": validate["keyId"], "challenge": FORGED, "clientDataHash": b64(sha256(FORGED.encode())),
+               "assertion": b64(cbor_map_of_bytes([("signature", b"\x30\x06\x02\x01\x01\x02\x01\x01"), ("authenticatorData", b"\x00" * 37)]))}
+    return validate, refresh
+
+
+def bodies(s, validate, refresh):
+    for path, template in ((VALIDATE, validate), (REFRESH, refresh)):
+        ep = path.rsplit("/", 1)[1]
+        text = json.dumps(template).encode()
+        send(s, f"{ep}: the template stops at the forged challenge", "POST", path, hdrs(), text, 400, {"challenge_invalid"})
+        for cut in sorted({1, 2, 5, len(text) // 7, len(text) // 3, len(text) // 2, len(text) - 2, len(text) - 1}):
+            send(s, f"{ep}: truncated at {cut} of {len(text)} bytes", "POST", path, hdrs(), text[:cut], 400, {"bad_request"})
+        send(s, f"{ep}: empty body", "POST", path, hdrs(), b"", 400, {"bad_request"})
+        send(s, f"{ep}: no body, no Content-Length", "POST", path, hdrs(), None, 400, {"bad_request"})
+        for size in (64 * 1024 + 1, 1 << 20):
+            send(s, f"{ep}: {size}-byte body", "POST", path, hdrs(), b"{" + b" " * (size - 2) + b"}", 413, {"payload_too_large"})
+        send(s, f"{ep}: a body of 64 KiB less a byte", "POST", path, hdrs(), json.dumps({**template, "pad": "x" * 65_000}).encode()[:65_535],
+             400, CODES_400)
+        for name, body in (("60,000 nested arrays", b"[" * 60_000 + b"]" * 60_000),
+                           ("5,000 nested objects", b'{"a":' * 5_000 + b"1" + b"}" * 5_000),
+                           ("nested one level under the parser's limit", b'{"a":' * 31 + b"1" + b"}" * 31)):
+            send(s, f"{ep}: {name}", "POST", path, hdrs(), body[:65_536], 400, {"bad_request"})
+        for top in (b"[]", b"1", b'"text"', b"null", b"true", b"{}", b"hello", b"{\"a\":1,}", b"{'a':1}", b"\xef\xbb\xbf{}"):
+            send(s, f"{ep}: top level {top[:12]!r}", "POST", path, hdrs(), top, 400, CODES_400)
+        for field in template:
+            for bad in (1, 1.5, True, [], {}, [template[field]], -1e308):
+                body = json.dumps({**template, field: bad}).encode()
+                send(s, f"{ep}: {field} as {type(bad).__name__} {str(bad)[:12]}", "POST", path, hdrs(), body, 400, CODES_400)
+            dup = json.dumps(template).encode()[:-1] + b", " + json.dumps({field: template[field]}).encode()[1:]
+            send(s, f"{ep}: {field} twice", "POST", path, hdrs(), dup, 400, {"bad_request"})
+        for name, raw in (("invalid UTF-8", b"\xff\xfe"), ("overlong UTF-8", b"\xc0\xaf"), ("lone surrogate escape", b"\\ud800"),
+                          ("NUL byte", b"\x00"), ("raw control byte", b"\x01"), ("truncated UTF-8", b"\xe2\x82")):
+            body = b'{"keyId":"' + raw + b'",' + json.dumps(template).encode()[1:]
+            send(s, f"{ep}: {name} in a string", "POST", path, hdrs(), body, 400, {"bad_request"})
+        send(s, f"{ep}: UTF-16 body", "POST", path, hdrs(), json.dumps(template).encode("utf-16"), 400, {"bad_request"})
+        for num in (b"1e999999", b"-", b"1" * 5000, b"0x10", b"NaN", b"Infinity"):
+            send(s, f"{ep}: number {num[:10]!r}", "POST", path, hdrs(), b'{"n":' + num + b"," + json.dumps(template).encode()[1:], 400, {"bad_request"})
+        many = {f"m{i}": "" for i in range(65)}
+        send(s, f"{ep}: 65 members", "POST", path, hdrs(), json.dumps({**template, **many}).encode(), 400, {"bad_request"})
+        send(s, f"{ep}: 6,000 members", "POST", path, hdrs(), json.dumps({f"m{i}": 0 for i in range(6000)}).encode()[:65_536], 400, {"bad_request"})
+        huge = b64(os.urandom(45_000))
+        for field in ("keyId", "clientDataHash", "attestationObject" if path == VALIDATE else "assertion", "challenge"):
+            send(s, f"{ep}: {field} of 45 KB base64", "POST", path, hdrs(), json.dumps({**template, field: huge}).encode(), 400, CODES_400)
+        send(s, f"{ep}: a 60 KB deviceModel", "POST", path, hdrs(), json.dumps({**template, "deviceModel": "x" * 60_000}).encode(), 400, CODES_400)
+
+
+def methods(s):
+    for path in (VALIDATE, REFRESH):
+        for method in ("GET", "PUT", "DELETE", "PATCH", "OPTIONS"):
+            send(s, f"{method} {path}", method, path, hdrs(), b"{}", 405, {"method_not_allowed"})
+    for method in ("POST", "PUT", "DELETE"):
+        send(s, f"{method} {CHALLENGE}", method, CHALLENGE, hdrs(), b"{}", 405, {"method_not_allowed"})
+
+
+def headers(s, refresh):
+    body = json.dumps(refresh).encode()
+    app = {"bad_request", "app_not_registered"}
+    for path, method, payload in ((CHALLENGE, "GET", None), (VALIDATE, "POST", body), (REFRESH, "POST", body)):
+        ep = path.rsplit("/", 1)[1]
+        if path == CHALLENGE:
+            tried["inputs"] += 1
+            r = rawhttp.request(s.port, rawhttp.build(method, path, [], None))
+            T.check("challenge: no app headers: 200, an unbound challenge (refused by validate and refresh)", r.status == 200, repr(r))
+        for name, hs in (("no app headers", []) if path != CHALLENGE else ("an empty X-Team-ID", [("X-Team-ID", ""), ("X-Bundle-ID", "com.example.app")]),
+                         ("no X-Bundle-ID", [("X-Team-ID", "ABCDE12345")]),
+                         ("no X-Team-ID", [("X-Bundle-ID", "com.example.app")]),
+                         ("an unknown app", [("X-Team-ID", "ZZZZZ99999"), ("X-Bundle-ID", "com.example.app")])):
+            r = send_any(s, f"{ep}: {name}", method, path, hs, payload, {400: {"bad_request"}, 403: {"app_not_registered"}})
+        for name, value in (("SOH", b"ABCDE\x0112345"), ("DEL", b"ABCDE\x7f12345"), ("tab inside", b"ABCDE\t12345"),
+                            ("0xFF byte", b"ABCDE\xff12345"), ("UTF-8 letters", "ÄBCDE12345".encode()), ("7 KB", b"A" * 7000),
+                            ("ESC sequence", b"\x1b[31mABCDE")):
+            send(s, f"{ep}: X-Team-ID with {name}", method, path, [("X-Team-ID", value), ("X-Bundle-ID", "com.example.app")], payload, 400, {"bad_request"})
+            send(s, f"{ep}: X-Bundle-ID with {name}", method, path, [("X-Team-ID", "ABCDE12345"), ("X-Bundle-ID", value)], payload, 400, {"bad_request"})
+        send(s, f"{ep}: X-Team-ID sent twice, two values", method, path,
+             [("X-Team-ID", "ABCDE12345"), ("X-Team-ID", "OTHER12345"), ("X-Bundle-ID", "com.example.app")], payload, 400, {"bad_request"})
+        send(s, f"{ep}: X-Bundle-ID sent twice, same value", method, path,
+             [("X-Team-ID", "ABCDE12345"), ("X-Bundle-ID", "com.example.app"), ("X-Bundle-ID", "com.example.app")], payload, 400, {"bad_request"})
+        send(s, f"{ep}: a 20 KB header (nginx)", method, path, hdrs([("X-Pad", "p" * 20_000)]), payload, 400, {"bad_request"})
+    # Not checked here: a request line nginx cannot parse (a URI over its 8 KiB buffer, 414;
+    # bytes that are not HTTP, 400) gets nginx's HTML 500 page with the current site.conf, as
+    # the named error locations cannot run for it (issue 13 report; the serve work owns the
+    # error pages).
+    tried["inputs"] += 1
+    r = rawhttp.request(s.port, b"FROB " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    ok, detail = envelope(r, 405, {"method_not_allowed"})
+    T.check("an unknown method (FROB): 405 method_not_allowed", ok, detail)
+    for name, raw in (("Content-Length and Transfer-Encoding", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                      ("Content-Length abc", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"),
+                      ("negative Content-Length", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"),
+                      ("two Content-Lengths", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+                      ("a bare CR in a header", b"GET " + CHALLENGE.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Team-ID: AB\rCDE\r\n\r\n"),
+                      ("a NUL in a header", b"GET " + CHALLENGE.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Team-ID: AB\x00CDE\r\n\r\n"),
+                      ("a header without a colon", b"GET " + CHALLENGE.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Team-ID ABCDE\r\n\r\n"),
+                      ("no Host", b"GET " + CHALLENGE.encode() + b" HTTP/1.1\r\n\r\n"),
+                      ("a chunked body over the limit", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + b"".join(b"8000\r\n" + b" " * 0x8000 + b"\r\n" for _ in range(3)) + b"0\r\n\r\n")):
+        tried["inputs"] += 1
+        r = rawhttp.request(s.port, raw)
+        status = 413 if "over the limit" in name else 400
+        ok, detail = envelope(r, status, {"payload_too_large"} if status == 413 else {"bad_request"})
+        T.check(f"malformed HTTP, {name}: {status}", ok, detail)
+
+
+def send_any(s, name, method, path, headers_, body, allowed):
+    """Like send, for inputs with more than one documented answer (status -> codes)."""
+    tried["inputs"] += 1
+    r = rawhttp.request(s.port, rawhttp.build(method, path, headers_, body))
+    ok, detail = envelope(r, r.status, allowed.get(r.status, set()))
+    T.check(f"{name}: {'/'.join(str(k) for k in allowed)}", ok, detail)
+    return r
+
+
+def slow_bodies(s):
+    """Ten clients send their bodies a byte every half second for 4 s while others are served."""
+    stop = threading.Event()
+
+    def dribble():
+        head = rawhttp.build("POST", VALIDATE, hdrs(), None, content_length=False).rstrip(b"\r\n") + b"\r\nContent-Length: 1000\r\n\r\n"
+        import socket
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        try:
+            sock.sendall(head)
+            while not stop.is_set():
+                sock.sendall(b" ")
+                time.sleep(0.5)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+    threads = [threading.Thread(target=dribble) for _ in range(10)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    started, slowest, answers = time.time(), 0.0, []
+    while time.time() - started < 4:
+        t0 = time.time()
+        answers.append(rawhttp.request(s.port, rawhttp.build("POST", REFRESH, hdrs(), b"[]")))
+        slowest = max(slowest, time.time() - t0)
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join()
+    tried["inputs"] += 10 + len(answers)
+    T.check(f"10 slow bodies: {len(answers)} other requests answered meanwhile, slowest {slowest:.2f}s",
+            all(envelope(r, 400, {"bad_request"})[0] for r in answers) and slowest < 2, str(answers[:2]))
+
+
+def many_connections(s, refresh):
+    bad = json.dumps({**refresh, "keyId": 1}).encode()
+    jobs = [("POST", VALIDATE, bad, 400), ("POST", REFRESH, bad, 400), ("GET", CHALLENGE, None, 200)] * 100
+    with concurrent.futures.ThreadPoolExecutor(max_workers=300) as pool:
+        answers = list(pool.map(lambda j: (j, rawhttp.request(s.port, rawhttp.build(j[0], j[1], hdrs(), j[2]))), jobs))
+    tried["inputs"] += len(jobs)
+    wrong = [(j[1], r) for j, r in answers if r.status != j[3] or (j[3] == 400 and not envelope(r, 400, {"bad_request"})[0])]
+    T.check(f"300 concurrent connections: every answer as documented", not wrong, str(wrong[:3]))
+
+
+def main():
+    s = Stack(setup=setup)
+    started = time.time()
+    try:
+        pools = {ep: s.pool_workers(ep) for ep in ("challenge", "validate", "refresh")}
+        before = s.ctl_json("store", "stats")["databases"]
+        validate, refresh = templates(s)
+        bodies(s, validate, refresh)
+        methods(s)
+        headers(s, refresh)
+        slow_bodies(s)
+        many_connections(s, refresh)
+        after_pools = {ep: s.pool_workers(ep) for ep in ("challenge", "validate", "refresh")}
+        T.check("no pool worker died (same worker pids before and after)", pools == after_pools, f"{pools} -> {after_pools}")
+        after = s.ctl_json("store", "stats")["databases"]
+        T.check("the store is unchanged (attestctl store stats)", before == after, f"{before} -> {after}")
+        check = s.ctl("store", "check", check=False)
+        T.check("attestctl store check: consistent", check.returncode == 0, check.stdout[-1500:])
+    except Exception as e:  # noqa: BLE001 - report, then fail
+        import traceback
+        traceback.print_exc()
+        T.check("suite ran to the end", False, repr(e))
+    finally:
+        rc = s.stop()
+        T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}")
+        s.remove()
+    print(f"hostile: {tried['inputs']} inputs tried in {time.time() - started:.1f}s; store unchanged and no worker died: "
+          f"{'yes' if not T.failed else 'see failures'}")
+    return T.counts_line("hostile")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
