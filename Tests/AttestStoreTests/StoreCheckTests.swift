@@ -16,7 +16,7 @@ import Testing
             try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
             try txn.put(device)
             try txn.putReceipt([0x30, 0x00], keyID: device.keyID)
-            try txn.noteFingerprint("fp", appID: device.appID, keyID: device.keyID)
+            _ = try txn.noteFingerprint("fp", appID: device.appID, keyID: device.keyID, at: now)
             _ = try txn.consumeChallenge(id: [UInt8](repeating: 1, count: 16), expiry: now.seconds + 300)
             _ = try txn.hitRateWindow("ip:192.0.2.1", windowEnd: now.seconds + 60)
         }

@@ -41,16 +41,38 @@ enum RecordChecks {
             return try txn.get(.devices, key) == nil ? ["receipt without a device"] : []
         },
         .fingerprints: { key, value, _ in
-            var reader = try BinaryReader(value, record: "fingerprint")
-            guard reader.version == 1 else { return ["fingerprint record version \(reader.version)"] }
-            let count = try reader.u32()
-            let latest = try reader.data()
-            try reader.finish("fingerprint")
+            let lineage = try LineageRecord(encoded: value)
             var problems = [String]()
-            if !key.contains(0) { problems.append("key has no App ID ‖ 0x00 prefix") }
-            if count == 0 || latest.count != 32 { problems.append("\(count) keys seen, latest keyId of \(latest.count) bytes") }
+            // App ID ‖ 0x00 ‖ fingerprint, or App ID ‖ 0x01 ‖ keyId for a device without one.
+            if !key.contains(0) && !key.contains(1) { problems.append("key is not App ID ‖ 0x00/0x01 ‖ …") }
+            if lineage.keys == 0 { problems.append("a lineage with no key seen") }
             return problems
         },
+        .usageMonths: { key, value, _ in
+            let month = try UsageMonthRecord(encoded: value)
+            var problems = [String]()
+            if !key.contains(0) { problems.append("key is not org ‖ 0x00 ‖ month") }
+            let perApp = month.apps.reduce(UInt32(0)) { $0 &+ $1.activeDevices }
+            if perApp != month.activeDevices { problems.append("apps add up to \(perApp), the month says \(month.activeDevices)") }
+            let new = month.days.reduce(UInt32(0)) { $0 &+ $1.newDevices }
+            if new != month.activeDevices { problems.append("days' new devices add up to \(new), the month says \(month.activeDevices)") }
+            return problems
+        },
+        .usageDevices: { key, value, _ in
+            key.count > 21 && value.count == 6 && value[0] == 1 ? [] : ["counted-device entry: key of \(key.count) bytes, value of \(value.count)"]
+        },
+        .apiKeys: { key, value, _ in
+            _ = try APIKeyRecord(encoded: value)
+            return key.count == 12 && key.starts(with: Array("aat_".utf8)) ? [] : ["API key id of \(key.count) bytes, not aat_ + 8"]
+        },
+        .outbox: { key, value, _ in
+            _ = try OutboxEvent(encoded: value)
+            return key.count == 8 ? [] : ["outbox sequence of \(key.count) bytes, not 8"]
+        },
+        .subjects: { _, value, _ in _ = try SubjectRecord(encoded: value); return [] },
+        .flagLog: { _, value, _ in _ = try FlagChange(encoded: value); return [] },
+        .webhooks: { _, value, _ in _ = try WebhookEndpointRecord(encoded: value); return [] },
+        .deliveries: { _, value, _ in _ = try DeliveryRecord(encoded: value); return [] },
         .challenges: { key, value, _ in
             key.count == 24 && value.isEmpty ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
         },
