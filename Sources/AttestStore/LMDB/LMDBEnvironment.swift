@@ -12,10 +12,12 @@ final class LMDBEnvironment {
     /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
     private var idleReader: OpaquePointer?
 
+    /// `noMetaSync` (`MDB_NOMETASYNC`): a commit syncs its pages but not its meta page; callers
+    /// that need the commit durable wait on a `DurabilityBarrier`.
     /// `writeMap` maps the file writable and commits by writing to memory (no pwrite per
     /// page): only for the ephemeral environment, whose contents may be discarded after a
     /// power loss (with a writable map and no sync, a system crash can corrupt it).
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, writeMap: Bool = false, databases: [Database]) throws {
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, writeMap: Bool = false, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -30,6 +32,7 @@ final class LMDBEnvironment {
             try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
             var flags = UInt32(MDB_NOTLS)
             if noSync { flags |= UInt32(MDB_NOSYNC) }
+            if noMetaSync { flags |= UInt32(MDB_NOMETASYNC) }
             if writeMap { flags |= UInt32(MDB_WRITEMAP) | UInt32(MDB_MAPASYNC) }
             try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
             var dead: Int32 = 0
