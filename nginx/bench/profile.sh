@@ -18,7 +18,7 @@ DEVICES=${DEVICES:-2000}
 WORKERS=${WORKERS:-2}
 OUT=${OUT:-/tmp/attestedge-profile}
 TEAM=BENCH00001 BUNDLE=com.example.bench
-BIN=$PWD/.build/release
+BIN=${BIN:-$PWD/.build/release}
 [ -x "$BIN/attest-refresh" ] || swift build -c release 2>&1 | tail -1
 mkdir -p "$OUT"
 
