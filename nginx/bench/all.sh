@@ -127,7 +127,7 @@ for sync in $SYNCS; do
     echo "==> store.sync=$sync, $w workers per pool"
     start_pools "$DATA" "$w"
     device "$DATA" "$DIR/hb-$sync.json" enroll > /dev/null
-    TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$DIR/hb-$sync.json")
+    TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fields"]["token"])' "$DIR/hb-$sync.json")
     device "$DATA" "$DIR/batch.json" batch validate --count "$VALIDATES" --out "$DIR/validate.jsonl" > /dev/null
     device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
 
