@@ -37,7 +37,7 @@ swift build -c release 2>&1 | tail -1
 BIN=$PWD/.build/release
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-ROWS=() FLOOR_ROWS=() SCALE_ROWS=()
+ROWS=() FLOOR_ROWS=() SCALE_ROWS=() LOST_NOTES=()
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(next(r['$2'] for r in d['results'] if $1))"; }
 
@@ -81,7 +81,9 @@ replay_measure() {
   local cpu0
   cpu0=$(bench_pool_cpu_ms "$3")
   bench_replay "$1" "$2" "$THREADS" "$CONNECTIONS" "$BUNDLE" "$TEAM"
-  [ "$BENCH_REPLAY_FAILED" = 0 ] && [ "$BENCH_REPLAY_LOST" = 0 ] || { echo "error: $1: $BENCH_REPLAY_FAILED failed, $BENCH_REPLAY_LOST lost" >&2; exit 1; }
+  [ "$BENCH_REPLAY_FAILED" = 0 ] || { echo "error: $1: $BENCH_REPLAY_FAILED answers were not 200" >&2; exit 1; }
+  # A request wrk drops on a reconnect gets no answer (replay.lua counts it lost): reported.
+  [ "$BENCH_REPLAY_LOST" = 0 ] || { echo "warning: $1: $BENCH_REPLAY_LOST requests lost in wrk" >&2; LOST_NOTES+=("$1: $BENCH_REPLAY_LOST of $(wc -l < "$2") lost in wrk"); }
   M_RPS=$BENCH_REPLAY_RPS M_P50=$BENCH_REPLAY_P50 M_P99=$BENCH_REPLAY_P99
   M_US=$(awk -v ms="$(( $(bench_pool_cpu_ms "$3") - cpu0 ))" -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.0f", ms * 1000 / n }')
 }
@@ -212,6 +214,7 @@ done
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   echo
+  [ ${#LOST_NOTES[@]} = 0 ] || { echo "Requests wrk lost on reconnects (no answer; not counted): ${LOST_NOTES[*]}."; echo; }
   echo "## Scaling with the store ($SCALE_SYNC, $SCALE_WORKERS workers)"
   echo
   echo "Devices preloaded with \`attestctl bench store load\`; the map sized 1 GiB + 2 KiB per device."
