@@ -67,17 +67,20 @@ public final class Store {
 
     deinit { syncThread?.stop() }
 
-    /// Runs `body` in a read-only snapshot.
-    public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
+    /// Runs `body` in a read-only snapshot. Inside `deferringDurability` the answer waits
+    /// until the snapshot is durable, unless `awaitDurable` is false: for reads of what only
+    /// a command that waits for its own sync writes (orgs, apps), whose answers change no
+    /// state (a challenge).
+    public func read<T>(awaitDurable: Bool = true, _ body: (Transaction) throws -> T) throws -> T {
         let txn = Transaction(durable: durable, ephemeral: ephemeral)
         do {
             let result = try body(txn)
             try txn.finish(commit: false)
-            note(txn)
+            if awaitDurable { note(txn) }
             return result
         } catch {
             try? txn.finish(commit: false)
-            note(txn)
+            if awaitDurable { note(txn) }
             throw error
         }
     }

@@ -44,6 +44,19 @@ import Testing
         #expect(store.durabilitySyncs == before, "still nothing to wait for")
     }
 
+    @Test func aReadOfAnUnsyncedCommitWaitsUnlessExempt() throws {
+        let store = try open()
+        let other = try open()
+        try other.deferringDurability {
+            try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }  // committed, not yet synced
+            let before = store.durabilitySyncs
+            try store.deferringDurability { _ = try store.read(awaitDurable: false) { try $0.org(named: "a") } }
+            #expect(store.durabilitySyncs == before, "an exempt read (app lookup) does not wait")
+            try store.deferringDurability { _ = try store.read { try $0.org(named: "a") } }
+            #expect(store.durabilitySyncs == before + 1, "a tracked read waits for the commit it saw")
+        }
+    }
+
     @Test func aWriteThatChangesNothingNeedsNoSync() throws {
         let store = try open()
         try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }

@@ -47,7 +47,9 @@ extension ServiceContext {
         let version = store.durableVersion
         let cached = appCache[appID]
         if let cached, cached.version == version { return cached.context }
-        let (generation, found) = try store.read { txn -> (UInt64, AppContext?) in
+        // Orgs and apps are written only by attestctl, which returns after its own sync: a
+        // lookup need not hold the answer (a challenge) for other requests' commits.
+        let (generation, found) = try store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
             let generation = try txn.tenancyGeneration()
             if let cached, cached.generation == generation { return (generation, cached.context) }
             guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
