@@ -21,7 +21,7 @@ public final class ServiceContext {
     var publicKeys: [[UInt8]: ECPublicKey] = [:]
     static let publicKeyCacheCapacity = 50_000
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
-    var appCache: [String: (version: Int, context: AppContext)] = [:]
+    var appCache: [String: (version: Int, generation: UInt64, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
     /// The current request's `X-RateLimit-*` headers, set where its buckets are charged
     /// (`Admission`) and added to whatever it answers. One request at a time per process.
@@ -93,12 +93,24 @@ public final class ServiceContext {
         }
     }
 
-    /// Runs an endpoint body, turning errors into the JSON envelope and logging them.
+    /// Runs an endpoint body, turning errors into the JSON envelope and logging them. With
+    /// `store.sync = commit` the answer leaves only once everything it read or wrote in the
+    /// durable store is on disk (`Store.deferringDurability`); a failed sync answers 503.
     ///
     /// Log lines (`server.requestLog`), one per request at most:
     /// `<endpoint> requestId=<id> status=<n> code=<code|-> us=<µs in the pool>[ detail="…"]`.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
         let started = Self.monotonicMicroseconds()
+        do {
+            return try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
+        } catch {
+            let failure = ServiceError.unexpected(error)
+            log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - started) detail=\"\(failure.logDetail)\"")
+            return Self.errorResponse(failure, requestID: request.requestID)
+        }
+    }
+
+    private func respondNow(_ request: Request, endpoint: String, started: Int64, _ body: () throws -> Response) -> Response {
         maintainKeys(at: clock.now())
         rateHeaders = []
         defer { rateHeaders = [] }

@@ -18,6 +18,12 @@ public final class Store {
     let durable: LMDBEnvironment
     let ephemeral: LMDBEnvironment
     private let syncThread: SyncThread?
+    /// `commit` mode only: where answers wait for the sync that covers them.
+    let barrier: DurabilityBarrier?
+    /// Open `deferringDurability` scopes, and the highest durable transaction id read or
+    /// written in them so far.
+    private var deferrals = 0
+    private var pendingTxnID = 0
 
     /// Opens (creating when absent) the store under `directory`.
     public init(directory: String, options: StoreOptions = StoreOptions()) throws {
@@ -29,15 +35,17 @@ public final class Store {
         let noSync: Bool
         if case .interval = options.sync { noSync = true } else { noSync = false }
         durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
-                                      maxReaders: options.maxReaders, noSync: noSync,
+                                      maxReaders: options.maxReaders, noSync: noSync, noMetaSync: !noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
                                         maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)
+            barrier = nil
         } else {
             syncThread = nil
+            barrier = DurabilityBarrier(environment: durable)
         }
         try checkSchema()
     }
@@ -59,15 +67,20 @@ public final class Store {
 
     deinit { syncThread?.stop() }
 
-    /// Runs `body` in a read-only snapshot.
-    public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
+    /// Runs `body` in a read-only snapshot. Inside `deferringDurability` the answer waits
+    /// until the snapshot is durable, unless `awaitDurable` is false: for reads of what only
+    /// a command that waits for its own sync writes (orgs, apps), whose answers change no
+    /// state (a challenge).
+    public func read<T>(awaitDurable: Bool = true, _ body: (Transaction) throws -> T) throws -> T {
         let txn = Transaction(durable: durable, ephemeral: ephemeral)
         do {
             let result = try body(txn)
             try txn.finish(commit: false)
+            if awaitDurable { note(txn) }
             return result
         } catch {
             try? txn.finish(commit: false)
+            if awaitDurable { note(txn) }
             throw error
         }
     }
@@ -83,12 +96,50 @@ public final class Store {
             }
             let result = try body(txn)
             try txn.finish(commit: true)
+            try settle(txn)
             return result
         } catch {
             try? txn.finish(commit: false)
+            note(txn)
             throw error
         }
     }
+
+    /// In `commit` mode, a durable write returns once it is durable (see `DurabilityBarrier`),
+    /// unless a `deferringDurability` scope is open: then the scope's end waits, once, for
+    /// everything it read or wrote.
+    private func settle(_ txn: Transaction) throws {
+        guard let barrier else { return }
+        note(txn)
+        if deferrals == 0 { try barrier.wait(for: pendingTxnID); pendingTxnID = 0 }
+    }
+
+    private func note(_ txn: Transaction) {
+        guard barrier != nil else { return }
+        pendingTxnID = max(pendingTxnID, txn.durableTxnID)
+    }
+
+    /// Runs `body` (one request: its reads, writes and the building of its answer), then, in
+    /// `commit` mode, waits until every durable state it read or wrote is on disk. One
+    /// `fdatasync` covers the request's commit and those of concurrent requests in every
+    /// process, and the token is signed while other commits proceed; nothing that depends on
+    /// an unsynced commit leaves before this returns. In `interval` mode it only runs `body`.
+    /// - Throws: `StoreError(.io)` when the sync fails: the caller must not send `body`'s result.
+    public func deferringDurability<T>(_ body: () throws -> T) throws -> T {
+        deferrals += 1
+        let result: T
+        do { result = try body() } catch { deferrals -= 1; throw error }
+        deferrals -= 1
+        if deferrals == 0, let barrier, pendingTxnID > 0 {
+            let target = pendingTxnID
+            pendingTxnID = 0
+            try barrier.wait(for: target)
+        }
+        return result
+    }
+
+    /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
+    public var durabilitySyncs: Int { barrier?.syncs ?? 0 }
 
     /// Entry counts of every database, for `attestctl` and tests.
     public func entryCounts() throws -> [Database: Int] {

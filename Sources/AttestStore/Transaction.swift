@@ -23,6 +23,9 @@ public final class Transaction {
     let ephemeral: LMDBEnvironment
     var durableSlot = Slot.unused
     var ephemeralSlot = Slot.unused
+    /// The durable transaction id this transaction committed or read (0: none), recorded by
+    /// `finish`: what an answer built from it must wait for in `commit` mode.
+    private(set) var durableTxnID = 0
 
     init(durable: LMDBEnvironment, ephemeral: LMDBEnvironment) {
         self.durable = durable
@@ -177,12 +180,19 @@ public final class Transaction {
         for name in [Database.Environment.ephemeral, .durable] {
             switch slot(name) {
             case .unused: break
-            case .reading(let t): environment(name).endRead(t)
+            case .reading(let t):
+                if name == .durable { durableTxnID = mdb_txn_id(t) }
+                environment(name).endRead(t)
             case .writing(let t):
                 if commit && firstError == nil {
+                    let id = mdb_txn_id(t)
                     let rc = mdb_txn_commit(t)
                     if rc != 0 { firstError = storeError(rc, "committing \(name.rawValue)") }
+                    // A commit that changed nothing writes no meta page: its snapshot (id − 1,
+                    // or whatever committed since) is what the caller saw.
+                    if name == .durable { durableTxnID = min(id, environment(name).lastTransactionID) }
                 } else {
+                    if name == .durable { durableTxnID = mdb_txn_id(t) - 1 }
                     mdb_txn_abort(t)
                 }
             }

@@ -12,6 +12,8 @@ let benchCommand = Command(
         usage: attestctl bench verify [--seconds N] [--json]
                attestctl bench usage [--devices N] [--data DIR]
                attestctl bench claims [--seconds N]
+               attestctl bench store puts [--seconds N] [--dir DIR]
+               attestctl bench store load --count N --app APPID [--data DIR]
 
         On one thread (use 'taskset -c 0' to pin it to one core), measures
           attestation verifications/s: Apple's guide sample at its time, intermediate cache warm
@@ -36,6 +38,10 @@ let benchCommand = Command(
         the stored text, build the profile, score the risk, evaluate), as a fraction of the
         ES256 signature every token costs.
 
+        bench store puts measures LMDB's floors: one small put per write transaction, synced
+        (store.sync commit) and not synced. bench store load writes N synthetic device records
+        of APPID straight into the store (scaling benchmarks) and prints the bytes per device.
+
         example: taskset -c 0 attestctl bench verify --seconds 5
         """,
     run: runBench)
@@ -43,6 +49,7 @@ let benchCommand = Command(
 @Sendable func runBench(_ argv: [String]) throws -> Int32 {
     if argv.first == "usage" { return try UsageBench.run(Array(argv.dropFirst())) }
     if argv.first == "claims" { return try ClaimsBench.run(Array(argv.dropFirst())) }
+    if argv.first == "store" { return try StoreBench.run(Array(argv.dropFirst())) }
     guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage or claims") }
     let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }

@@ -177,12 +177,15 @@ bench_cleanup() {
 }
 
 # bench_replay URL BODIES THREADS CONNS BUNDLE TEAM: send every line of BODIES once with
-# nginx/bench/replay.lua; sets BENCH_REPLAY_OK, BENCH_REPLAY_FAILED, BENCH_REPLAY_LOST and
-# BENCH_REPLAY_RPS (successes per second from the first request sent to the last answer).
+# nginx/bench/replay.lua; sets BENCH_REPLAY_OK, BENCH_REPLAY_FAILED, BENCH_REPLAY_LOST,
+# BENCH_REPLAY_RPS (successes per second from the first request sent to the last answer),
+# BENCH_REPLAY_IDLE (idle polls of finished threads, counted in wrk's latencies) and
+# BENCH_REPLAY_P50 / BENCH_REPLAY_P99 (ms, wrk's latency distribution; wrk is stopped with
+# SIGINT so that it prints it).
 bench_replay() {
   local url=$1 bodies=$2 threads=$3 conns=$4 bundle=$5 team=$6 out pid i lines
   out=$(mktemp)
-  wrk -t"$threads" -c"$conns" -d600s --timeout 30s -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" > "$out" 2>&1 &
+  wrk -t"$threads" -c"$conns" -d600s --timeout 30s --latency -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" > "$out" 2>&1 &
   pid=$!
   BENCH_CHILDREN+=("$pid")
   for i in $(seq 1 12000); do
@@ -191,7 +194,7 @@ bench_replay() {
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
-  kill -TERM "$pid" 2>/dev/null || true
+  kill -INT "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   if [ "$(grep -c '^REPLAY ' "$out" || true)" -lt "$threads" ]; then
     echo "bench_replay: wrk did not finish:" >&2; cat "$out" >&2; rm -f "$out"; return 1
@@ -204,5 +207,15 @@ bench_replay() {
       if (v["last"] > last) last = v["last"]
     }
     END { printf "%d %d %d %.1f\n", ok, failed, lost, ok / (last - first) }' "$out")
+  BENCH_REPLAY_IDLE=$(awk '/^REPLAY / { for (i = 2; i <= NF; i++) if ($i ~ /^idle=/) { sub("idle=", "", $i); n += $i } } END { print n + 0 }' "$out")
+  BENCH_REPLAY_P50=$(bench_latency_ms 50 < "$out")
+  BENCH_REPLAY_P99=$(bench_latency_ms 99 < "$out")
   rm -f "$out"
+}
+
+# bench_latency_ms PCT < WRK_OUTPUT: the PCT% line of wrk's --latency distribution, in ms.
+bench_latency_ms() {
+  awk -v p="$1%" '$1 == p { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
+    printf "%.2f\n", (u == "us" ? v / 1000 : u == "s" ? v * 1000 : u == "m" ? v * 60000 : v); found = 1 }
+    END { if (!found) print "n/a" }'
 }

@@ -51,22 +51,29 @@ extension ServiceContext {
         }
     }
 
-    /// Charges the buckets and consumes an authentic challenge in one ephemeral write.
+    /// Charges the buckets and consumes an authentic challenge in one ephemeral write, and
+    /// runs `read` in the same transaction (a durable read, e.g. refresh's device: the
+    /// request then makes one transaction before its signature work, not two). What `read`
+    /// returns is used only when the request is admitted; it must not write.
     /// - Throws: 429 `rate_limited`, or `challenge_already_used`.
-    func admit(_ token: ChallengeAuthority.Token, org: OrgRecord, request: Request, _ endpoint: DeviceEndpoint, now: Timestamp) throws {
+    func admit<T>(_ token: ChallengeAuthority.Token, org: OrgRecord, request: Request, _ endpoint: DeviceEndpoint, now: Timestamp,
+                  then read: (Transaction) throws -> T) throws -> T {
         var buckets = [(name: String, limit: UInt32)]()
         if let ip = ipBucket(request, endpoint) { buckets.append(ip) }
         if org.ratePerMinute > 0 { buckets.append(("org:" + org.name, org.ratePerMinute)) }
         let retention = Int64(configuration.usedChallengeRetentionSeconds)
-        let (charged, fresh) = try store.write([.ephemeral]) { txn in
+        // A failing `read` must not abort the charge and the consumption: it is rethrown after the commit.
+        let (charged, fresh, value) = try store.write([.ephemeral]) { txn -> (Charged, Bool, Result<T, any Error>?) in
             try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
             try txn.sweepExpired(.challenges, now: now.seconds, limit: 4)
             let charged = try charge(buckets, in: txn, now: now)
-            return (charged, try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention))
+            let fresh = try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention)
+            return (charged, fresh, charged.over == nil && fresh ? Result { try read(txn) } : nil)
         }
         if let over = charged.over { throw rateLimited(over, now: now) }
         rateHeaders = Self.headers(charged.tightest, now: now)
-        guard fresh else { throw ServiceError.challengeAlreadyUsed }
+        guard fresh, let value else { throw ServiceError.challengeAlreadyUsed }
+        return try value.get()
     }
 
     private func ipBucket(_ request: Request, _ endpoint: DeviceEndpoint) -> (name: String, limit: UInt32)? {

@@ -21,8 +21,9 @@ extension ServiceContext {
     /// `required == false` lets a request without both headers through as `nil`.
     ///
     /// Lookups are cached per worker and stay valid while the durable environment's last
-    /// transaction id is unchanged, so a change made by any process (attestctl disabling an
-    /// app) is seen by the very next request, and a challenge flood reads nothing.
+    /// transaction id is unchanged (a challenge flood reads nothing); after any write they
+    /// are revalidated by the tenancy generation (one small read), so a change made by any
+    /// process (attestctl disabling an app) is seen by the very next request.
     func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
         // The FastCGI param names nginx gives these headers, looked up directly (hot path).
         let bundle = request.params["HTTP_X_BUNDLE_ID"]?.trimmedNonEmpty
@@ -44,22 +45,31 @@ extension ServiceContext {
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
         let version = store.durableVersion
-        if let cached = appCache[appID], cached.version == version { return cached.context }
-        let found = try store.read { txn -> AppContext? in
-            guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return nil }
-            return AppContext(app: app, org: org)
+        let cached = appCache[appID]
+        if let cached, cached.version == version { return cached.context }
+        // Orgs and apps are written only by attestctl, which returns after its own sync: a
+        // lookup need not hold the answer (a challenge) for other requests' commits.
+        let (generation, found) = try store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
+            let generation = try txn.tenancyGeneration()
+            if let cached, cached.generation == generation { return (generation, cached.context) }
+            guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
+            return (generation, AppContext(app: app, org: org))
+        }
+        if let cached, found === cached.context {
+            appCache[appID] = (version, generation, cached.context)
+            return cached.context
         }
         guard let found else {
             throw ServiceError(.appNotRegistered, "The app \(appID) is not registered with this server.",
                                hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
         }
-        // Every device write moves the version on; the parsed claims survive while their text is unchanged.
+        // The parsed claims survive while their text is unchanged.
         if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON {
             found.parsedClaims = previous.parsedClaims
         }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
-        appCache[appID] = (version, found)
+        appCache[appID] = (version, generation, found)
         return found
     }
 }

@@ -78,9 +78,9 @@ public enum RefreshEndpoint {
             return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
         }
         // The challenge is consumed from here on, whatever follows.
-        try ctx.admit(token, org: app.org, request: request, .refresh, now: now)
         let keyID = fields.keyID
-        guard let device = try ctx.store.read({ try $0.device(keyID: keyID) }) else {
+        let stored = try ctx.admit(token, org: app.org, request: request, .refresh, now: now) { try $0.device(keyID: keyID) }
+        guard let device = stored else {
             throw unknownKey(ctx.configuration.unknownKeyStatus)
         }
         // Checks that need no signature and change nothing.

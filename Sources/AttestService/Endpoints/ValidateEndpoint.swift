@@ -92,7 +92,7 @@ public enum ValidateEndpoint {
             return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
         }
         // 3b. Rate limits and single use: the challenge is consumed from here on, whatever follows.
-        try ctx.admit(token, org: app.org, request: request, .validate, now: now)
+        try ctx.admit(token, org: app.org, request: request, .validate, now: now) { _ in () }
         // 4. Apple's verification.
         let verified: VerifiedAttestation
         let anchor: DeviceRecord.Anchor

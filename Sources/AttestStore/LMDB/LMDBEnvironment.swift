@@ -16,7 +16,9 @@ final class LMDBEnvironment {
     /// an error from the commit (503), never a SIGBUS: with a writable map LMDB extends the
     /// file sparsely and a store into an unbacked page kills the process (found by the fault
     /// suite on a full data directory; it was the ephemeral environment's setting).
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, databases: [Database]) throws {
+    /// `noMetaSync` (`MDB_NOMETASYNC`): a commit syncs its pages but not its meta page; callers
+    /// that need the commit durable wait on a `DurabilityBarrier`.
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -33,6 +35,7 @@ final class LMDBEnvironment {
         try check(mdb_env_set_maxreaders(env, UInt32(maxReaders)), "mdb_env_set_maxreaders")
         var flags = UInt32(MDB_NOTLS)
         if noSync { flags |= UInt32(MDB_NOSYNC) }
+        if noMetaSync { flags |= UInt32(MDB_NOMETASYNC) }
         try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
         var dead: Int32 = 0
         _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Profile (issue #12): one endpoint's pool under a replay through nginx, `perf record -g` on
+# its workers, and a per-request breakdown by shared object (µs of worker CPU per request).
+# Needs perf (Debian linux-perf) and root or perf_event_paranoid <= 1. Not part of the tests.
+#   bash nginx/bench/profile.sh                       # refresh, interval, 2 workers
+#   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
+# Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
+# children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source nginx/scripts/deps.sh
+source nginx/scripts/bench-lib.sh
+
+ENDPOINT=${ENDPOINT:-refresh}
+SYNC=${SYNC:-interval}
+COUNT=${COUNT:-20000}
+DEVICES=${DEVICES:-2000}
+WORKERS=${WORKERS:-2}
+OUT=${OUT:-/tmp/attestedge-profile}
+TEAM=BENCH00001 BUNDLE=com.example.bench
+BIN=${BIN:-$PWD/.build/release}
+[ -x "$BIN/attest-refresh" ] || swift build -c release 2>&1 | tail -1
+mkdir -p "$OUT"
+
+DIR=$(mktemp -d /tmp/attestedge-profile.XXXXXX)
+trap 'bench_cleanup; rm -rf "$DIR"' EXIT
+DATA=$DIR/data
+"$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
+for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0"; do
+  "$BIN/attestctl" config set $kv --data "$DATA" > /dev/null
+done
+"$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
+"$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
+PORT=$(bench_free_port)
+BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
+bench_start_nginx "$DIR"
+BASE="http://127.0.0.1:$PORT"
+for e in challenge validate refresh; do
+  bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$WORKERS" --data "$DATA"
+done
+DEV=("$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --state "$DIR/device.json" --test-ca "$DATA/test-ca/ca.pem")
+if [ "$ENDPOINT" = refresh ]; then
+  "${DEV[@]}" batch refresh --count "$COUNT" --devices "$DEVICES" --out "$DIR/bodies.jsonl" > /dev/null
+else
+  "${DEV[@]}" batch validate --count "$COUNT" --out "$DIR/bodies.jsonl" > /dev/null
+fi
+pool=POOL_$ENDPOINT
+pids=$(bench_workers "${!pool}" | paste -sd,)
+cpu0=$(bench_pool_cpu_ms "${!pool}")
+perf record -g -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
+PERF=$!
+sleep 0.5
+bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
+cpu1=$(bench_pool_cpu_ms "${!pool}")
+kill -INT "$PERF"; wait "$PERF" || true
+perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null > "$OUT/report-dso.txt" || true
+perf report -i "$OUT/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null > "$OUT/report-sym.txt" || true
+{
+  echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED rps=$BENCH_REPLAY_RPS"
+  echo "worker CPU ms=$((cpu1 - cpu0)) us/request=$(awk -v ms=$((cpu1 - cpu0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.1f", ms * 1000 / n }')"
+} > "$OUT/summary.txt"
+cat "$OUT/summary.txt"
