@@ -44,18 +44,25 @@ public enum FastCGIRecords {
         }
     }
 
-    /// The largest name or value length the `FCGI_PARAMS` stream of `input` declares, read as
-    /// libfcgi's `ReadParams` reads it (records concatenated in order, whatever their
-    /// request id); 0 when there is none.
+    /// The largest name or value length the `FCGI_PARAMS` stream of `input` declares, read
+    /// both as the protocol frames records and as libfcgi 2.4.2 does (it does not skip the
+    /// padding of `FCGI_BEGIN_REQUEST`: `SetReaderType` clears it, so those bytes are read as
+    /// the next header); 0 when there is none. `FCGI_PARAMS` records are concatenated in
+    /// order whatever their request id (a superset of what libfcgi reads).
     public static func largestParamLength(_ input: ArraySlice<UInt8>) -> Int {
+        max(largestParamLength(input, skipBeginPadding: true), largestParamLength(input, skipBeginPadding: false))
+    }
+
+    static func largestParamLength(_ input: ArraySlice<UInt8>, skipBeginPadding: Bool) -> Int {
         var params = [UInt8]()
         var cursor = input
         while cursor.count >= 8 {
             let header = Array(cursor.prefix(8))
-            let length = Int(header[4]) << 8 | Int(header[5]), total = 8 + length + Int(header[6])
+            let length = Int(header[4]) << 8 | Int(header[5])
+            let padding = header[1] == 1 && !skipBeginPadding ? 0 : Int(header[6])
             if header[1] == 4 { params += cursor.dropFirst(8).prefix(length) }
-            guard cursor.count >= total else { break }
-            cursor = cursor.dropFirst(total)
+            guard cursor.count >= 8 + length + padding else { break }
+            cursor = cursor.dropFirst(8 + length + padding)
         }
         var largest = 0
         var i = 0
