@@ -44,33 +44,50 @@ public enum FastCGIRecords {
         }
     }
 
-    /// The largest name or value length the `FCGI_PARAMS` stream of `input` declares, read as
-    /// libfcgi's `ReadParams` reads it (records concatenated in order, whatever their
-    /// request id); 0 when there is none.
+    /// The largest name or value length `input` could declare to libfcgi, with records
+    /// framed as the protocol says and as libfcgi 2.4.2 frames them (it does not skip
+    /// `FCGI_BEGIN_REQUEST`'s padding: `SetReaderType` clears it and those bytes become the
+    /// next header): the `FCGI_PARAMS` stream read pair by pair, and every 4-byte length
+    /// form anywhere in any record's content (libfcgi also reads name-value pairs from other
+    /// records: a third campaign find went through a record with request id 0). 0 when none.
     public static func largestParamLength(_ input: ArraySlice<UInt8>) -> Int {
+        max(largestParamLength(input, skipBeginPadding: true), largestParamLength(input, skipBeginPadding: false))
+    }
+
+    static func largestParamLength(_ input: ArraySlice<UInt8>, skipBeginPadding: Bool) -> Int {
         var params = [UInt8]()
+        var largest = 0
         var cursor = input
         while cursor.count >= 8 {
             let header = Array(cursor.prefix(8))
-            let length = Int(header[4]) << 8 | Int(header[5]), total = 8 + length + Int(header[6])
-            if header[1] == 4 { params += cursor.dropFirst(8).prefix(length) }
-            guard cursor.count >= total else { break }
-            cursor = cursor.dropFirst(total)
+            let length = Int(header[4]) << 8 | Int(header[5])
+            let padding = header[1] == 1 && !skipBeginPadding ? 0 : Int(header[6])
+            let content = Array(cursor.dropFirst(8).prefix(length))
+            if header[1] == 4 { params += content }
+            for i in content.indices.dropLast(3) where content[i] >= 0x80 {
+                largest = max(largest, fourByteLength(content, at: i))
+            }
+            guard cursor.count >= 8 + length + padding else { break }
+            cursor = cursor.dropFirst(8 + length + padding)
         }
-        var largest = 0
         var i = 0
         func next() -> Int? {
             guard i < params.count else { return nil }
             if params[i] < 0x80 { i += 1; return Int(params[i - 1]) }
             guard i + 4 <= params.count else { return nil }
             defer { i += 4 }
-            return Int(params[i] & 0x7F) << 24 | Int(params[i + 1]) << 16 | Int(params[i + 2]) << 8 | Int(params[i + 3])
+            return fourByteLength(params, at: i)
         }
         while let name = next(), let value = next() {
             largest = max(largest, name, value)
             i += name + value
         }
         return largest
+    }
+
+    /// A name-value pair's 4-byte length: top bit set, 31 bits big-endian.
+    static func fourByteLength(_ bytes: [UInt8], at i: Int) -> Int {
+        Int(bytes[i] & 0x7F) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
     }
 }
 

@@ -15,10 +15,11 @@ enum FastCGITarget {
     static let maxInput = 64 * 1024
     /// Longest parameter name or value sent on: Debian's libfcgi (2.4.2-2+deb12u1) allocates
     /// a declared length before reading it, and aborts the process (`Malloc` assertion) when
-    /// that allocation fails, so a peer on the socket can stop a worker with a 200-byte
-    /// stream declaring 3 GB (found by this target; kept in the corpus as
-    /// `known-libfcgi-huge-param`). nginx never sends a parameter near this size (its header
-    /// buffers are kilobytes) and only nginx's group may connect (socket mode 0660).
+    /// that allocation fails, so a peer on the socket can stop a worker with a 30-byte
+    /// stream declaring gigabytes (found by this target three ways; the inputs are kept in
+    /// the corpus as `known-libfcgi-*`). nginx never sends a parameter near this size (its
+    /// header buffers are kilobytes) and only nginx's group may connect (socket mode 0660).
+    /// Inputs that could declare more (`FastCGIRecords.largestParamLength`) are skipped.
     static let maxParamLength = 1 << 20
 
     static func make() -> FuzzTarget {
