@@ -1,24 +1,8 @@
 """HTTP/1.1 sent byte for byte over a socket, for requests an HTTP library would refuse to
 send or would normalise (a lowercase method, %00, /../, HTTP/2.0 on a plain connection, …)."""
-import json
 import socket
 
-
-class RawResponse:
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    @property
-    def json(self):
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def __repr__(self):
-        return f"HTTP {self.status} {self.headers.get('content-type')} {self.body[:200]!r}"
+from stack import Response
 
 
 def send(port, data, timeout=5):
@@ -48,7 +32,7 @@ def send(port, data, timeout=5):
     for line in lines[1:]:
         name, _, value = line.partition(b":")
         headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
-    return RawResponse(status, headers, body)
+    return Response(status, headers.items(), body)
 
 
 def _content_length(head):
