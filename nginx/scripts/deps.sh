@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools, and (for the
+# Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools (libpq for the
+# PostgreSQL store, the postgresql server for the tests' throwaway cluster), and (for the
 # end-to-end tests) PyJWT and standardwebhooks from PyPI. Installs only what is missing; safe to run again.
 set -euo pipefail
 
-packages=(nginx libfcgi-dev libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev spawn-fcgi wrk python3 python3-pip curl procps)
+packages=(nginx libfcgi-dev libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi wrk python3 python3-pip curl procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
