@@ -7,6 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ATTEST_NEED_PYJWT=1 source nginx/scripts/deps.sh
 
+# One throwaway PostgreSQL cluster for the whole run (nginx/scripts/postgres.sh): the store
+# conformance suite in `swift test` and the multi-host e2e suite (nginx/e2e/hosts.sh) use it
+# through ATTEST_TEST_POSTGRES_URL. Stopped and deleted on exit, failures included.
+echo "==> PostgreSQL for the store tests (a throwaway cluster on loopback)"
+pg_dir=$(mktemp -d /tmp/attestedge-test-pg.XXXXXX)
+trap 'bash nginx/scripts/postgres.sh destroy "$pg_dir" || echo "could not stop the PostgreSQL cluster in $pg_dir" >&2' EXIT
+ATTEST_TEST_POSTGRES_URL=$(bash nginx/scripts/postgres.sh start "$pg_dir")
+export ATTEST_TEST_POSTGRES_URL
+echo "    ATTEST_TEST_POSTGRES_URL='$ATTEST_TEST_POSTGRES_URL'"
+
 echo "==> unit and in-process tests (swift test; the first build takes a few minutes)"
 log=$(mktemp /tmp/attestedge-swift-test.XXXXXX.log)
 set +e
