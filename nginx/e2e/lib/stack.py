@@ -84,10 +84,19 @@ class Response:
 class Stack:
     """`attestctl serve` on a free loopback port with a fresh data directory."""
 
-    def __init__(self, setup=None, workers=2, sync=None, data=None, serve_args=(), env=None):
+    def __init__(self, setup=None, workers=2, sync=None, data=None, serve_args=(), env=None, postgres=None, share_with=None):
         """`data`: where the data directory is (default: in a fresh temporary directory); an
         existing one (e.g. a restored backup) is served as it is; `serve_args`: more arguments for `attestctl serve`; `env`: extra environment for
-        `attestctl serve` and everything it starts."""
+        `attestctl serve` and everything it starts.
+        `postgres`: a libpq connection string: the store is that database (store.backend
+        postgres, schema migrated before `setup` runs) instead of LMDB.
+        `share_with`: another Stack (host A) this one is a second host of: before anything
+        else its data directory gets copies of A's config.json (so the same store and
+        database, rate limits and test roots), challenge secret, signing keys, jwks.json and
+        test CA, as every host of one deployment must; it has its own data directory, nginx,
+        pools and port. Give `setup` to A only: organizations, apps and the rest live in the
+        shared database and are created once, not per host (this data directory is
+        initialised, so `attestctl serve` does not add its demo tenant either)."""
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
         self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
@@ -95,15 +104,45 @@ class Stack:
         self.workers = workers
         self.serve_args = list(serve_args)
         self.env = env
-        if not os.path.exists(os.path.join(self.data, "config.json")):
+        self.postgres = postgres or (share_with.postgres if share_with else None)
+        if share_with:
+            self.copy_host_files(share_with)
+            self.ctl("init")  # only the layout is missing: the copied secret and keys are kept
+        elif not os.path.exists(os.path.join(self.data, "config.json")):
             self.ctl("init", "--test-ca")
             self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
             self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
+        if postgres:
+            self.use_postgres(postgres)
         if sync:
             self.ctl("config", "set", "store.sync", sync)
         if setup:
             setup(self)
         self.start()
+
+    def use_postgres(self, url):
+        """Switches this data directory's store to the PostgreSQL database at `url` (a libpq
+        connection string) and creates or upgrades its schema (`attestctl store migrate`)."""
+        self.postgres = url
+        self.ctl("config", "set", "store.backend", "postgres")
+        self.ctl("config", "set", "store.postgres.url", json.dumps(url))
+        self.ctl("store", "migrate")
+
+    # What every host of one deployment has the same copy of (DESIGN.md, Store); the store
+    # itself is the shared database.
+    HOST_FILES = ("config.json", "secrets/challenge.key", "keys", "jwks.json", "test-ca")
+
+    def copy_host_files(self, other):
+        """Copies `other`'s HOST_FILES into this data directory (modes kept)."""
+        import shutil
+        os.makedirs(self.data, exist_ok=True)
+        for name in self.HOST_FILES:
+            src, dst = os.path.join(other.data, name), os.path.join(self.data, name)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            elif os.path.exists(src):
+                os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
+                shutil.copy2(src, dst)
 
     def start(self):
         """Starts `attestctl serve` (again, after a stop) and waits until it says it is up."""
@@ -133,6 +172,60 @@ class Stack:
             except subprocess.TimeoutExpired:
                 self.serve.kill()
         return self.serve.returncode
+
+    def processes(self):
+        """The pids of `attestctl serve` and everything under it (nginx, pools, workers, the
+        delivery worker)."""
+        children = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    parent = int(open(f"/proc/{entry}/stat").read().rsplit(") ", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(parent, []).append(int(entry))
+        found, todo = [], [self.serve.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
+    def kill(self):
+        """The host dies: `attestctl serve` and every process under it are SIGKILLed, with no
+        clean shutdown. First each is stopped (SIGSTOP) and seen stopped, top down, until no
+        new process appears: a stopped parent cannot restart or respawn a child (nginx's
+        master respawns a worker it sees die); then all are killed, children first. Returns
+        how many processes were killed."""
+        def state(pid):
+            try:
+                return open(f"/proc/{pid}/stat").read().rsplit(") ", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return "gone"
+
+        stopped = []
+        while True:
+            new = [pid for pid in self.processes() if pid not in stopped]
+            if not new:
+                break
+            for pid in new:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    continue
+                stopped.append(pid)
+                deadline = time.time() + 5
+                while state(pid) not in ("T", "t", "Z", "X", "gone") and time.time() < deadline:
+                    time.sleep(0.001)
+        # Children before parents: a stopped group whose parent dies first is orphaned, and the
+        # kernel sends it SIGHUP and SIGCONT (nginx would reload and start new workers).
+        for pid in reversed(stopped):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.serve.wait()
+        return len(stopped)
 
     def remove(self):
         """Deletes the stack's temporary directory and data directory (after `stop`)."""
