@@ -26,10 +26,11 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CFastCGI", pkgConfig: "fcgi", providers: [.apt(["libfcgi-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Libraries.
         .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AttestStore", dependencies: ["CLMDB", "AttestCore"], swiftSettings: strict),
+        .target(name: "AttestStore", dependencies: ["CLMDB", "CPostgres", "AttestCore"], swiftSettings: strict),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
         .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI", "CLISupport"], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),

@@ -1,145 +1,87 @@
-import CLMDB
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The data directory's two LMDB environments and their transactions.
+/// The store, whatever backend holds it: the one type the endpoints and `attestctl` open.
 ///
-/// ```
-/// <data>/store/durable/    orgs, apps, devices, device_ids, receipts, fingerprints, meta
-/// <data>/store/ephemeral/  challenges, rates
-/// ```
+/// `StoreOptions.backend` picks the backend:
+/// - `.lmdb` (default): `<directory>/durable` and `<directory>/ephemeral`, embedded, one host.
+/// - `.postgres(url:)`: a PostgreSQL-protocol database shared by several hosts
+///   (`PostgresStore`); `directory` is then unused.
+///
 /// Open one `Store` per process (after fork). Transactions are closures; a write closure that
-/// throws aborts everything it wrote. Write transactions on both environments take the
-/// ephemeral lock first, then the durable one, everywhere, so they cannot deadlock.
+/// throws aborts everything it wrote, and may run more than once (see `Transaction`).
 public final class Store {
     public let directory: String
     public let options: StoreOptions
-    let durable: LMDBEnvironment
-    let ephemeral: LMDBEnvironment
-    private let syncThread: SyncThread?
-    /// `commit` mode only: where answers wait for the sync that covers them.
-    let barrier: DurabilityBarrier?
-    /// Open `deferringDurability` scopes, and the highest durable transaction id read or
-    /// written in them so far.
-    private var deferrals = 0
-    private var pendingTxnID = 0
+    let backend: any StoreBackend
 
-    /// Opens (creating when absent) the store under `directory`.
+    /// Opens (creating when absent) the store.
     public init(directory: String, options: StoreOptions = StoreOptions()) throws {
         self.directory = directory
         self.options = options
-        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
-            throw StoreError(.open, "cannot create \(directory): \(String(cString: strerror(errno)))")
+        switch options.backend {
+        case .lmdb:
+            backend = try LMDBStore(directory: directory, options: options)
+            try checkSchema()
+        case .postgres(let url):
+            // Checks its schemas at every (re)connection, the first one included.
+            backend = try PostgresStore(url: url, options: options)
         }
-        let noSync: Bool
-        if case .interval = options.sync { noSync = true } else { noSync = false }
-        durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
-                                      maxReaders: options.maxReaders, noSync: noSync, noMetaSync: !noSync,
-                                      databases: Database.allCases.filter { $0.environment == .durable })
-        ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
-                                        maxReaders: options.maxReaders, noSync: true,
-                                        databases: Database.allCases.filter { $0.environment == .ephemeral })
-        if case .interval(let ms) = options.sync {
-            syncThread = SyncThread(environment: durable, milliseconds: ms)
-            barrier = nil
-        } else {
-            syncThread = nil
-            barrier = DurabilityBarrier(environment: durable)
-        }
-        try checkSchema()
     }
 
-    /// The layout of the whole store, in `meta` under "schema". A store written by a build with
-    /// another schema is refused rather than misread.
+    /// "lmdb" or "postgres".
+    public var kind: String { backend.kind }
+
+    /// PostgreSQL: applies the schema migrations the database lacks and returns their
+    /// versions (`attestctl store migrate`); LMDB has none.
+    public func migrate() throws -> [Int] { try (backend as? PostgresStore)?.migrate() ?? [] }
+
+    /// PostgreSQL: the database's schema version (0: empty) and the one this build writes.
+    public func sqlSchemaVersion() throws -> (database: Int, build: Int)? {
+        guard let postgres = backend as? PostgresStore else { return nil }
+        return (try postgres.schemaVersion(), PostgresSchema.version)
+    }
+
+    /// The layout of the whole store's records, in `meta` under "schema". A store written by a
+    /// build with another schema is refused rather than misread. (PostgreSQL's table layout
+    /// has its own version: `PostgresSchema`.)
     public static let schemaVersion: UInt8 = 1
 
     private func checkSchema() throws {
         let key = Array("schema".utf8)
         if let stored = try read({ try $0.get(.meta, key) }) {
             guard stored == [Self.schemaVersion] else {
-                throw StoreError(.open, "\(directory) has store schema \(stored.first.map(String.init) ?? "?"); this build reads \(Self.schemaVersion)")
+                throw StoreError(.open, "the store has schema \(stored.first.map(String.init) ?? "?"); this build reads \(Self.schemaVersion)")
             }
             return
         }
         try write([.durable]) { txn in _ = try txn.put(.meta, key, [Self.schemaVersion], noOverwrite: true) }
     }
 
-    deinit { syncThread?.stop() }
-
     /// Runs `body` in a read-only snapshot. Inside `deferringDurability` the answer waits
     /// until the snapshot is durable, unless `awaitDurable` is false: for reads of what only
     /// a command that waits for its own sync writes (orgs, apps), whose answers change no
     /// state (a challenge).
     public func read<T>(awaitDurable: Bool = true, _ body: (Transaction) throws -> T) throws -> T {
-        let txn = Transaction(durable: durable, ephemeral: ephemeral)
-        do {
-            let result = try body(txn)
-            try txn.finish(commit: false)
-            if awaitDurable { note(txn) }
-            return result
-        } catch {
-            try? txn.finish(commit: false)
-            if awaitDurable { note(txn) }
-            throw error
-        }
+        try backend.read(awaitDurable: awaitDurable, body)
     }
 
     /// Runs `body` in a write transaction on `environments` (both by default) and commits
     /// when it returns; aborts when it throws.
     public func write<T>(_ environments: Set<Database.Environment> = [.durable, .ephemeral],
                          _ body: (Transaction) throws -> T) throws -> T {
-        let txn = Transaction(durable: durable, ephemeral: ephemeral)
-        do {
-            for name in [Database.Environment.ephemeral, .durable] where environments.contains(name) {
-                txn.setSlot(name, .writing(try txn.environment(name).beginWrite()))
-            }
-            let result = try body(txn)
-            try txn.finish(commit: true)
-            try settle(txn)
-            return result
-        } catch {
-            try? txn.finish(commit: false)
-            note(txn)
-            throw error
-        }
+        try backend.write(environments, body)
     }
 
-    /// In `commit` mode, a durable write returns once it is durable (see `DurabilityBarrier`),
-    /// unless a `deferringDurability` scope is open: then the scope's end waits, once, for
-    /// everything it read or wrote.
-    private func settle(_ txn: Transaction) throws {
-        guard let barrier else { return }
-        note(txn)
-        if deferrals == 0 { try barrier.wait(for: pendingTxnID); pendingTxnID = 0 }
-    }
-
-    private func note(_ txn: Transaction) {
-        guard barrier != nil else { return }
-        pendingTxnID = max(pendingTxnID, txn.durableTxnID)
-    }
-
-    /// Runs `body` (one request: its reads, writes and the building of its answer), then, in
-    /// `commit` mode, waits until every durable state it read or wrote is on disk. One
+    /// Runs `body` (one request: its reads, writes and the building of its answer) and returns
+    /// once every durable state it read or wrote is on disk. LMDB in `commit` mode: one
     /// `fdatasync` covers the request's commit and those of concurrent requests in every
-    /// process, and the token is signed while other commits proceed; nothing that depends on
-    /// an unsynced commit leaves before this returns. In `interval` mode it only runs `body`.
+    /// process, and the token is signed while other commits proceed (`DurabilityBarrier`).
+    /// PostgreSQL: a commit is durable when it returns, so this only runs `body`.
     /// - Throws: `StoreError(.io)` when the sync fails: the caller must not send `body`'s result.
     public func deferringDurability<T>(_ body: () throws -> T) throws -> T {
-        deferrals += 1
-        let result: T
-        do { result = try body() } catch { deferrals -= 1; throw error }
-        deferrals -= 1
-        if deferrals == 0, let barrier, pendingTxnID > 0 {
-            let target = pendingTxnID
-            pendingTxnID = 0
-            try barrier.wait(for: target)
-        }
-        return result
+        try backend.deferringDurability(body)
     }
 
     /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
-    public var durabilitySyncs: Int { barrier?.syncs ?? 0 }
+    public var durabilitySyncs: Int { backend.durabilitySyncs }
 
     /// Entry counts of every database, for `attestctl` and tests.
     public func entryCounts() throws -> [Database: Int] {
@@ -149,27 +91,20 @@ public final class Store {
             return counts
         }
     }
-}
 
-extension Store {
-    /// Map size and bytes in use of each environment (how close a `full` error is).
-    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] {
-        [(.durable, durable.usage().mapSize, durable.usage().used), (.ephemeral, ephemeral.usage().mapSize, ephemeral.usage().used)]
-    }
-}
+    /// Map size and bytes in use of each LMDB environment (how close a `full` error is);
+    /// empty for PostgreSQL.
+    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { backend.usage() }
 
-extension Store {
-    /// The id of the durable environment's last committed write transaction, from any
-    /// process. Unchanged means nothing durable changed: callers cache reads against it.
-    public var durableVersion: Int { durable.lastTransactionID }
-}
+    /// Changes whenever durable state may have changed: callers cache reads against it.
+    public var durableVersion: Int { backend.durableVersion }
 
-extension Store {
-    /// Writes a compacted, consistent copy of `environment` (one read snapshot) into
-    /// `directory` as `data.mdb`, while the store keeps serving (`mdb_env_copy2` with
-    /// `MDB_CP_COMPACT`). `directory` must exist and hold no `data.mdb`.
+    /// LMDB only: writes a compacted, consistent copy of `environment` into `directory` as
+    /// `data.mdb` while the store keeps serving. PostgreSQL is backed up with its own tools.
     public func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
-        let env = environment == .durable ? durable : ephemeral
-        try AttestStore.check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
+        guard let lmdb = backend as? LMDBStore else {
+            throw StoreError(.open, "the store is in PostgreSQL: back it up with pg_dump (attestctl backup copies an LMDB store)")
+        }
+        try lmdb.copyCompacted(environment, to: directory)
     }
 }

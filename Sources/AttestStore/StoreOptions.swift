@@ -1,6 +1,15 @@
-/// How the store opens its environments. Comes from the `store` section of the configuration.
+/// How the store opens its backend. Comes from the `store` section of the configuration.
 public struct StoreOptions: Sendable, Hashable {
-    /// When the durable environment reaches the disk.
+    /// Where the store lives.
+    public enum Backend: Sendable, Hashable {
+        /// Embedded LMDB under the data directory (`store.backend: "lmdb"`).
+        case lmdb
+        /// A PostgreSQL-protocol database (`store.backend: "postgres"`, `store.postgres.url`:
+        /// a libpq connection string or URI).
+        case postgres(url: String)
+    }
+
+    /// When the durable environment reaches the disk (LMDB; PostgreSQL commits durably).
     public enum Sync: Sendable, Hashable {
         /// fsync at every commit (the default): a committed write survives power loss.
         case commit
@@ -9,6 +18,7 @@ public struct StoreOptions: Sendable, Hashable {
         case interval(milliseconds: Int)
     }
 
+    public var backend: Backend
     /// Upper bound of the durable environment's size (LMDB's map size), in MiB.
     public var durableMapSizeMiB: Int
     /// Upper bound of the ephemeral environment's size, in MiB.
@@ -16,11 +26,17 @@ public struct StoreOptions: Sendable, Hashable {
     public var sync: Sync
     /// LMDB reader slots per environment (one per concurrent read transaction, all processes).
     public var maxReaders: Int
+    /// PostgreSQL: how many times a transaction that lost a serialization conflict is run
+    /// again before the request fails with 503.
+    public var maxRetries: Int
 
-    public init(durableMapSizeMiB: Int = 1024, ephemeralMapSizeMiB: Int = 256, sync: Sync = .commit, maxReaders: Int = 256) {
+    public init(backend: Backend = .lmdb, durableMapSizeMiB: Int = 1024, ephemeralMapSizeMiB: Int = 256, sync: Sync = .commit,
+                maxReaders: Int = 256, maxRetries: Int = 20) {
+        self.backend = backend
         self.durableMapSizeMiB = durableMapSizeMiB
         self.ephemeralMapSizeMiB = ephemeralMapSizeMiB
         self.sync = sync
         self.maxReaders = maxReaders
+        self.maxRetries = maxRetries
     }
 }

@@ -26,13 +26,6 @@ extension Transaction {
 
     /// Counts one hit in `bucket`'s fixed window ending at `windowEnd`; returns the hits so far.
     public func hitRateWindow(_ bucket: String, windowEnd: Int64) throws -> UInt32 {
-        let key = Self.expiryKey(windowEnd, Array(bucket.utf8))
-        var hits: UInt32 = 0
-        if let bytes = try get(.rates, key), bytes.count == 4 {
-            hits = bytes.reduce(0) { $0 << 8 | UInt32($1) }
-        }
-        hits &+= 1
-        try put(.rates, key, [UInt8(hits >> 24), UInt8(hits >> 16 & 0xFF), UInt8(hits >> 8 & 0xFF), UInt8(hits & 0xFF)])
-        return hits
+        try increment(.rates, Self.expiryKey(windowEnd, Array(bucket.utf8)))
     }
 }

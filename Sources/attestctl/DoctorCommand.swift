@@ -125,6 +125,18 @@ struct Doctor {
             return [Finding(problem: "the store does not open: \(error)", fix: "restore the last backup ('attestctl restore --from FILE --data DIR')")]
         }
         var findings = [Finding]()
+        if store.kind == "postgres" {
+            do {
+                if let version = try store.sqlSchemaVersion(), version.database != version.build {
+                    findings.append(Finding(problem: "the database has schema version \(version.database); this build writes \(version.build)",
+                                            fix: version.database < version.build ? "attestctl store migrate --data \(data.path)" : "upgrade attestctl on this host"))
+                }
+                _ = try store.read { try $0.tenancyGeneration() }
+            } catch {
+                findings.append(Finding(problem: "the PostgreSQL store does not answer: \(error)",
+                                        fix: "check store.postgres.url ('attestctl config show'), that the server runs and accepts this host (pg_hba.conf), then 'attestctl store migrate'"))
+            }
+        }
         for usage in store.usage() where usage.mapSize > 0 && Double(usage.used) / Double(usage.mapSize) > 0.9 {
             let key = usage.environment == .durable ? "store.durableMapSizeMiB" : "store.ephemeralMapSizeMiB"
             findings.append(Finding(problem: "the \(usage.environment.rawValue) store uses \(usage.used >> 20) MiB of its \(usage.mapSize >> 20) MiB map",

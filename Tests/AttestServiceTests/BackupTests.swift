@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 @Suite struct BackupTests {
-    @Test func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
         let file = flow.fixture.path + "/../" + UUID().uuidString + ".aebk"
@@ -26,7 +26,7 @@ import Testing
         #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
     }
 
-    @Test func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
         let file = flow.fixture.path + "-" + UUID().uuidString + ".aebk"

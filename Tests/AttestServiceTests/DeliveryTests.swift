@@ -80,15 +80,19 @@ import Testing
         #expect(try s.due().isEmpty)
     }
 
-    @Test func aJobTakenButNeverRecordedIsDueAgain() throws {
+    @Test func aJobTakenButNeverRecordedIsDueAgainWhenItsLeaseEnds() throws {
         let s = try Setup()
         _ = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
         try s.enqueue("device.new")
         try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
         let first = try s.due()
-        // The sender is killed here, after sending, before recording: nothing was written.
-        let again = try DeliveryQueue(store: s.fixture.context.store, retrySchedule: [1]).due(
-            now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:], endpointLimit: 10)
+        // A second worker (another host) looking at the same moment finds it leased.
+        let other = DeliveryQueue(store: s.fixture.context.store, retrySchedule: [1])
+        let meanwhile = try other.due(now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:], endpointLimit: 10)
+        #expect(first.count == 1 && meanwhile.isEmpty, "one worker holds it")
+        // The first sender is killed after sending, before recording; its 60 s lease ends.
+        s.fixture.clock.advance(61)
+        let again = try other.due(now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:], endpointLimit: 10)
         #expect(again.count == 1 && again[0].sequence == first[0].sequence)
         #expect(again[0].headers.first { $0.0 == "webhook-id" }?.1 == "evt_device.new", "the same event id")
     }

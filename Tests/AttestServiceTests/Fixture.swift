@@ -1,6 +1,6 @@
 import AttestCore
 import AttestService
-import AttestStore
+@testable import AttestStore
 import FastCGI
 import Foundation
 
@@ -26,6 +26,7 @@ final class Fixture {
         config.durableMapSizeMiB = 16
         config.ephemeralMapSizeMiB = 16
         configure(&config)
+        schema = try Self.postgresSchema(&config)
         try data.initialise(configuration: config, now: clock.now())
         let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
         let created = clock.now()
@@ -40,7 +41,38 @@ final class Fixture {
         context.log = { [weak self] in self?.logs.append($0.text) }
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    /// With `ATTEST_TEST_STORE=postgres` (and `ATTEST_TEST_POSTGRES_URL`), every fixture gets
+    /// a fresh schema in that database and the whole service suite runs on the PostgreSQL
+    /// backend (`nginx/test.sh` runs it both ways).
+    private let schema: String?
+
+    /// Whether this run puts the fixtures in PostgreSQL; tests of LMDB's own failure modes
+    /// (a full map) and of `attestctl backup` (an LMDB copy) are enabled only without it.
+    static var onPostgres: Bool { ProcessInfo.processInfo.environment["ATTEST_TEST_STORE"] == "postgres" }
+
+    static func postgresSchema(_ config: inout Configuration) throws -> String? {
+        let env = ProcessInfo.processInfo.environment
+        guard env["ATTEST_TEST_STORE"] == "postgres" else { return nil }
+        guard let url = env["ATTEST_TEST_POSTGRES_URL"], !url.isEmpty else {
+            throw StoreError(.open, "ATTEST_TEST_STORE=postgres needs ATTEST_TEST_POSTGRES_URL")
+        }
+        let name = "s_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let admin = PGConnection(url: url)
+        try admin.ensure()
+        try admin.command("CREATE SCHEMA \(name)")
+        config.storeBackend = "postgres"
+        config.postgresURL = url + " options='-c search_path=\(name) -c synchronous_commit=off'"
+        return name
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+        if let schema, let url = ProcessInfo.processInfo.environment["ATTEST_TEST_POSTGRES_URL"] {
+            let admin = PGConnection(url: url)
+            try? admin.ensure()
+            try? admin.command("DROP SCHEMA \(schema) CASCADE")
+        }
+    }
 
     /// A request as nginx would pass it.
     static func request(_ method: String, _ path: String, body: String? = nil, headers: [String: String] = [:],

@@ -171,7 +171,8 @@ def main():
         if before:
             os.kill(before, signal.SIGKILL)
         T.check("the delivery worker is SIGKILLed mid-batch", before is not None and len(rx.on("/slow")) < 20, f"{len(rx.on('/slow'))} delivered before")
-        deadline = time.time() + 20
+        # What was in flight is sent again once its lease ends (timeoutSeconds 10 + 5 s).
+        deadline = time.time() + 35
         while time.time() < deadline and not set(ids) <= {json.loads(g[2])["id"] for g in rx.on("/slow")}:
             time.sleep(0.1)
         seen = [json.loads(g[2])["id"] for g in rx.on("/slow")]

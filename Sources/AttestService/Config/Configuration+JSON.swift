@@ -36,6 +36,9 @@ extension Configuration {
         guard parts.count >= 2, let port = Int(parts.last!), (1...65535).contains(port) else {
             throw Problem(message: "config.json: server.listen must be host:port, got \"\(listen)\"")
         }
+        if storeBackend == "postgres" && postgresURL.isEmpty {
+            throw Problem(message: "config.json: store.backend is \"postgres\" but store.postgres.url is empty (set it first)")
+        }
     }
 
     /// Sets one dotted key from JSON text (`attestctl config set`).

@@ -18,6 +18,12 @@ public struct Configuration: Sendable, Equatable {
     /// `server.requestLog`: `errors` (a line per refused request; nginx's access log has every
     /// request) or `all` (also a line per success: what journald gets on a host install).
     public var requestLog = "errors"
+    /// `store.backend`: `lmdb` (embedded, one host) or `postgres` (shared by several hosts).
+    public var storeBackend = "lmdb"
+    /// `store.postgres.url`: libpq connection string or URI, for `store.backend: postgres`.
+    public var postgresURL = ""
+    /// `store.postgres.maxRetries`: runs of a transaction that lost a serialization conflict.
+    public var postgresMaxRetries = 20
     /// `store.durableMapSizeMiB`, `store.ephemeralMapSizeMiB`: LMDB map sizes.
     public var durableMapSizeMiB = 1024
     public var ephemeralMapSizeMiB = 256
@@ -76,7 +82,9 @@ public struct Configuration: Sendable, Equatable {
     public init() {}
 
     public var storeOptions: StoreOptions {
-        StoreOptions(durableMapSizeMiB: durableMapSizeMiB, ephemeralMapSizeMiB: ephemeralMapSizeMiB,
-                     sync: sync == "interval" ? .interval(milliseconds: syncIntervalMs) : .commit)
+        StoreOptions(backend: storeBackend == "postgres" ? .postgres(url: postgresURL) : .lmdb,
+                     durableMapSizeMiB: durableMapSizeMiB, ephemeralMapSizeMiB: ephemeralMapSizeMiB,
+                     sync: sync == "interval" ? .interval(milliseconds: syncIntervalMs) : .commit,
+                     maxRetries: postgresMaxRetries)
     }
 }

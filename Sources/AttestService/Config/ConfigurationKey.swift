@@ -8,6 +8,8 @@ public struct ConfigurationKey: Sendable {
         /// A whole number from a short list (HTTP statuses of a compatibility switch).
         case integerChoice([Int])
         case string
+        /// A string that may be empty (a setting that is off until set).
+        case optionalString
         case choice([String])
         case bool
         case stringList
@@ -34,6 +36,8 @@ public struct ConfigurationKey: Sendable {
             }
         case .string:
             guard let s = value.stringValue, !s.isEmpty else { return "must be a non-empty string" }
+        case .optionalString:
+            guard value.stringValue != nil else { return "must be a string" }
         case .choice(let options):
             guard let s = value.stringValue, options.contains(s) else {
                 return "must be one of " + options.map { "\"\($0)\"" }.joined(separator: ", ")
@@ -73,6 +77,9 @@ public struct ConfigurationKey: Sendable {
         .text("server.user", "Unprivileged user nginx's workers and the pools run as when attestctl serve starts as root (\"attestedge\" is created if missing; \"root\" keeps root).", .string, \.serviceUser),
         .text("server.requestLog", "\"errors\": the pools log a line per refused request (requestId, endpoint, status, code, µs, detail). \"all\": also a line per success (host installs, where journald is the request log).", .choice(["errors", "all"]), \.requestLog),
         .int("server.logMaxMiB", "attestctl serve rotates each of its logs past this size, keeping one previous file (NAME.1).", 1...65_536, \.logMaxMiB),
+        .text("store.backend", "\"lmdb\": the embedded store under the data directory (one host). \"postgres\": a PostgreSQL-protocol database shared by several hosts (store.postgres.url; run 'attestctl store migrate').", .choice(["lmdb", "postgres"]), \.storeBackend),
+        .text("store.postgres.url", "libpq connection string or URI of the shared database, e.g. \"host=db1 dbname=attestedge user=attestedge\" (keep passwords in ~/.pgpass or passfile=, not here).", .optionalString, \.postgresURL),
+        .int("store.postgres.maxRetries", "How many times a transaction that lost a serialization conflict to another host is run again before the request answers 503.", 0...1000, \.postgresMaxRetries),
         .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
         .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
         .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; at most that window on power loss).", .choice(["commit", "interval"]), \.sync),

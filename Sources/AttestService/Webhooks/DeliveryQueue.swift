@@ -70,13 +70,20 @@ public struct DeliveryQueue {
     }
 
     /// Jobs due at `now`, earliest first, at most `limit`, passing over `busy` keys and endpoints
-    /// whose count in `perEndpoint` has reached `endpointLimit`. Deliveries to an endpoint that is
-    /// inactive or gone are marked `skipped` instead.
-    public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int) throws -> [DeliveryJob] {
-        var skipped = [DeliveryRecord]()
-        let jobs: [DeliveryJob] = try store.read { txn in
+    /// whose count in `perEndpoint` has reached `endpointLimit`, each claimed for this worker.
+    /// Deliveries to an endpoint that is inactive or gone are marked `skipped` instead.
+    ///
+    /// The claim is a lease: in one write transaction each job's `nextAttemptAt` moves to
+    /// `now + leaseSeconds` (longer than an attempt can take), if it is still the due time this
+    /// worker read. Of several workers (one per host on a shared PostgreSQL store) that read the
+    /// same due delivery, exactly one leases it; the others see it moved and pass over it. A
+    /// worker that dies mid-attempt leaves the lease to expire: the delivery is then due again
+    /// and is sent once more (at least once, as ever; receivers dedupe by `webhook-id`).
+    public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int,
+                    leaseSeconds: Int = 60) throws -> [DeliveryJob] {
+        let (candidates, skipped) = try store.read { txn -> ([DeliveryJob], [DeliveryRecord]) in
             var counts = perEndpoint
-            var jobs = [DeliveryJob]()
+            var jobs = [DeliveryJob](), skipped = [DeliveryRecord]()
             var endpoints = [String: WebhookEndpointRecord?]()
             for d in try txn.dueDeliveries(now: now, limit: limit * 4 + 16, skip: busy) where jobs.count < limit {
                 if endpoints[d.endpointID] == nil { endpoints[d.endpointID] = .some(try txn.webhook(id: d.endpointID)) }
@@ -88,20 +95,29 @@ public struct DeliveryQueue {
                                         headers: WebhookSignature.headers(secret: endpoint.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
                                         body: body, dueAt: d.nextAttemptAt))
             }
-            return jobs
+            return (jobs, skipped)
         }
-        if !skipped.isEmpty {
-            try store.write([.durable]) { txn in
-                for d in skipped {
-                    guard var current = try txn.delivery(endpoint: d.endpointID, sequence: d.sequence), current.state == .pending else { continue }
-                    let previous = current.nextAttemptAt
-                    current.state = .skipped
-                    current.nextAttemptAt = nil
-                    try txn.put(current, previousDue: previous)
-                }
+        guard !candidates.isEmpty || !skipped.isEmpty else { return [] }
+        return try store.write([.durable]) { txn -> [DeliveryJob] in
+            for d in skipped {
+                guard var current = try txn.delivery(endpoint: d.endpointID, sequence: d.sequence), current.state == .pending else { continue }
+                let previous = current.nextAttemptAt
+                current.state = .skipped
+                current.nextAttemptAt = nil
+                try txn.put(current, previousDue: previous)
             }
+            var leased = [DeliveryJob]()
+            for job in candidates {
+                guard var current = try txn.delivery(endpoint: job.endpointID, sequence: job.sequence),
+                      current.state == .pending, current.nextAttemptAt == job.dueAt else { continue }
+                let until = now + Int64(leaseSeconds)
+                current.nextAttemptAt = until
+                try txn.put(current, previousDue: job.dueAt)
+                leased.append(DeliveryJob(endpointID: job.endpointID, sequence: job.sequence, url: job.url, headers: job.headers,
+                                          body: job.body, dueAt: until))
+            }
+            return leased
         }
-        return jobs
     }
 
     /// Records attempts in one write transaction: 2xx → delivered; otherwise the next retry

@@ -65,7 +65,8 @@ public final class DeliveryWorker {
         if free > 0 {
             var counts = [String: Int]()
             for endpoint in inFlight.values { counts[endpoint, default: 0] += 1 }
-            let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint)
+            let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint,
+                                     leaseSeconds: timeoutSeconds + 5)
             for job in jobs {
                 inFlight[job.key] = job.endpointID
                 pool.submit(job)

@@ -1,0 +1,58 @@
+/// What a store backend provides. The endpoints and `attestctl` see only `Store` and
+/// `Transaction`; those forward here.
+///
+/// The contract is an ordered map of byte keys to byte values per `Database`, compared as
+/// unsigned bytes (a shorter key sorts before its extensions), with transactions. Every typed
+/// operation (devices, usage, outbox, webhooks, …) is written once, in `Transaction`'s
+/// extensions, on top of these few calls: a change to the store's records lands in every
+/// backend at once, and one conformance suite (`StoreConformance` in the tests) holds each
+/// backend to the same behaviour.
+///
+/// Isolation: a write transaction behaves as if it ran alone (LMDB: one writer at a time;
+/// PostgreSQL: `SERIALIZABLE`, retried on serialization failures). One exception, kept for
+/// the hot path: a write on the ephemeral databases alone (`challenges`, `rates`) may run
+/// with weaker isolation, so it uses only the two operations that are atomic on their own:
+/// `put(noOverwrite: true)` and `increment`.
+public protocol StoreTransaction: AnyObject {
+    func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]?
+    /// `false` when `noOverwrite` and the key exists (nothing written).
+    func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool
+    func delete(_ db: Database, _ key: [UInt8]) throws -> Bool
+    /// Visits entries in key order from the first key ≥ `start` until `visit` returns `false`.
+    func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws
+    func lastKey(_ db: Database) throws -> [UInt8]?
+    func count(_ db: Database) throws -> Int
+    /// Deletes up to `limit` of the oldest entries of an expiry-keyed database whose 8-byte
+    /// big-endian expiry prefix is before `now`; how many.
+    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int
+    /// Adds one to the u32 big-endian counter under `key` (absent: 0) and returns the new
+    /// value, atomically even under the ephemeral writes' weaker isolation.
+    func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32
+}
+
+/// A backend: opens transactions and owns whatever makes an answer durable.
+public protocol StoreBackend: AnyObject {
+    /// "lmdb" or "postgres", for `attestctl store stats` and `doctor`.
+    var kind: String { get }
+    func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T
+    func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T
+    /// Runs one request; returns once everything it read or wrote is durable.
+    func deferringDurability<T>(_ body: () throws -> T) throws -> T
+    var durabilitySyncs: Int { get }
+    /// Map size and bytes used per environment; empty for a backend without a map.
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)]
+    /// Changes whenever durable state may have changed (a backend that cannot tell cheaply
+    /// returns a new value every time: callers then re-read).
+    var durableVersion: Int { get }
+}
+
+extension StoreTransaction {
+    /// `increment` as a read and a write: exact wherever the transaction is serializable.
+    func incrementByReadAndWrite(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
+        var value: UInt32 = 0
+        if let bytes = try get(db, key), bytes.count == 4 { value = bytes.reduce(0) { $0 << 8 | UInt32($1) } }
+        value &+= 1
+        _ = try put(db, key, [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)], noOverwrite: false)
+        return value
+    }
+}

@@ -1,0 +1,150 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The LMDB backend: the data directory's two LMDB environments and their transactions.
+///
+/// ```
+/// <data>/store/durable/    orgs, apps, devices, device_ids, receipts, fingerprints, meta
+/// <data>/store/ephemeral/  challenges, rates
+/// ```
+/// Open one `Store` per process (after fork). Transactions are closures; a write closure that
+/// throws aborts everything it wrote. Write transactions on both environments take the
+/// ephemeral lock first, then the durable one, everywhere, so they cannot deadlock.
+final class LMDBStore: StoreBackend {
+    var kind: String { "lmdb" }
+    let directory: String
+    let options: StoreOptions
+    let durable: LMDBEnvironment
+    let ephemeral: LMDBEnvironment
+    private let syncThread: SyncThread?
+    /// `commit` mode only: where answers wait for the sync that covers them.
+    let barrier: DurabilityBarrier?
+    /// Open `deferringDurability` scopes, and the highest durable transaction id read or
+    /// written in them so far.
+    private var deferrals = 0
+    private var pendingTxnID = 0
+
+    /// Opens (creating when absent) the store under `directory`.
+    init(directory: String, options: StoreOptions) throws {
+        self.directory = directory
+        self.options = options
+        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+            throw StoreError(.open, "cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let noSync: Bool
+        if case .interval = options.sync { noSync = true } else { noSync = false }
+        durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
+                                      maxReaders: options.maxReaders, noSync: noSync, noMetaSync: !noSync,
+                                      databases: Database.allCases.filter { $0.environment == .durable })
+        ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
+                                        maxReaders: options.maxReaders, noSync: true,
+                                        databases: Database.allCases.filter { $0.environment == .ephemeral })
+        if case .interval(let ms) = options.sync {
+            syncThread = SyncThread(environment: durable, milliseconds: ms)
+            barrier = nil
+        } else {
+            syncThread = nil
+            barrier = DurabilityBarrier(environment: durable)
+        }
+    }
+
+    deinit { syncThread?.stop() }
+
+    /// Runs `body` in a read-only snapshot. Inside `deferringDurability` the answer waits
+    /// until the snapshot is durable, unless `awaitDurable` is false: for reads of what only
+    /// a command that waits for its own sync writes (orgs, apps), whose answers change no
+    /// state (a challenge).
+    func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T {
+        let txn = LMDBTransaction(durable: durable, ephemeral: ephemeral)
+        do {
+            let result = try body(Transaction(txn, writable: []))
+            try txn.finish(commit: false)
+            if awaitDurable { note(txn) }
+            return result
+        } catch {
+            try? txn.finish(commit: false)
+            if awaitDurable { note(txn) }
+            throw error
+        }
+    }
+
+    /// Runs `body` in a write transaction on `environments` (both by default) and commits
+    /// when it returns; aborts when it throws.
+    func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
+        let txn = LMDBTransaction(durable: durable, ephemeral: ephemeral)
+        do {
+            for name in [Database.Environment.ephemeral, .durable] where environments.contains(name) {
+                txn.setSlot(name, .writing(try txn.environment(name).beginWrite()))
+            }
+            let result = try body(Transaction(txn, writable: environments))
+            try txn.finish(commit: true)
+            try settle(txn)
+            return result
+        } catch {
+            try? txn.finish(commit: false)
+            note(txn)
+            throw error
+        }
+    }
+
+    /// In `commit` mode, a durable write returns once it is durable (see `DurabilityBarrier`),
+    /// unless a `deferringDurability` scope is open: then the scope's end waits, once, for
+    /// everything it read or wrote.
+    private func settle(_ txn: LMDBTransaction) throws {
+        guard let barrier else { return }
+        note(txn)
+        if deferrals == 0 { try barrier.wait(for: pendingTxnID); pendingTxnID = 0 }
+    }
+
+    private func note(_ txn: LMDBTransaction) {
+        guard barrier != nil else { return }
+        pendingTxnID = max(pendingTxnID, txn.durableTxnID)
+    }
+
+    /// Runs `body` (one request: its reads, writes and the building of its answer), then, in
+    /// `commit` mode, waits until every durable state it read or wrote is on disk. One
+    /// `fdatasync` covers the request's commit and those of concurrent requests in every
+    /// process, and the token is signed while other commits proceed; nothing that depends on
+    /// an unsynced commit leaves before this returns. In `interval` mode it only runs `body`.
+    /// - Throws: `StoreError(.io)` when the sync fails: the caller must not send `body`'s result.
+    func deferringDurability<T>(_ body: () throws -> T) throws -> T {
+        deferrals += 1
+        let result: T
+        do { result = try body() } catch { deferrals -= 1; throw error }
+        deferrals -= 1
+        if deferrals == 0, let barrier, pendingTxnID > 0 {
+            let target = pendingTxnID
+            pendingTxnID = 0
+            try barrier.wait(for: target)
+        }
+        return result
+    }
+
+    /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
+    var durabilitySyncs: Int { barrier?.syncs ?? 0 }
+}
+
+extension LMDBStore {
+    /// Map size and bytes in use of each environment (how close a `full` error is).
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] {
+        [(.durable, durable.usage().mapSize, durable.usage().used), (.ephemeral, ephemeral.usage().mapSize, ephemeral.usage().used)]
+    }
+}
+
+extension LMDBStore {
+    /// The id of the durable environment's last committed write transaction, from any
+    /// process. Unchanged means nothing durable changed: callers cache reads against it.
+    var durableVersion: Int { durable.lastTransactionID }
+}
+
+extension LMDBStore {
+    /// Writes a compacted, consistent copy of `environment` (one read snapshot) into
+    /// `directory` as `data.mdb`, while the store keeps serving (`mdb_env_copy2` with
+    /// `MDB_CP_COMPACT`). `directory` must exist and hold no `data.mdb`.
+    func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
+        let env = environment == .durable ? durable : ephemeral
+        try AttestStore.check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
+    }
+}

@@ -1,0 +1,204 @@
+import CLMDB
+
+/// An LMDB transaction over both environments, behind a `Transaction` handed to
+/// `Store.read` and `Store.write` closures.
+///
+/// Reads of an environment the transaction did not open for writing begin a read-only
+/// transaction on first use. Every value returned is a copy: nothing points into the map
+/// after the closure returns.
+final class LMDBTransaction: StoreTransaction {
+    enum Slot {
+        case unused
+        case reading(OpaquePointer)
+        case writing(OpaquePointer)
+
+        var txn: OpaquePointer? {
+            switch self {
+            case .unused: return nil
+            case .reading(let t), .writing(let t): return t
+            }
+        }
+    }
+
+    let durable: LMDBEnvironment
+    let ephemeral: LMDBEnvironment
+    var durableSlot = Slot.unused
+    var ephemeralSlot = Slot.unused
+    /// The durable transaction id this transaction committed or read (0: none), recorded by
+    /// `finish`: what an answer built from it must wait for in `commit` mode.
+    private(set) var durableTxnID = 0
+
+    init(durable: LMDBEnvironment, ephemeral: LMDBEnvironment) {
+        self.durable = durable
+        self.ephemeral = ephemeral
+    }
+
+    func environment(_ name: Database.Environment) -> LMDBEnvironment { name == .durable ? durable : ephemeral }
+
+    func slot(_ name: Database.Environment) -> Slot { name == .durable ? durableSlot : ephemeralSlot }
+
+    func setSlot(_ name: Database.Environment, _ slot: Slot) {
+        if name == .durable { durableSlot = slot } else { ephemeralSlot = slot }
+    }
+
+    func txn(for db: Database, writing: Bool) throws -> (OpaquePointer, MDB_dbi) {
+        let envName = db.environment
+        let env = environment(envName)
+        switch slot(envName) {
+        case .writing(let t):
+            return (t, env.handle(db))
+        case .reading(let t):
+            precondition(!writing, "write to \(db.rawValue) in a transaction that only reads \(envName.rawValue)")
+            return (t, env.handle(db))
+        case .unused:
+            precondition(!writing, "write to \(db.rawValue) in a transaction that only reads \(envName.rawValue)")
+            let t = try env.beginRead()
+            setSlot(envName, .reading(t))
+            return (t, env.handle(db))
+        }
+    }
+
+    /// The value stored under `key`, copied out; `nil` when absent.
+    func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
+        let (t, dbi) = try txn(for: db, writing: false)
+        return try key.withUnsafeBytes { (k) throws -> [UInt8]? in
+            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var mv = MDB_val()
+            let rc = mdb_get(t, dbi, &mk, &mv)
+            if rc == MDB_NOTFOUND { return nil }
+            try check(rc, "reading \(db.rawValue)")
+            return Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
+        }
+    }
+
+    /// Stores `value` under `key`. With `noOverwrite`, an existing key is left alone and the
+    /// result is `false`.
+    func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
+        let (t, dbi) = try txn(for: db, writing: true)
+        return try key.withUnsafeBytes { (k) throws -> Bool in
+            try value.withUnsafeBytes { (v) throws -> Bool in
+                var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var mv = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                let rc = mdb_put(t, dbi, &mk, &mv, noOverwrite ? UInt32(MDB_NOOVERWRITE) : 0)
+                if rc == MDB_KEYEXIST { return false }
+                try check(rc, "writing \(db.rawValue)")
+                return true
+            }
+        }
+    }
+
+    /// Removes `key`; `false` when it was not there.
+    func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
+        let (t, dbi) = try txn(for: db, writing: true)
+        return try key.withUnsafeBytes { (k) throws -> Bool in
+            var mk = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            let rc = mdb_del(t, dbi, &mk, nil)
+            if rc == MDB_NOTFOUND { return false }
+            try check(rc, "deleting from \(db.rawValue)")
+            return true
+        }
+    }
+
+    /// Visits entries in key order from the first key ≥ `start` (or the first key), copies of
+    /// key and value each time, until `visit` returns `false` or the database ends.
+    func scan(_ db: Database, from start: [UInt8]?,
+                     _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        let (t, dbi) = try txn(for: db, writing: false)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var mk = MDB_val(), mv = MDB_val()
+        var startCopy = start ?? []
+        var rc: Int32 = startCopy.withUnsafeMutableBytes { s in
+            if start != nil {
+                mk = MDB_val(mv_size: s.count, mv_data: s.baseAddress)
+                return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
+            }
+            return mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
+        }
+        while rc == 0 {
+            let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
+            let value = Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
+            guard try visit(key, value) else { return }
+            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue)") }
+    }
+
+    /// The greatest key in `db`, or `nil` when it is empty.
+    func lastKey(_ db: Database) throws -> [UInt8]? {
+        let (t, dbi) = try txn(for: db, writing: false)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var mk = MDB_val(), mv = MDB_val()
+        let rc = mdb_cursor_get(cursor, &mk, &mv, MDB_LAST)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc, "reading the last key of \(db.rawValue)")
+        return Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
+    }
+
+    /// Entries in `db`.
+    func count(_ db: Database) throws -> Int {
+        let (t, _) = try txn(for: db, writing: false)
+        return try environment(db.environment).count(db, in: t)
+    }
+
+    /// Deletes up to `limit` entries of an expiry-keyed database (`challenges`, `rates`: the
+    /// key starts with an 8-byte big-endian expiry in seconds) whose expiry is before `now`.
+    /// Returns how many were removed. Called a few at a time inside ordinary write
+    /// transactions, so no separate cleaner process is needed.
+    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
+        let (t, dbi) = try txn(for: db, writing: true)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var removed = 0
+        var mk = MDB_val(), mv = MDB_val()
+        var rc = mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
+        while rc == 0, removed < limit {
+            guard mk.mv_size >= 8 else { break }
+            let p = mk.mv_data.assumingMemoryBound(to: UInt8.self)
+            var expiry: UInt64 = 0
+            for i in 0..<8 { expiry = expiry << 8 | UInt64(p[i]) }
+            guard Int64(bitPattern: expiry) < now else { break }
+            try check(mdb_cursor_del(cursor, 0), "sweeping \(db.rawValue)")
+            removed += 1
+            // After a delete LMDB leaves the cursor on the following entry; MDB_NEXT returns it.
+            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
+        }
+        if rc != 0 && rc != MDB_NOTFOUND { try check(rc, "sweeping \(db.rawValue)") }
+        return removed
+    }
+
+    /// Exact: LMDB has one writer at a time.
+    func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
+
+    func finish(commit: Bool) throws {
+        // Ephemeral first: a challenge is consumed before the durable change lands, so a crash
+        // between the two commits can never let a replay through.
+        var firstError: StoreError? = nil
+        for name in [Database.Environment.ephemeral, .durable] {
+            switch slot(name) {
+            case .unused: break
+            case .reading(let t):
+                if name == .durable { durableTxnID = mdb_txn_id(t) }
+                environment(name).endRead(t)
+            case .writing(let t):
+                if commit && firstError == nil {
+                    let id = mdb_txn_id(t)
+                    let rc = mdb_txn_commit(t)
+                    if rc != 0 { firstError = storeError(rc, "committing \(name.rawValue)") }
+                    // A commit that changed nothing writes no meta page: its snapshot (id − 1,
+                    // or whatever committed since) is what the caller saw.
+                    if name == .durable { durableTxnID = min(id, environment(name).lastTransactionID) }
+                } else {
+                    if name == .durable { durableTxnID = mdb_txn_id(t) - 1 }
+                    mdb_txn_abort(t)
+                }
+            }
+            setSlot(name, .unused)
+        }
+        if let firstError { throw firstError }
+    }
+}

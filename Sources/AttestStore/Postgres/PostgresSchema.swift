@@ -1,0 +1,62 @@
+/// The SQL layout of a PostgreSQL-protocol store, versioned, and its migrations.
+///
+/// ```
+/// ae_schema        (version INT PRIMARY KEY, applied_at TIMESTAMPTZ)   one row per migration
+/// ae_<database>    (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)             one per `Database`
+/// ```
+/// `ae_devices`, `ae_usage_months`, `ae_challenges`, … hold exactly the keys and values the
+/// LMDB databases of the same name hold (the records' layouts are in `Records/`), ordered by
+/// `k` as bytes, as LMDB orders them. The SQL is kept to what PostgreSQL, CockroachDB and
+/// YugabyteDB all accept: `BYTEA` keys, `INSERT … ON CONFLICT`, `LIMIT` in subqueries.
+///
+/// A migration is a list of statements run in one transaction with the row that records it.
+/// `attestctl store migrate` applies those a database lacks; a fresh database is migrated on
+/// first open; a database with a newer version than this build knows is refused.
+public enum PostgresSchema {
+    /// Every migration, oldest first; the last one's number is the version this build writes.
+    static let migrations: [(version: Int, statements: [String])] = [
+        (1, ["CREATE TABLE IF NOT EXISTS ae_schema (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
+            + Database.allCases.map { "CREATE TABLE IF NOT EXISTS \(table($0)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)" }),
+    ]
+
+    public static var version: Int { migrations.last!.version }
+
+    static func table(_ db: Database) -> String { "ae_" + db.rawValue }
+
+    /// The version a database is at: 0 when it has no `ae_schema` table.
+    static func currentVersion(_ connection: PGConnection) throws -> Int {
+        do {
+            let result = try connection.run("SELECT coalesce(max(version), 0)::BIGINT FROM ae_schema", [])
+            return Int(result.int64(0, 0))
+        } catch let failure as PGConnection.Failure where failure.sqlState == "42P01" {
+            return 0
+        }
+    }
+
+    /// Applies the migrations `connection`'s database lacks; returns their versions.
+    /// - Throws: `StoreError(.open)` when the database is newer than this build.
+    @discardableResult
+    static func migrate(_ connection: PGConnection) throws -> [Int] {
+        let current = try currentVersion(connection)
+        guard current <= version else {
+            throw StoreError(.open, "the database has schema version \(current); this build knows \(version): upgrade attestctl")
+        }
+        var applied = [Int]()
+        for migration in migrations where migration.version > current {
+            do {
+                try connection.command("BEGIN")
+                for statement in migration.statements { try connection.command(statement) }
+                _ = try connection.run("INSERT INTO ae_schema (version) VALUES ($1::INT) ON CONFLICT (version) DO NOTHING",
+                                       [.text(String(migration.version))])
+                try connection.command("COMMIT")
+                applied.append(migration.version)
+            } catch {
+                try? connection.command("ROLLBACK")
+                // Another process migrating at the same moment: fine if it got there.
+                if try currentVersion(connection) >= migration.version { continue }
+                throw error
+            }
+        }
+        return applied
+    }
+}

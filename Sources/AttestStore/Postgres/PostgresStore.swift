@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL-protocol backend (`store.backend: "postgres"`): the store's databases as
+/// `ae_*` tables (`PostgresSchema`) in one database shared by every host, through one libpq
+/// connection per process.
+///
+/// How each kind of transaction runs:
+/// - `write` on the ephemeral databases alone (the rate-limit charge and the challenge's
+///   single use, before any signature work): `READ COMMITTED`. It uses only atomic
+///   operations: a challenge is consumed by `INSERT … ON CONFLICT DO NOTHING` (of two hosts
+///   presenting one challenge, exactly one inserts), a rate window by a compare-and-swap.
+///   Rate windows are therefore shared: a limit holds for the whole deployment, not per host.
+/// - every other `write`: `SERIALIZABLE`. Counters advance only upward, a month admits
+///   exactly its limit, and one outbox event becomes one delivery, whatever the number of
+///   hosts, because the database aborts whichever of two conflicting transactions would
+///   break serial order; the loser runs again (up to `StoreOptions.maxRetries` times, with a
+///   short random pause), then fails with 503.
+/// - `read`: `REPEATABLE READ READ ONLY`, one consistent snapshot, like an LMDB read.
+///
+/// A transaction's answer is durable once `COMMIT` returns (the server's
+/// `synchronous_commit`), so `deferringDurability` waits for nothing more. While the
+/// database is unreachable every call fails fast with `StoreError(.io)` and the connection
+/// is retried with backoff (`PGConnection`).
+final class PostgresStore: StoreBackend {
+    var kind: String { "postgres" }
+    let connection: PGConnection
+    let options: StoreOptions
+    private var open = false
+    private var version = 0
+
+    /// Prepares the connection; connects on first use, so a service starts (answering 503)
+    /// while the database is down.
+    init(url: String, options: StoreOptions) throws {
+        connection = PGConnection(url: url)
+        self.options = options
+        connection.onConnect = { connection in
+            let current = try PostgresSchema.currentVersion(connection)
+            if current == 0 {
+                try PostgresSchema.migrate(connection)
+            } else if current != PostgresSchema.version {
+                throw StoreError(.open, current < PostgresSchema.version
+                    ? "the database has schema version \(current); this build needs \(PostgresSchema.version): run 'attestctl store migrate'"
+                    : "the database has schema version \(current); this build knows \(PostgresSchema.version): upgrade attestctl")
+            }
+            // The records' layout, as `Store` checks it in LMDB (one statement each, autocommit).
+            let meta = PostgresTransaction(connection), key = Array("schema".utf8)
+            _ = try meta.put(.meta, key, [Store.schemaVersion], noOverwrite: true)
+            guard let stored = try meta.get(.meta, key), stored == [Store.schemaVersion] else {
+                throw StoreError(.open, "the database holds a store of another record schema; this build reads \(Store.schemaVersion)")
+            }
+        }
+    }
+
+    /// Applies pending migrations (`attestctl store migrate`); the versions applied.
+    func migrate() throws -> [Int] {
+        let hook = connection.onConnect
+        connection.onConnect = nil
+        defer { connection.onConnect = hook }
+        try connection.ensure()
+        return try PostgresSchema.migrate(connection)
+    }
+
+    /// The schema version of the database (0: none yet).
+    func schemaVersion() throws -> Int {
+        let hook = connection.onConnect
+        connection.onConnect = nil
+        defer { connection.onConnect = hook }
+        try connection.ensure()
+        return try PostgresSchema.currentVersion(connection)
+    }
+
+    func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T {
+        try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writable: [], body)
+    }
+
+    func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
+        let isolation = environments == [.ephemeral] ? "READ COMMITTED" : "SERIALIZABLE"
+        return try run("BEGIN ISOLATION LEVEL " + isolation, writable: environments, body)
+    }
+
+    private func run<T>(_ begin: String, writable: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
+        precondition(!open, "a store transaction opened inside another on the same connection")
+        var attempt = 0
+        while true {
+            attempt += 1
+            let txn = PostgresTransaction(connection)
+            do {
+                try connection.ensure()
+                try connection.command(begin)
+                open = true
+                defer { open = false }
+                let result: T
+                do {
+                    result = try body(Transaction(txn, writable: writable))
+                } catch {
+                    // A database failure the closure turned into its own error is still that failure.
+                    throw txn.failure ?? error
+                }
+                if let failure = txn.failure { throw failure }
+                try connection.command("COMMIT")
+                return result
+            } catch let failure as PGConnection.Failure where failure.isRetryable && attempt <= options.maxRetries {
+                try? connection.command("ROLLBACK")
+                usleep(UInt32.random(in: 200...1000) * UInt32(min(attempt, 10)))
+            } catch let failure as PGConnection.Failure {
+                try? connection.command("ROLLBACK")
+                throw failure.isRetryable
+                    ? StoreError(.busy, "gave up after \(attempt) serialization conflicts: \(failure)")
+                    : StoreError(.io, "database: \(failure)")
+            } catch {
+                if connection.isConnected { try? connection.command("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    func deferringDurability<T>(_ body: () throws -> T) throws -> T { try body() }
+
+    var durabilitySyncs: Int { 0 }
+
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { [] }
+
+    /// Another host may have written anything: every call is a new version, so callers re-read.
+    var durableVersion: Int {
+        version &+= 1
+        return version
+    }
+}

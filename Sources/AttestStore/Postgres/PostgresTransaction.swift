@@ -1,0 +1,102 @@
+/// One open SQL transaction behind a `Transaction` (see `PostgresStore` for how it begins
+/// and ends). Each call is one statement on `ae_<database>`.
+///
+/// The first statement that fails poisons the transaction: PostgreSQL refuses everything
+/// after it, and a caller that swallowed the error (`try?`) must not turn a serialization
+/// failure into a silent rollback. `PostgresStore` checks `failure` before committing.
+final class PostgresTransaction: StoreTransaction {
+    let connection: PGConnection
+    private(set) var failure: (any Error)?
+
+    init(_ connection: PGConnection) { self.connection = connection }
+
+    /// The statements of one table, built once.
+    struct Statements {
+        let get, insert, upsert, delete, scanFrom, scanAfter, last, count, sweep, swap: String
+
+        init(_ table: String) {
+            get = "SELECT v FROM \(table) WHERE k = $1"
+            insert = "INSERT INTO \(table) (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING"
+            upsert = "INSERT INTO \(table) (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+            delete = "DELETE FROM \(table) WHERE k = $1"
+            scanFrom = "SELECT k, v FROM \(table) WHERE k >= $1 ORDER BY k LIMIT \(PostgresTransaction.page)"
+            scanAfter = "SELECT k, v FROM \(table) WHERE k > $1 ORDER BY k LIMIT \(PostgresTransaction.page)"
+            last = "SELECT k FROM \(table) ORDER BY k DESC LIMIT 1"
+            count = "SELECT count(*) FROM \(table)"
+            sweep = "DELETE FROM \(table) WHERE k IN (SELECT k FROM \(table) WHERE k < $1 ORDER BY k LIMIT $2)"
+            swap = "UPDATE \(table) SET v = $3 WHERE k = $1 AND v = $2"
+        }
+    }
+
+    /// Rows a scan fetches per statement.
+    static let page = 256
+    static let statements: [Database: Statements] =
+        Dictionary(uniqueKeysWithValues: Database.allCases.map { ($0, Statements(PostgresSchema.table($0))) })
+
+    private func run(_ db: Database, _ sql: KeyPath<Statements, String>, _ parameters: [PGConnection.Parameter]) throws -> PGResult {
+        if let failure { throw failure }
+        do {
+            return try connection.run(Self.statements[db]![keyPath: sql], parameters)
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
+        let result = try run(db, \.get, [.bytes(key)])
+        return result.rows == 0 ? nil : result.bytes(0, 0)
+    }
+
+    func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
+        let result = try run(db, noOverwrite ? \.insert : \.upsert, [.bytes(key), .bytes(value)])
+        return !noOverwrite || result.affected == 1
+    }
+
+    func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
+        try run(db, \.delete, [.bytes(key)]).affected == 1
+    }
+
+    func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        var result = try run(db, \.scanFrom, [.bytes(start ?? [])])
+        while true {
+            let rows = result.rows
+            for row in 0..<rows {
+                guard try visit(result.bytes(row, 0), result.bytes(row, 1)) else { return }
+            }
+            guard rows == Self.page else { return }
+            result = try run(db, \.scanAfter, [.bytes(result.bytes(rows - 1, 0))])
+        }
+    }
+
+    func lastKey(_ db: Database) throws -> [UInt8]? {
+        let result = try run(db, \.last, [])
+        return result.rows == 0 ? nil : result.bytes(0, 0)
+    }
+
+    func count(_ db: Database) throws -> Int { Int(try run(db, \.count, []).int64(0, 0)) }
+
+    /// Keys before the 8-byte big-endian `now` are exactly those whose expiry is earlier.
+    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
+        let bound = (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: now) >> UInt64(56 - 8 * $0)) }
+        return try run(db, \.sweep, [.bytes(bound), .text(String(limit))]).affected
+    }
+
+    /// A compare-and-swap loop: exact under `READ COMMITTED` (an `UPDATE` re-reads the row a
+    /// concurrent transaction committed, and then matches nothing) and under `SERIALIZABLE`
+    /// (where the conflict is a serialization failure and the transaction runs again).
+    func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
+        while true {
+            let current = try get(db, key)
+            var value: UInt32 = 0
+            if let current, current.count == 4 { value = current.reduce(0) { $0 << 8 | UInt32($1) } }
+            value &+= 1
+            let next = [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+            if let current {
+                if try run(db, \.swap, [.bytes(key), .bytes(current), .bytes(next)]).affected == 1 { return value }
+            } else if try put(db, key, next, noOverwrite: true) {
+                return value
+            }
+        }
+    }
+}

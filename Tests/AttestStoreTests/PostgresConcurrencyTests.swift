@@ -1,0 +1,69 @@
+import AttestCore
+@testable import AttestStore
+import Foundation
+import Testing
+
+/// PostgreSQL only: several connections (as several hosts have) writing the same rows at
+/// once. LMDB's single writer makes these trivially true there.
+@Suite(.enabled(if: StoreConformance.kinds.contains(.postgres), "needs ATTEST_TEST_POSTGRES_URL"))
+struct PostgresConcurrencyTests {
+    /// Results gathered from threads.
+    final class Results<T>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items = [T]()
+        func append(_ item: T) { lock.lock(); items.append(item); lock.unlock() }
+        var all: [T] { lock.lock(); defer { lock.unlock() }; return items }
+    }
+
+    static let writers = 4
+
+    @Test func serializableReadModifyWritesLoseNothing() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        _ = try f.open()
+        let options = f.options, path = f.dir.path
+        let failures = Results<String>()
+        DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
+            do {
+                let store = try Store(directory: path + "/store", options: options)
+                for _ in 0..<25 {
+                    try store.write([.durable]) { txn in
+                        let n = try txn.get(.meta, [5]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
+                        try txn.put(.meta, [5], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
+                    }
+                }
+            } catch { failures.append("\(error)") }
+        }
+        #expect(failures.all.isEmpty)
+        let total = try f.open().read { try $0.get(.meta, [5]) }
+        #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
+    }
+
+    @Test func oneChallengeIsConsumedOnceAcrossConnections() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        _ = try f.open()
+        let options = f.options, path = f.dir.path
+        let wins = Results<Bool>()
+        for round in 0..<10 {
+            DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
+                let store = try? Store(directory: path + "/store", options: options)
+                wins.append((try? store?.write([.ephemeral]) { try $0.consumeChallenge(id: [UInt8(round)], expiry: 1_000) }) == true)
+            }
+        }
+        #expect(wins.all.count == 10 * Self.writers)
+        #expect(wins.all.filter { $0 }.count == 10, "exactly one winner per challenge")
+    }
+
+    @Test func rateWindowsCountEveryHitUnderReadCommitted() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        _ = try f.open()
+        let options = f.options, path = f.dir.path
+        let seen = Results<UInt32>()
+        DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
+            guard let store = try? Store(directory: path + "/store", options: options) else { return }
+            for _ in 0..<25 {
+                if let n = try? store.write([.ephemeral], { try $0.hitRateWindow("org:acme", windowEnd: 60) }) { seen.append(n) }
+            }
+        }
+        #expect(seen.all.sorted() == Array(1...UInt32(Self.writers * 25)), "each hit saw its own count")
+    }
+}

@@ -1,0 +1,175 @@
+import AttestCore
+@testable import AttestStore
+import Foundation
+import Testing
+
+/// What every store backend must do, run against each: LMDB always, PostgreSQL when
+/// `ATTEST_TEST_POSTGRES_URL` names a server (`nginx/test.sh` starts one; with
+/// `ATTEST_REQUIRE_POSTGRES=1` a missing URL fails instead of skipping).
+///
+/// The typed operations are written once over `StoreTransaction`, so what differs between
+/// backends, and is pinned here, is the contract underneath: byte order of keys, scans,
+/// single-insert, sweeps, counters, rollback, and (PostgreSQL) exactness under concurrent
+/// writers on separate connections, the way separate hosts write.
+@Suite struct StoreConformance {
+    enum Kind: String, CustomStringConvertible, CaseIterable {
+        case lmdb, postgres
+        var description: String { rawValue }
+    }
+
+    static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["ATTEST_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    static var kinds: [Kind] {
+        postgresURL != nil || ProcessInfo.processInfo.environment["ATTEST_REQUIRE_POSTGRES"] == "1" ? [.lmdb, .postgres] : [.lmdb]
+    }
+
+    /// A fresh, empty store of `kind`: a temporary directory, or a new schema of its own in
+    /// the test database (dropped afterwards).
+    final class Fixture {
+        let kind: Kind
+        let dir = TemporaryDirectory()
+        private var schema: String?
+        private(set) var options = StoreOptions(durableMapSizeMiB: 64, ephemeralMapSizeMiB: 16)
+
+        init(_ kind: Kind) throws {
+            self.kind = kind
+            guard kind == .postgres else { return }
+            guard let url = StoreConformance.postgresURL else {
+                throw StoreError(.open, "ATTEST_REQUIRE_POSTGRES=1 but ATTEST_TEST_POSTGRES_URL is unset")
+            }
+            let name = "t_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            let admin = PGConnection(url: url)
+            try admin.ensure()
+            try admin.command("CREATE SCHEMA \(name)")
+            schema = name
+            options.backend = .postgres(url: url + " options='-c search_path=\(name)'")
+        }
+
+        deinit {
+            guard let schema, let url = StoreConformance.postgresURL else { return }
+            let admin = PGConnection(url: url)
+            try? admin.ensure()
+            try? admin.command("DROP SCHEMA \(schema) CASCADE")
+        }
+
+        func open() throws -> Store { try Store(directory: dir.path + "/store", options: options) }
+    }
+
+    struct Boom: Error {}
+
+    @Test(arguments: kinds) func getPutDeleteAndSingleInsert(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let puts = try store.write { txn in
+            [try txn.put(.meta, [1], [10]), try txn.put(.meta, [1], [11]), try txn.put(.meta, [1], [12], noOverwrite: true),
+             try txn.put(.meta, [2], [], noOverwrite: true)]
+        }
+        #expect(puts == [true, true, false, true], "an overwrite succeeds; noOverwrite leaves the value; an empty value is a value")
+        let reads = try store.read { txn in
+            [try txn.get(.meta, [1]), try txn.get(.meta, [2]), try txn.get(.meta, [3]), try txn.get(.orgs, [1])]
+        }
+        #expect(reads == [[11], [], nil, nil], "databases are separate")
+        let deletes = try store.write { txn in [try txn.delete(.meta, [1]), try txn.delete(.meta, [1])] }
+        #expect(deletes == [true, false])
+        #expect(try store.read { try $0.get(.meta, [1]) } == nil)
+    }
+
+    @Test(arguments: kinds) func keysAreOrderedAsUnsignedBytesAndScansPage(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let keys: [[UInt8]] = [[0x80], [0x01, 0x00], [0xFF], [0x01], [0x7F, 0xFF], [0x00], [0x01, 0x00, 0x00]]
+        try store.write { txn in for k in keys { try txn.put(.devices, k, k + [0xAA]) } }
+        var seen = [[UInt8]]()
+        try store.read { txn in try txn.scan(.devices) { k, v in #expect(v == k + [0xAA]); seen.append(k); return true } }
+        #expect(seen == [[0x00], [0x01], [0x01, 0x00], [0x01, 0x00, 0x00], [0x7F, 0xFF], [0x80], [0xFF]])
+        var from = [[UInt8]]()
+        try store.read { txn in try txn.scan(.devices, from: [0x01, 0x00]) { k, _ in from.append(k); return from.count < 3 } }
+        #expect(from == [[0x01, 0x00], [0x01, 0x00, 0x00], [0x7F, 0xFF]], "from the first key ≥ start, stopping when told")
+        #expect(try store.read { try $0.lastKey(.devices) } == [0xFF])
+        #expect(try store.read { try $0.lastKey(.orgs) } == nil)
+
+        // More entries than one PostgreSQL page, scanned while the visitor deletes them.
+        try store.write { txn in for i in 0..<700 { try txn.put(.receipts, [UInt8(i >> 8), UInt8(i & 0xFF)], [1]) } }
+        #expect(try store.read { try $0.count(.receipts) } == 700)
+        let visited = try store.write { txn -> Int in
+            var n = 0
+            try txn.scan(.receipts) { k, _ in n += 1; try txn.delete(.receipts, k); return true }
+            return n
+        }
+        #expect(visited == 700)
+        #expect(try store.read { try $0.count(.receipts) } == 0)
+    }
+
+    @Test(arguments: kinds) func aThrowingWriteRollsBackEverything(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        #expect(throws: Boom.self) {
+            try store.write { txn in
+                try txn.put(.orgs, Array("acme".utf8), [1])
+                _ = try txn.consumeChallenge(id: [7], expiry: 100)
+                throw Boom()
+            }
+        }
+        #expect(try store.entryCounts().values.reduce(0, +) == 1, "only the schema marker in meta")
+    }
+
+    @Test(arguments: kinds) func challengesAreSingleUseAndSweepsTakeTheOldestExpiredFirst(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        #expect(try store.write([.ephemeral]) { try $0.consumeChallenge(id: [1], expiry: 100) })
+        #expect(try !store.write([.ephemeral]) { try $0.consumeChallenge(id: [1], expiry: 100) })
+        try store.write([.ephemeral]) { txn in
+            for (i, expiry) in [50, 150, 90, 99, 300].enumerated() { _ = try txn.consumeChallenge(id: [UInt8(10 + i)], expiry: Int64(expiry)) }
+        }
+        // Expired before 100: 50, 90, 99 (100 itself is not before 100).
+        #expect(try store.write([.ephemeral]) { try $0.sweepExpired(.challenges, now: 100, limit: 2) } == 2)
+        #expect(try store.read { try $0.isChallengeUsed(id: [10], expiry: 50) } == false, "the oldest went first")
+        #expect(try store.read { try $0.isChallengeUsed(id: [13], expiry: 99) } == true)
+        #expect(try store.write([.ephemeral]) { try $0.sweepExpired(.challenges, now: 100, limit: 10) } == 1)
+        #expect(try store.read { try $0.count(.challenges) } == 3)
+    }
+
+    @Test(arguments: kinds) func rateWindowsCount(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        for expected in 1...5 as ClosedRange<UInt32> {
+            #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("ip:1", windowEnd: 60) } == expected)
+        }
+        #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("ip:2", windowEnd: 60) } == 1)
+        #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("ip:1", windowEnd: 120) } == 1)
+    }
+
+    @Test(arguments: kinds) func typedRecordsRoundTripAndTheCheckPasses(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let now = Timestamp(seconds: 1_790_000_000)
+        try store.write { txn in
+            try txn.put(OrgRecord(name: "acme", createdAt: now))
+            try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
+            try txn.put(DeviceRecord.sample(keyID: Array(repeating: 3, count: 32), deviceID: "dev-1", now: now))
+        }
+        let found = try store.read { txn in
+            (try txn.org(named: "acme")?.name, try txn.device(keyID: Array(repeating: 3, count: 32))?.deviceID, try txn.device(deviceID: "dev-1")?.keyID,
+             try txn.tenancyGeneration())
+        }
+        #expect(found.0 == "acme" && found.1 == "dev-1" && found.2 == Array(repeating: 3, count: 32) && found.3 == 2, "each org or app write bumps the tenancy generation")
+        let report = try store.check()
+        #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
+    }
+
+    @Test(arguments: kinds) func reopeningKeepsWhatWasCommitted(_ kind: Kind) throws {
+        let f = try Fixture(kind)
+        do {
+            let store = try f.open()
+            _ = try store.write([.durable]) { txn in try txn.put(.meta, [9], [9]) }
+        }
+        let store = try f.open()
+        #expect(try store.read { try $0.get(.meta, [9]) } == [9])
+        let before = store.durableVersion
+        _ = try store.write([.durable]) { txn in try txn.put(.meta, [9], [10]) }
+        #expect(store.durableVersion != before, "a write changes the version callers cache against")
+    }
+}
+
+extension DeviceRecord {
+    static func sample(keyID: [UInt8], deviceID: String, now: Timestamp) -> DeviceRecord {
+        DeviceRecord(keyID: keyID, deviceID: deviceID, appID: "ABCDE12345.com.example.app", publicKey: [4] + [UInt8](repeating: 1, count: 64),
+                     environment: .production, createdAt: now)
+    }
+}
