@@ -124,8 +124,8 @@ class Stack:
         """Switches this data directory's store to the PostgreSQL database at `url` (a libpq
         connection string) and creates or upgrades its schema (`attestctl store migrate`)."""
         self.postgres = url
+        self.ctl("config", "set", "store.postgres.url", json.dumps(url))  # first: the backend needs it
         self.ctl("config", "set", "store.backend", "postgres")
-        self.ctl("config", "set", "store.postgres.url", json.dumps(url))
         self.ctl("store", "migrate")
 
     # What every host of one deployment has the same copy of (DESIGN.md, Store); the store
