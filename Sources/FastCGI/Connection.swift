@@ -28,8 +28,6 @@ final class Connection {
         /// Draining in all, in seconds; bytes drained are bounded by `maxDrainBytes`.
         var drainSeconds = 5.0
         var maxDrainBytes = 4 << 20
-
-        init() {}
     }
 
     enum Accepted {
@@ -192,8 +190,9 @@ final class Connection {
     }
 
     /// Reads what the peer has sent into the parser, waiting up to the request's deadline.
-    /// Returns `nil` after reading bytes or at EOF (then `inputDone`), else the timeout or
-    /// socket error (also `inputDone`: a stalled peer is not drained).
+    /// Returns `nil` after reading bytes, or at EOF or a socket error (a reset: the peer is
+    /// gone; then `inputDone`); the timeout error when the peer stalled (also `inputDone`: a
+    /// stalled peer is not drained).
     private func fill() -> FastCGIError? {
         while true {
             let n = recv(fd, chunk.baseAddress, chunk.count, 0)
@@ -209,7 +208,7 @@ final class Connection {
             if code == EINTR { continue }
             guard code == EAGAIN || code == EWOULDBLOCK else {
                 inputDone = true
-                return FastCGIError(.protocolViolation, "recv: \(errnoDescription(code))")
+                return nil
             }
             let left = deadline - MonotonicClock.now()
             guard left > 0, wait(for: Int16(POLLIN), milliseconds: min(timeouts.readMilliseconds, Int32(left * 1000) + 1)) else {

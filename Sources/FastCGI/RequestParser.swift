@@ -93,10 +93,6 @@ struct RequestParser {
         }
     }
 
-    /// True when the body's end (the empty `STDIN` record) has been read, or an abort or a
-    /// refusal: the peer sends nothing more for this request.
-    var isComplete: Bool { phase == .done }
-
     private mutating func compact() {
         guard start > 0 else { return }
         if start == buffer.count {
