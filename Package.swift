@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // AttestEdge: a self-hosted Apple App Attest backend. Only the toolchain and Debian's C
-// libraries (OpenSSL, LMDB, libfcgi, libcurl) are used; SwiftPM fetches nothing.
+// libraries (OpenSSL, LMDB, libcurl) are used; SwiftPM fetches nothing.
 import PackageDescription
 
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
@@ -24,7 +24,7 @@ let package = Package(
         // C libraries, wrapped once each (module.modulemap + shim.h).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        .systemLibrary(name: "CFastCGI", pkgConfig: "fcgi", providers: [.apt(["libfcgi-dev"])]),
+        .systemLibrary(name: "CFastCGI"),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 

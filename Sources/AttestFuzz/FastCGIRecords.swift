@@ -1,4 +1,5 @@
-/// Builds FastCGI (1.0) record streams as nginx sends them, for seeds and tests.
+/// Builds FastCGI (1.0) record streams as nginx sends them, for seeds and tests, and reads
+/// back what a worker answers.
 ///
 /// ```
 /// record  = version u8 (1) | type u8 | requestId u16 BE | contentLength u16 BE | paddingLength u8 | reserved u8
@@ -44,50 +45,30 @@ public enum FastCGIRecords {
         }
     }
 
-    /// The largest name or value length `input` could declare to libfcgi, with records
-    /// framed as the protocol says and as libfcgi 2.4.2 frames them (it does not skip
-    /// `FCGI_BEGIN_REQUEST`'s padding: `SetReaderType` clears it and those bytes become the
-    /// next header): the `FCGI_PARAMS` stream read pair by pair, and every 4-byte length
-    /// form anywhere in any record's content (libfcgi also reads name-value pairs from other
-    /// records: a third campaign find went through a record with request id 0). 0 when none.
-    public static func largestParamLength(_ input: ArraySlice<UInt8>) -> Int {
-        max(largestParamLength(input, skipBeginPadding: true), largestParamLength(input, skipBeginPadding: false))
+    /// One record as the worker sent it back.
+    public struct Reply: Equatable {
+        public var type: UInt8
+        public var requestID: UInt16
+        public var content: [UInt8]
     }
 
-    static func largestParamLength(_ input: ArraySlice<UInt8>, skipBeginPadding: Bool) -> Int {
-        var params = [UInt8]()
-        var largest = 0
-        var cursor = input
-        while cursor.count >= 8 {
+    /// The records of a worker's answer, or `nil` when `bytes` are not whole, well-formed
+    /// records: version 1, content padded to a multiple of 8 with zero bytes, nothing after
+    /// the last record.
+    public static func replies(_ bytes: [UInt8]) -> [Reply]? {
+        var out = [Reply]()
+        var cursor = bytes[...]
+        while !cursor.isEmpty {
+            guard cursor.count >= 8, cursor.first == 1 else { return nil }
             let header = Array(cursor.prefix(8))
             let length = Int(header[4]) << 8 | Int(header[5])
-            let padding = header[1] == 1 && !skipBeginPadding ? 0 : Int(header[6])
+            let padding = Int(header[6])
+            guard (length + padding) % 8 == 0, padding < 8, cursor.count >= 8 + length + padding else { return nil }
             let content = Array(cursor.dropFirst(8).prefix(length))
-            if header[1] == 4 { params += content }
-            for i in content.indices.dropLast(3) where content[i] >= 0x80 {
-                largest = max(largest, fourByteLength(content, at: i))
-            }
-            guard cursor.count >= 8 + length + padding else { break }
+            guard cursor.dropFirst(8 + length).prefix(padding).allSatisfy({ $0 == 0 }) else { return nil }
+            out.append(Reply(type: header[1], requestID: UInt16(header[2]) << 8 | UInt16(header[3]), content: content))
             cursor = cursor.dropFirst(8 + length + padding)
         }
-        var i = 0
-        func next() -> Int? {
-            guard i < params.count else { return nil }
-            if params[i] < 0x80 { i += 1; return Int(params[i - 1]) }
-            guard i + 4 <= params.count else { return nil }
-            defer { i += 4 }
-            return fourByteLength(params, at: i)
-        }
-        while let name = next(), let value = next() {
-            largest = max(largest, name, value)
-            i += name + value
-        }
-        return largest
-    }
-
-    /// A name-value pair's 4-byte length: top bit set, 31 bits big-endian.
-    static func fourByteLength(_ bytes: [UInt8], at i: Int) -> Int {
-        Int(bytes[i] & 0x7F) << 24 | Int(bytes[i + 1]) << 16 | Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+        return out
     }
 }
-

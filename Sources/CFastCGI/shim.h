@@ -1,9 +1,9 @@
 #ifndef ATTESTEDGE_CFASTCGI_SHIM_H
 #define ATTESTEDGE_CFASTCGI_SHIM_H
-/* libfcgi's request API (FCGX_*), plus the Linux process, signal and epoll calls the pre-fork
- * pool needs that Swift cannot import directly: function-like macros (sys/wait.h), a variadic
- * function (prctl), struct sigaction and the packed struct epoll_event. */
-#include <fcgiapp.h>
+/* The Linux process, signal and epoll calls the FastCGI runtime's pre-fork pool needs that
+ * Swift cannot import directly: function-like macros (sys/wait.h), a variadic function
+ * (prctl), struct sigaction and the packed struct epoll_event. No library is linked: the
+ * FastCGI records themselves are read and written in Swift (Sources/FastCGI). */
 #include <signal.h>
 #include <errno.h>
 #include <string.h>
@@ -12,6 +12,18 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+
+/* accept4(2), which glibc declares only under _GNU_SOURCE (socklen_t is unsigned int on
+ * Linux). <sys/socket.h> is not included here: its declarations would then belong to this
+ * module and files that import only Glibc would lose SOCK_CLOEXEC and friends. */
+struct sockaddr;
+extern int accept4(int fd, struct sockaddr *addr, unsigned int *addrlen, int flags);
+
+/* The next connection queued on `listen_fd`, with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC);
+ * -1 with errno set (EAGAIN when none is queued on a non-blocking listening socket). */
+static inline int attest_fcgi_accept(int listen_fd, int flags) {
+    return accept4(listen_fd, NULL, NULL, flags);
+}
 
 /* Sets the disposition of `sig` to SIG_DFL (which = 0) or SIG_IGN (which = 1). */
 static inline int attest_fcgi_sigdisposition(int sig, int which) {

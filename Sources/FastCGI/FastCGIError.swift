@@ -11,6 +11,12 @@ public struct FastCGIError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidOption = "invalid_option"
         /// The listening socket could not be created.
         case socket = "socket"
+        /// A connection's record stream breaks the FastCGI protocol (`RequestParser`).
+        case protocolViolation = "protocol_violation"
+        /// A request's `FCGI_PARAMS` stream is over `RequestParser.maxParamsBytes`.
+        case paramsTooLarge = "params_too_large"
+        /// The peer sent nothing for too long (`Connection.Timeouts`).
+        case timeout = "timeout"
     }
 
     public let code: Code

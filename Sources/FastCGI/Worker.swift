@@ -2,7 +2,7 @@ internal import CFastCGI
 import Glibc
 
 /// One worker process of a pool: makes its responder, then loops wait → accept → respond →
-/// finish until asked to stop. Runs in the child after `fork` and never returns.
+/// finish (`Connection`) until asked to stop. Runs in the child after `fork` and never returns.
 ///
 /// The listening socket is non-blocking and shared by every worker of the pool; each worker
 /// waits on it and on its stop signals at once (`WorkerEvents`), and a worker that loses the
@@ -24,11 +24,10 @@ struct Worker {
     let log: Log
     let masterPID: pid_t
 
-    private enum Outcome { case served, nothingQueued, failed(Int32) }
+    private enum Outcome { case served, dropped, nothingQueued, failed(Int32) }
 
     func run(_ makeResponder: () throws -> any Responder) -> Never {
         // The master's blocked set is inherited: a stop stays pending until the first wait.
-        guard FCGX_Init() == 0 else { fatal("FCGX_Init failed") }
         let events: WorkerEvents
         do {
             events = try WorkerEvents(listenFD: listenFD)
@@ -44,7 +43,7 @@ struct Worker {
         } catch {
             fatal("\(error)")
         }
-        let connection = FCGXConnection(listenFD: listenFD)
+        let connection = Connection(listenFD: listenFD, maxConnections: options.workers)
 
         var served = 0
         var failures = 0
@@ -57,32 +56,47 @@ struct Worker {
             guard ready.connection, !stop else { continue }
             switch serveOne(connection, &responder) {
             case .served: served += 1; failures = 0
+            case .dropped: failures = 0
             case .nothingQueued: break
-            case .failed(let status): failures = backOff(after: failures, "accept failed (\(status))")
+            case .failed(let code): failures = backOff(after: failures, "accept: \(errnoDescription(code))")
             }
         }
         var drained = 0
-        while drained < Self.maxDrain, case .served = serveOne(connection, &responder) { drained += 1 }
+        drain: while drained < Self.maxDrain {
+            switch serveOne(connection, &responder) {
+            case .served, .dropped: drained += 1
+            case .nothingQueued, .failed: break drain
+            }
+        }
         log("worker stopping after \(served + drained) requests (\(drained) queued at the stop)")
         exit(0)
     }
 
-    /// Accepts one queued connection, if any, and serves it completely.
-    private func serveOne(_ connection: FCGXConnection, _ responder: inout any Responder) -> Outcome {
-        let status = connection.accept()
-        if status == -EAGAIN || status == -EWOULDBLOCK { return .nothingQueued }
-        if status < 0 { return .failed(status) }
-        let response = Self.handle(connection, bodyLimit: options.bodyLimit, responder: &responder)
-        connection.write(response.serialized())
-        connection.finish()
-        return .served
+    /// Accepts one queued connection, if any, and serves it completely. A connection dropped
+    /// without a request (a peer that broke the protocol or stalled) is logged, not counted
+    /// as a failure: only accept's own errors lead to the back-off.
+    private func serveOne(_ connection: Connection, _ responder: inout any Responder) -> Outcome {
+        switch connection.accept() {
+        case .nothingQueued: return .nothingQueued
+        case .failed(let code): return .failed(code)
+        case .dropped(let error):
+            if let error { log("dropped a connection without answering: \(error)") }
+            return .dropped
+        case .request(let params):
+            Self.serve(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder)
+            return .served
+        }
     }
 
-    /// Reads one request from `connection` and asks the responder for its response.
-    static func handle(_ connection: FCGXConnection, bodyLimit: Int, responder: inout any Responder) -> Response {
-        let params = connection.params()
+    /// Reads the body of an accepted request, asks the responder and writes its response.
+    @discardableResult
+    static func serve(_ connection: Connection, params: [String: String], bodyLimit: Int,
+                      responder: inout any Responder) -> Response {
         let (body, tooLarge) = connection.readBody(contentLength: params["CONTENT_LENGTH"], limit: bodyLimit)
-        return responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))
+        let response = responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))
+        connection.respond(response.serialized())
+        connection.finish()
+        return response
     }
 
     /// Logs the first and last of a run of failures, pauses 100 ms, and exits after

@@ -18,12 +18,12 @@ struct WorkerEvents {
     private let epoll: Int32
 
     /// Sets the worker's dispositions, blocks exactly the stop signals and builds the event
-    /// set. Call after `FCGX_Init`, which installs libfcgi's own SIGPIPE and SIGUSR1 handlers.
+    /// set.
     init(listenFD: Int32) throws(FastCGIError) {
         // The master reloads on SIGHUP; a terminal hangup must not kill workers mid-request.
         attest_fcgi_sigdisposition(SIGHUP, 1)
-        // libfcgi's SIGUSR1 handler means "shut down" and then fails every accept: a stray
-        // SIGUSR1 would leave the worker spinning, so it is ignored.
+        // A stray SIGUSR1 (libfcgi's "shut down" signal, which an old script may still send)
+        // must not end a worker mid-request.
         attest_fcgi_sigdisposition(SIGUSR1, 1)
         attest_fcgi_sigdisposition(SIGPIPE, 1)
         attest_fcgi_sigdisposition(SIGCHLD, 0)

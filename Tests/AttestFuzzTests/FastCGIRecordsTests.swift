@@ -1,42 +1,40 @@
 @testable import AttestFuzz
 import Testing
 
-/// The fastcgi target's guard against the libfcgi abort it found (see `FastCGITarget`).
+/// The fastcgi target's record builders and its reader of the worker's replies.
 @Suite struct FastCGIRecordsTests {
-    @Test func readsParamLengthsAsLibfcgiDoes() {
-        let stream = FastCGIRecords.request(params: [("REQUEST_METHOD", "GET"), ("HTTP_X", String(repeating: "v", count: 300))], body: [])
-        #expect(FastCGIRecords.largestParamLength(stream[...]) == 300, "the 300-byte value is the largest (4-byte length form)")
-        #expect(FastCGIRecords.largestParamLength([][...]) == 0, "no records, no params")
+    @Test func buildsRecordsPaddedToEight() {
+        let record = FastCGIRecords.record(type: 5, requestID: 0x0102, content: [1, 2, 3])
+        #expect(record == [1, 5, 1, 2, 0, 3, 5, 0, 1, 2, 3, 0, 0, 0, 0, 0], "header, 3 content bytes, 5 padding bytes")
+        let stream = FastCGIRecords.stream(type: 5, requestID: 1, [UInt8](repeating: 7, count: 70_000))
+        #expect(FastCGIRecords.replies(stream)?.map(\.content.count) == [65_535, 4_465, 0], "split at 65535, ended by an empty record")
     }
 
-    @Test func flagsTheDeclaredGigabyteParam() {
-        // PARAMS content: nameLength 0x60E0E0E0, valueLength 0x60E0E0E0, then a few bytes.
-        let content: [UInt8] = [0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0x41, 0x42]
-        let stream = FastCGIRecords.record(type: 1, requestID: 1, content: [0, 1, 0, 0, 0, 0, 0, 0])
-            + FastCGIRecords.record(type: 4, requestID: 1, content: content)
-        #expect(FastCGIRecords.largestParamLength(stream[...]) == 0x60E0_E0E0, "the declared length is read, not the bytes present")
-        #expect(FastCGIRecords.largestParamLength(stream[...]) > FastCGITarget.maxParamLength, "the target skips it")
+    @Test func readsWellFormedReplies() {
+        let bytes = FastCGIRecords.record(type: 6, requestID: 1, content: Array("Status: 200 OK\r\n\r\n".utf8))
+            + FastCGIRecords.record(type: 6, requestID: 1, content: [])
+            + FastCGIRecords.record(type: 3, requestID: 1, content: [0, 0, 0, 0, 0, 0, 0, 0])
+        let replies = FastCGIRecords.replies(bytes)
+        #expect(replies?.map(\.type) == [6, 6, 3])
+        #expect(replies?.first?.content == Array("Status: 200 OK\r\n\r\n".utf8))
+        #expect(FastCGIRecords.replies([]) == [], "no bytes, no records")
     }
 
-    /// Second campaign find: the same abort through a BEGIN_REQUEST with padding, which
-    /// libfcgi reads as the next header.
-    @Test func readsTheBeginRecordsPaddingAsLibfcgiDoes() {
-        let params: [UInt8] = [0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0]
-        let begin: [UInt8] = [1, 1, 0, 1, 0, 8, 8, 0] + [0, 1, 0, 0, 0, 0, 0, 0]
-        let hidden = FastCGIRecords.record(type: 4, requestID: 1, content: params)
-        let stream = begin + hidden.prefix(8) + hidden.dropFirst(8)
-        #expect(FastCGIRecords.largestParamLength(stream[...], skipBeginPadding: true) == 0,
-                "framed by the protocol, the PARAMS header is the BEGIN record's padding")
-        #expect(FastCGIRecords.largestParamLength(stream[...]) == 0x60E0_E0E0, "as libfcgi reads it, it declares 1.6 GB")
+    @Test func refusesMalformedReplies() {
+        let record = FastCGIRecords.record(type: 6, requestID: 1, content: [1, 2, 3])
+        #expect(FastCGIRecords.replies(Array(record.dropLast())) == nil, "a record cut short")
+        #expect(FastCGIRecords.replies([2] + record.dropFirst()) == nil, "version 2")
+        #expect(FastCGIRecords.replies([1, 6, 0, 1, 0, 3, 0, 0, 1, 2, 3]) == nil, "content not padded to 8")
+        #expect(FastCGIRecords.replies(Array(record.dropLast()) + [9]) == nil, "padding that is not zero")
     }
 
-    /// Third campaign find: a 4-byte length form anywhere counts (libfcgi read one from a
-    /// record with request id 0).
-    @Test func countsALengthFormAnywhere() {
-        let stream: [UInt8] = [1, 1, 0, 1, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0xE0, 0xE0, 0xE0, 0xE0, 0xE0]
-        #expect(FastCGIRecords.largestParamLength(stream[...]) >= 0x60E0_E0E0, "the bytes after the null-id header")
-        let ascii = FastCGIRecords.request(params: [("REQUEST_METHOD", "POST")], body: Array(#"{"a":"b"}"#.utf8))
-        #expect(FastCGIRecords.largestParamLength(ascii[...]) < FastCGITarget.maxParamLength, "an ordinary request is fuzzed")
+    /// The inputs that aborted libfcgi 2.4.2 now run through the target like any other (it
+    /// traps on a property violation).
+    @Test(arguments: ["known-libfcgi-huge-param", "known-libfcgi-huge-param-begin-padding", "known-libfcgi-huge-param-null-request-id"])
+    func servesTheInputsThatAbortedLibfcgi(_ name: String) throws {
+        let path = "/" + CorpusReplayTests.corpus + "/FuzzCorpus/fastcgi/" + name
+        let input = try #require(FuzzFiles.read(path), "read \(path)")
+        let target = try #require(FuzzTargets.make("fastcgi"))
+        target.run(input[...])
     }
 }
-

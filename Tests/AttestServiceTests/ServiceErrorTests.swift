@@ -1,5 +1,5 @@
 import AttestCore
-import AttestService
+@testable import AttestService
 import AttestStore
 import Testing
 
@@ -44,6 +44,12 @@ import Testing
         let e = ServiceError.unexpected(AttestStore.StoreError(.full, "MDB_MAP_FULL at /var/lib/x"))
         #expect(e.status == 503 && e.code == .unavailable)
         #expect(!e.body(requestID: "r").jsonText.contains("/var/lib"))
+    }
+
+    @Test func noActiveSigningKeyIs503NotAnInternalError() {
+        let e = ServiceError.unexpected(KeyRingError("no signing key is active at 2026-01-01T00:00:00Z: run 'attestctl keys list'"))
+        #expect(e.status == 503 && e.code == .unavailable, "a clock stepped back before the first key: retry, not a bug")
+        #expect(!e.body(requestID: "r").jsonText.contains("attestctl"))
     }
 
     @Test func unknownErrorsBecome500WithoutDetail() {

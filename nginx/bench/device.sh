@@ -8,6 +8,9 @@
 # Prints numbers, asserts nothing; not part of the test suite.
 #   bash nginx/bench/device.sh
 #   VALIDATES=3000 REFRESHES=20000 DEVICES=2000 WORKERS=2 SYNCS="commit interval" bash …
+# SYNCS may also name `postgres`: the same run with store.backend=postgres, in a fresh schema
+# of $POSTGRES_URL, or of a throwaway cluster started for the run (nginx/scripts/postgres.sh):
+#   SYNCS="commit postgres" bash nginx/bench/device.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
@@ -33,13 +36,25 @@ RAW_P384=$(python3 -c 'import json,sys; print(next(r["rawRate"] for r in json.lo
 echo "raw P-384 verify: $RAW_P384/s per core"
 
 declare -A RESULT
-DIR=""
-trap 'bench_cleanup; [ -z "$DIR" ] || rm -rf "$DIR"' EXIT
+DIR="" PGDIR=""
+trap 'bench_cleanup; [ -z "$DIR" ] || rm -rf "$DIR"; [ -z "$PGDIR" ] || { bash nginx/scripts/postgres.sh stop "$PGDIR" > /dev/null; rm -rf "$PGDIR"; }' EXIT
+if [[ " $SYNCS " == *" postgres "* && -z "${POSTGRES_URL:-}" ]]; then
+  PGDIR=$(mktemp -d /tmp/attestedge-bench-pg.XXXXXX)
+  POSTGRES_URL=$(bash nginx/scripts/postgres.sh start "$PGDIR")
+  echo "==> PostgreSQL for the run: $POSTGRES_URL"
+fi
 for sync in $SYNCS; do
   DIR=$(mktemp -d /tmp/attestedge-device-bench.XXXXXX)
   DATA=$DIR/data
   "$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
-  "$BIN/attestctl" config set store.sync "$sync" --data "$DATA" > /dev/null
+  if [ "$sync" = postgres ]; then
+    SCHEMA=bench_$RANDOM$RANDOM
+    psql "$POSTGRES_URL" -qc "CREATE SCHEMA $SCHEMA"
+    "$BIN/attestctl" config set store.postgres.url "$POSTGRES_URL options='-c search_path=$SCHEMA'" --data "$DATA" > /dev/null
+    "$BIN/attestctl" config set store.backend postgres --data "$DATA" > /dev/null
+  else
+    "$BIN/attestctl" config set store.sync "$sync" --data "$DATA" > /dev/null
+  fi
   [ -z "$SYNC_INTERVAL_MS" ] || "$BIN/attestctl" config set store.syncIntervalMs "$SYNC_INTERVAL_MS" --data "$DATA" > /dev/null
   "$BIN/attestctl" config set rateLimits.validatePerIPPerMinute 0 --data "$DATA" > /dev/null
   "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute 0 --data "$DATA" > /dev/null
@@ -78,7 +93,7 @@ done
 
 echo
 echo "nginx → $WORKERS workers per pool, wrk -t$THREADS -c$CONNECTIONS, $(nproc) cores; raw P-384 $RAW_P384/s/core"
-printf '%-10s %12s %12s %14s %12s %16s\n' store.sync "refresh/s" "verify-hdl/s" "refresh ratio" "validate/s" "validate ratio"
+printf '%-10s %12s %12s %14s %12s %16s\n' store "refresh/s" "verify-hdl/s" "refresh ratio" "validate/s" "validate ratio"
 for sync in $SYNCS; do
   r=${RESULT[$sync,refresh]} v=${RESULT[$sync,verify]} a=${RESULT[$sync,validate]}
   printf '%-10s %12s %12s %14s %12s %16s\n' "$sync" "$r" "$v" "$(awk -v a="$r" -v b="$v" 'BEGIN { printf "%.2f", a / b }')" \

@@ -157,6 +157,87 @@ t_verify() {
 }
 check "p256-verify pool: one ECDSA verify per request, 200" t_verify
 
+# raw_fastcgi MODE: talks FastCGI straight to the trivial pool's socket (no nginx), as a
+# hostile or broken peer would; prints what failed and exits non-zero.
+raw_fastcgi() {
+  python3 - "$RUN/refresh.sock" Tests/FuzzCorpus/fastcgi "$1" <<'PY'
+import glob, socket, sys, time
+path, corpus, mode = sys.argv[1:4]
+
+def record(kind, rid, content=b""):
+    pad = -len(content) % 8
+    return bytes([1, kind, rid >> 8, rid & 255, len(content) >> 8, len(content) & 255, pad, 0]) + content + bytes(pad)
+
+def pairs(items):
+    return b"".join(bytes([len(n), len(v)]) + n + v for n, v in items)
+
+def replies(data):
+    out = []
+    while data:
+        assert len(data) >= 8 and data[0] == 1, f"malformed reply {data[:16]!r}"
+        length, pad = data[4] << 8 | data[5], data[6]
+        assert (length + pad) % 8 == 0 and len(data) >= 8 + length + pad, "reply not padded or cut short"
+        out.append((data[1], data[2] << 8 | data[3], data[8:8 + length]))
+        data = data[8 + length + pad:]
+    return out
+
+def exchange(data, close_write=True):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(path)
+    s.sendall(data)
+    if close_write:
+        s.shutdown(socket.SHUT_WR)
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    s.close()
+    return out
+
+begin = record(1, 1, bytes([0, 1, 0, 0, 0, 0, 0, 0]))
+if mode == "streams":
+    for f in sorted(glob.glob(corpus + "/known-libfcgi-*")):
+        kinds = [k for k, _, _ in replies(exchange(open(f, "rb").read()))]
+        assert all(k == 11 for k in kinds), f"{f}: replies {kinds}"
+    values = replies(exchange(record(9, 0, pairs([(b"FCGI_MAX_CONNS", b""), (b"FCGI_MAX_REQS", b""), (b"FCGI_MPXS_CONNS", b"")]))))
+    assert [k for k, _, _ in values] == [10], f"GET_VALUES: {values}"
+    assert values[0][2] == pairs([(b"FCGI_MAX_CONNS", b"2"), (b"FCGI_MAX_REQS", b"1"), (b"FCGI_MPXS_CONNS", b"0")]), values
+    params = pairs([(b"REQUEST_METHOD", b"GET"), (b"DOCUMENT_URI", b"/x")])
+    answer = replies(exchange(begin + record(4, 1, params) + record(4, 1) + record(5, 1)))
+    assert [k for k, _, _ in answer] == [6, 6, 3] and answer[-1][2] == bytes(8), answer
+    assert answer[0][2].startswith(b"Status: 200 OK\r\n") and answer[0][2].endswith(b'{"ok":true}'), answer[0][2]
+    refused = replies(exchange(record(1, 1, bytes([0, 2, 0, 0, 0, 0, 0, 0]))))
+    assert [(k, c[4]) for k, _, c in refused] == [(3, 3)], f"authorizer role: {refused}"
+elif mode == "stall":
+    started = time.time()
+    out = exchange(begin + record(4, 1, pairs([(b"A", b"b")]))[:12], close_write=False)
+    elapsed = time.time() - started
+    assert out == b"" and 4 <= elapsed < 9, f"closed after {elapsed:.1f}s with {out!r}"
+PY
+}
+
+t_raw_streams() {
+  local before
+  before=$(sorted_workers "$TRIVIAL")
+  raw_fastcgi streams || return 1
+  [ "$(sorted_workers "$TRIVIAL")" = "$before" ] || fail "workers $before became $(sorted_workers "$TRIVIAL")"
+}
+check "raw FastCGI to a pool's socket: the streams that aborted libfcgi, GET_VALUES, a request, another role; no worker dies" t_raw_streams
+
+t_raw_stall() {
+  local before
+  before=$(sorted_workers "$TRIVIAL")
+  raw_fastcgi stall &
+  local stalled=$!
+  sleep 0.5
+  http GET /api/v1/attestation/refresh
+  expect_status 200 || fail "the other worker did not answer while one was held" || return 1
+  wait "$stalled" || fail "the stalled connection was not closed after the read timeout" || return 1
+  grep -q 'dropped a connection without answering: no request bytes' "$LOG/trivial.log" || fail "no log line: $(tail -3 "$LOG/trivial.log")" || return 1
+  [ "$(sorted_workers "$TRIVIAL")" = "$before" ] || fail "workers $before became $(sorted_workers "$TRIVIAL")"
+}
+check "a peer that stalls mid-record is cut after the 5 s read timeout while the pool keeps answering" t_raw_stall
+
 t_kill_worker() {
   local before victim survivor after new i
   before=$(sorted_workers "$ECHO")

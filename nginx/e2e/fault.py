@@ -10,9 +10,9 @@
 - a full data directory (a small tmpfs): clean answers and no dead worker, recovery after
   space is freed; a read-only data directory: clean refusals, no corruption;
 
-The wall clock stepping back is checked in-process (HardeningTests: a FixedClock stepped
-back and forward around a used challenge): libfaketime, the way to move a process's clock
-without root over the machine's, empties Swift's CommandLine.arguments on this toolchain.
+The wall clock stepping back under the running stack is its own suite (clock.sh: the pools
+under libfaketime, with the reason plain LD_PRELOAD emptied Swift's CommandLine.arguments);
+HardeningTests checks the same in-process with a FixedClock.
 
 Ends with `fault: N passed, M failed`."""
 import json

@@ -4,7 +4,7 @@
 # end-to-end tests) PyJWT and standardwebhooks from PyPI. Installs only what is missing; safe to run again.
 set -euo pipefail
 
-packages=(nginx libfcgi-dev libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi wrk python3 python3-pip curl procps)
+packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

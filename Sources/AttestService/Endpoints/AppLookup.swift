@@ -20,10 +20,11 @@ extension ServiceContext {
     /// The registered, enabled app the headers name (403 `app_not_registered` otherwise).
     /// `required == false` lets a request without both headers through as `nil`.
     ///
-    /// Lookups are cached per worker and stay valid while the durable environment's last
-    /// transaction id is unchanged (a challenge flood reads nothing); after any write they
-    /// are revalidated by the tenancy generation (one small read), so a change made by any
-    /// process (attestctl disabling an app) is seen by the very next request.
+    /// Lookups are cached per worker and stay valid while `Store.durableVersion` is unchanged
+    /// (a challenge flood reads nothing); after any write they are revalidated by the tenancy
+    /// generation (one small read), so a change made by any process (attestctl disabling an
+    /// app) is seen by the very next request on LMDB, and within a second on PostgreSQL,
+    /// where another host's writes are not visible cheaply.
     func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
         // The FastCGI param names nginx gives these headers, looked up directly (hot path).
         let bundle = request.params["HTTP_X_BUNDLE_ID"]?.trimmedNonEmpty
@@ -49,11 +50,20 @@ extension ServiceContext {
         if let cached, cached.version == version { return cached.context }
         // Orgs and apps are written only by attestctl, which returns after its own sync: a
         // lookup need not hold the answer (a challenge) for other requests' commits.
-        let (generation, found) = try store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
-            let generation = try txn.tenancyGeneration()
-            if let cached, cached.generation == generation { return (generation, cached.context) }
-            guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
-            return (generation, AppContext(app: app, org: org))
+        let generation: UInt64, found: AppContext?
+        do {
+            (generation, found) = try store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
+                let generation = try txn.tenancyGeneration()
+                if let cached, cached.generation == generation { return (generation, cached.context) }
+                guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
+                return (generation, AppContext(app: app, org: org))
+            }
+        } catch let error as StoreError {
+            // The store cannot answer now (a shared database unreachable): the app as last
+            // read serves what needs nothing else (a challenge); requests that must write
+            // fail there with their own 503.
+            if let cached { return cached.context }
+            throw error
         }
         if let cached, found === cached.context {
             appCache[appID] = (version, generation, cached.context)

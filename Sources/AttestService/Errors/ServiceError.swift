@@ -97,6 +97,11 @@ extension ServiceError {
     public static func unexpected(_ error: any Error) -> ServiceError {
         if let e = error as? ServiceError { return e }
         if let e = error as? StoreError { return .store(e) }
+        // No key signs at this moment (the clock stepped back before the first key's
+        // activation, or keys were withdrawn): the operator's to fix, the client's to retry.
+        if let e = error as? KeyRingError {
+            return ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.", log: e.description)
+        }
         return ServiceError(.internalError, "Internal error.", log: String(describing: error))
     }
 }

@@ -28,7 +28,7 @@ final class PostgresStore: StoreBackend {
     let connection: PGConnection
     let options: StoreOptions
     private var open = false
-    private var version = 0
+    private var writes = 0
 
     /// Prepares the connection; connects on first use, so a service starts (answering 503)
     /// while the database is down.
@@ -100,6 +100,7 @@ final class PostgresStore: StoreBackend {
                 }
                 if let failure = txn.failure { throw failure }
                 try connection.command("COMMIT")
+                if !writable.isEmpty { writes &+= 1 }
                 return result
             } catch let failure as PGConnection.Failure where failure.isRetryable && attempt <= options.maxRetries {
                 try? connection.command("ROLLBACK")
@@ -122,9 +123,13 @@ final class PostgresStore: StoreBackend {
 
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { [] }
 
-    /// Another host may have written anything: every call is a new version, so callers re-read.
+    /// Another host may write at any moment and nothing tells this one cheaply, so the version
+    /// is the monotonic second plus this process's own writes: what this process wrote is seen
+    /// at once, what another host or `attestctl` wrote within a second (an app disabled, an
+    /// org's limit changed). Callers cache reads against it (`appContext`).
     var durableVersion: Int {
-        version &+= 1
-        return version
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec << 24 | writes & 0xFF_FFFF
     }
 }
