@@ -112,6 +112,8 @@ class Stack:
             self.ctl("init", "--test-ca")
             self.ctl("config", "set", "rateLimits.challengePerIPPerSecond", "100000")
             self.ctl("config", "set", "rateLimits.challengeBurst", "100000")
+        if not postgres and not share_with and data is None and os.environ.get("ATTEST_E2E_STORE") == "postgres":
+            postgres = self.fresh_database()
         if postgres:
             self.use_postgres(postgres)
         if sync:
@@ -119,6 +121,14 @@ class Stack:
         if setup:
             setup(self)
         self.start()
+
+    def fresh_database(self):
+        """With ATTEST_E2E_STORE=postgres (nginx/test.sh runs some suites twice): a database
+        of this stack's own in the cluster at ATTEST_TEST_POSTGRES_URL, dropped by `remove`."""
+        base = os.environ["ATTEST_TEST_POSTGRES_URL"]
+        self.own_database = "e2e_" + os.path.basename(self.dir).replace("-", "_").lower()
+        subprocess.run(["psql", base, "-qc", f"CREATE DATABASE {self.own_database}"], check=True, capture_output=True)
+        return re.sub(r"dbname=\S+", f"dbname={self.own_database}", base)
 
     def use_postgres(self, url):
         """Switches this data directory's store to the PostgreSQL database at `url` (a libpq
@@ -230,6 +240,9 @@ class Stack:
     def remove(self):
         """Deletes the stack's temporary directory and data directory (after `stop`)."""
         import shutil
+        if getattr(self, "own_database", None):
+            subprocess.run(["psql", os.environ["ATTEST_TEST_POSTGRES_URL"], "-qc", f"DROP DATABASE IF EXISTS {self.own_database}"],
+                           capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(self.data, ignore_errors=True)
 
