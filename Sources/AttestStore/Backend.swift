@@ -49,10 +49,8 @@ public protocol StoreBackend: AnyObject {
 extension StoreTransaction {
     /// `increment` as a read and a write: exact wherever the transaction is serializable.
     func incrementByReadAndWrite(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
-        var value: UInt32 = 0
-        if let bytes = try get(db, key), bytes.count == 4 { value = bytes.reduce(0) { $0 << 8 | UInt32($1) } }
-        value &+= 1
-        _ = try put(db, key, [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)], noOverwrite: false)
+        let value = (try get(db, key).flatMap(BigEndian.uint32) ?? 0) &+ 1
+        _ = try put(db, key, BigEndian.bytes(value), noOverwrite: false)
         return value
     }
 }

@@ -55,20 +55,21 @@ final class PostgresStore: StoreBackend {
 
     /// Applies pending migrations (`attestctl store migrate`); the versions applied.
     func migrate() throws -> [Int] {
-        let hook = connection.onConnect
-        connection.onConnect = nil
-        defer { connection.onConnect = hook }
-        try connection.ensure()
-        return try PostgresSchema.migrate(connection)
+        try withoutSchemaCheck { try PostgresSchema.migrate(connection) }
     }
 
     /// The schema version of the database (0: none yet).
     func schemaVersion() throws -> Int {
+        try withoutSchemaCheck { try PostgresSchema.currentVersion(connection) }
+    }
+
+    /// Connects without the schema check (which refuses an outdated schema) and runs `body`.
+    private func withoutSchemaCheck<T>(_ body: () throws -> T) throws -> T {
         let hook = connection.onConnect
         connection.onConnect = nil
         defer { connection.onConnect = hook }
         try connection.ensure()
-        return try PostgresSchema.currentVersion(connection)
+        return try body()
     }
 
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T {

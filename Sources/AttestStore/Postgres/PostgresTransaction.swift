@@ -78,8 +78,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Keys before the 8-byte big-endian `now` are exactly those whose expiry is earlier.
     func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
-        let bound = (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: now) >> UInt64(56 - 8 * $0)) }
-        return try run(db, \.sweep, [.bytes(bound), .text(String(limit))]).affected
+        try run(db, \.sweep, [.bytes(BigEndian.bytes(now)), .text(String(limit))]).affected
     }
 
     /// A compare-and-swap loop: exact under `READ COMMITTED` (an `UPDATE` re-reads the row a
@@ -88,10 +87,8 @@ final class PostgresTransaction: StoreTransaction {
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
         while true {
             let current = try get(db, key)
-            var value: UInt32 = 0
-            if let current, current.count == 4 { value = current.reduce(0) { $0 << 8 | UInt32($1) } }
-            value &+= 1
-            let next = [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+            let value = (current.flatMap(BigEndian.uint32) ?? 0) &+ 1
+            let next = BigEndian.bytes(value)
             if let current {
                 if try run(db, \.swap, [.bytes(key), .bytes(current), .bytes(next)]).affected == 1 { return value }
             } else if try put(db, key, next, noOverwrite: true) {
