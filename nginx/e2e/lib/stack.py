@@ -275,9 +275,17 @@ class Stack:
         conn.close()
         return result
 
-    def access_log_has(self, request_id, status):
-        with open(os.path.join(self.data, "log", "access.log")) as f:
-            return any(f"request_id={request_id}" in line and f'" {status} ' in line for line in f)
+    def access_log_has(self, request_id, status, wait=3.0):
+        # nginx writes the access-log line in its log phase, after the response has left, so a
+        # fast client can look before the line exists: poll briefly instead of reading once.
+        deadline = time.time() + wait
+        while True:
+            with open(os.path.join(self.data, "log", "access.log")) as f:
+                if any(f"request_id={request_id}" in line and f'" {status} ' in line for line in f):
+                    return True
+            if time.time() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def pool_master(self, endpoint):
         out = subprocess.run(["pgrep", "-f", f"attest-{endpoint} --socket"], capture_output=True, text=True).stdout.split()
