@@ -37,6 +37,7 @@ import Testing
         #expect(verifier.chainVerifier.cachedIntermediateCount == 1, "its intermediate is cached")
         #expect(try verifyNewDevice(at: Fixtures.now + 3600) == nil, "second attestation through the same intermediate")
         #expect(verifier.chainVerifier.cachedIntermediateCount == 1, "the cached entry is reused, not duplicated")
+        #expect(verifier.chainVerifier.directLeafChecks == 1, "the second leaf is checked directly, without X509_verify_cert")
     }
 
     @Test func eachIntermediateHasItsOwnEntry() throws {

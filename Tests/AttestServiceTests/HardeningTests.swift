@@ -260,6 +260,24 @@ import Testing
         #expect(try JWT(compact: hardwareToken).claims["attest"]?.stringValue == "hardware")
     }
 
+    @Test func aTestRootIntermediateSeenBeforeSkipsApplesFailingChainBuild() throws {
+        let flow = try DeviceFlow(pkiAsTestRoot: true)
+        _ = try flow.enroll()
+        let apple = flow.context.attestationVerifier.chainVerifier
+        let firstAttempts = apple.openSSLChecks
+        #expect(firstAttempts == 1, "the first test-root chain is tried against Apple's root first")
+        for _ in 0..<3 {
+            let other = try SoftwareDevice.generate()
+            let (status, _) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: other))
+            #expect(status == 200)
+        }
+        #expect(apple.openSSLChecks == firstAttempts, "later ones go straight to the test root that verified the intermediate")
+        #expect(flow.context.testRootVerifier!.chainVerifier.directLeafChecks == 3)
+        // A hardware chain is still Apple's: the sample's intermediate is not the test root's.
+        let sample = try AttestationObject(cborEncoded: AppleSample.attestationObject[...])
+        #expect(flow.context.testRootVerifier!.chainVerifier.hasVerified(intermediateDER: sample.x5c[1], at: AppleSample.verifyAt) == false)
+    }
+
     // 13. What the shipping SDK does with our answers.
 
     @Test func unknownKeysCanAnswer409SoTheSDKReattests() throws {

@@ -4,6 +4,7 @@
 # Needs perf (Debian linux-perf) and root or perf_event_paranoid <= 1. Not part of the tests.
 #   bash nginx/bench/profile.sh                       # refresh, interval, 2 workers
 #   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
+# CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
 # Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
 set -euo pipefail
@@ -47,7 +48,7 @@ fi
 pool=POOL_$ENDPOINT
 pids=$(bench_workers "${!pool}" | paste -sd,)
 cpu0=$(bench_pool_cpu_ms "${!pool}")
-perf record -g -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
+perf record ${CALLGRAPH:---call-graph fp} -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
 PERF=$!
 sleep 0.5
 bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"

@@ -41,6 +41,21 @@ public final class ChainVerifier: @unchecked Sendable {
     /// Intermediates currently cached.
     public var cachedIntermediateCount: Int { cache.withLock { $0.count } }
 
+    /// Chains decided by the direct leaf check (no `X509_verify_cert`), since creation.
+    public var directLeafChecks: Int { directChecks.load(ordering: .relaxed) }
+    private let directChecks = Atomic<Int>(0)
+    /// Chains handed to `X509_verify_cert` (passed or failed), since creation.
+    public var openSSLChecks: Int { fullChecks.load(ordering: .relaxed) }
+    private let fullChecks = Atomic<Int>(0)
+
+    /// Whether a chain through `intermediateDER` verified here before and is cached for `time`:
+    /// a caller holding several verifiers asks this one first, instead of paying a failing
+    /// chain build (two certificate parses) in the others.
+    public func hasVerified(intermediateDER: ArraySlice<UInt8>, at time: Timestamp) -> Bool {
+        guard let cached = cache.withLock({ $0[SHA256.hash(intermediateDER)] }) else { return false }
+        return cached.validFrom <= time && time < cached.validUntil
+    }
+
     /// Verifies `leafDER` ← `intermediatesDER` ← an anchor at `time`; throws `.certificateChain`.
     public func verify(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>], at time: Timestamp) throws(AttestError) -> Certificate {
         _ = try verifiedLeafFields(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
@@ -59,6 +74,7 @@ public final class ChainVerifier: @unchecked Sendable {
         }
         if intermediatesDER.count == 1, let cached = cache.withLock({ $0[SHA256.hash(intermediatesDER[0])] }),
            cached.validFrom <= time, time < cached.validUntil, cached.admits(fields, at: time) {
+            directChecks.add(1, ordering: .relaxed)
             return fields
         }
         _ = try verifyWithOpenSSL(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
@@ -69,6 +85,7 @@ public final class ChainVerifier: @unchecked Sendable {
     /// window, else in full (caching the intermediate when the chain is leaf ← it ← anchor).
     private func verifyWithOpenSSL(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>],
                                    at time: Timestamp) throws(AttestError) -> Certificate {
+        fullChecks.add(1, ordering: .relaxed)
         let leaf = try Certificate(derEncoded: leafDER)
         if intermediatesDER.count == 1 {
             let key = SHA256.hash(intermediatesDER[0])

@@ -195,8 +195,16 @@ extension ServiceContext {
 
     /// Apple's nine steps against Apple's root, then (only for a chain failure, and only when
     /// test roots are configured) against the test roots: the anchor says which one verified.
+    /// A chain through an intermediate the test roots already verified goes to them first, so
+    /// test devices (benchmarks, staging) do not pay a failing chain build against Apple's
+    /// root on every attestation; only a chain to a test root can pass there either way.
     func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,
                            at now: Timestamp) throws(AttestError) -> (VerifiedAttestation, DeviceRecord.Anchor) {
+        if let testRootVerifier, object.x5c.count == 2,
+           testRootVerifier.chainVerifier.hasVerified(intermediateDER: object.x5c[1], at: now) {
+            return (try testRootVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
+                                                policy: app.policy, at: now), .testRoot)
+        }
         do {
             return (try attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
                                                    policy: app.policy, at: now), .apple)
