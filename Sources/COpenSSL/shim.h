@@ -38,16 +38,26 @@ static inline EVP_PKEY *attest_generate_rsa_key(size_t bits) {
 /* An EC public key from an uncompressed point on a named curve, built with EVP_PKEY_fromdata:
    d2i_PUBKEY goes through OSSL_DECODER, which in OpenSSL 3.0 costs more than a P-256
    verification per call. The point is checked to be on the curve. NULL on failure. */
-static inline EVP_PKEY *attest_ec_public_key(const char *group, const unsigned char *point, size_t length) {
+static inline EVP_PKEY *attest_ec_public_key_from(EVP_PKEY_CTX *ctx, const char *group, const unsigned char *point, size_t length) {
     EVP_PKEY *pkey = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    if (ctx == NULL) return NULL;
     OSSL_PARAM params[] = {
         OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)group, 0),
         OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, length),
         OSSL_PARAM_END
     };
-    if (EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = NULL;
+    if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1) pkey = NULL;
+    return pkey;
+}
+/* A context ready for attest_ec_public_key_from, reusable for any number of keys (one thread at a time). */
+static inline EVP_PKEY_CTX *attest_ec_fromdata_context(void) {
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (ctx != NULL && EVP_PKEY_fromdata_init(ctx) != 1) { EVP_PKEY_CTX_free(ctx); ctx = NULL; }
+    return ctx;
+}
+static inline EVP_PKEY *attest_ec_public_key(const char *group, const unsigned char *point, size_t length) {
+    EVP_PKEY_CTX *ctx = attest_ec_fromdata_context();
+    if (ctx == NULL) return NULL;
+    EVP_PKEY *pkey = attest_ec_public_key_from(ctx, group, point, length);
     EVP_PKEY_CTX_free(ctx);
     return pkey;
 }

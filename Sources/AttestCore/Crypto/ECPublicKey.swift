@@ -10,6 +10,9 @@ public final class ECPublicKey: @unchecked Sendable {
     /// The uncompressed X9.62 point `0x04 ‖ x ‖ y`.
     public let x962Point: [UInt8]
     private let verifyContext = Mutex<OpaquePointer?>(nil)
+    /// One `EVP_PKEY_fromdata` context for every point loaded in this process: creating it
+    /// fetches the EC key manager, which costs about as much as the import itself.
+    private static let fromDataContext = Mutex<OpaquePointer?>(nil)
 
     /// A P-256 key from its 65-byte uncompressed point; fails if the point is not on the curve.
     ///
@@ -20,7 +23,12 @@ public final class ECPublicKey: @unchecked Sendable {
         guard bytes.count == 65, bytes.first == 0x04 else {
             throw AttestError(.publicKeyInvalid, "a P-256 point is 65 bytes starting 0x04, got \(bytes.count)")
         }
-        guard let key = attest_ec_public_key("prime256v1", bytes, bytes.count) else {
+        let loaded = Self.fromDataContext.withLock { slot -> OpaquePointer? in
+            if slot == nil { slot = attest_ec_fromdata_context() }
+            guard let ctx = slot else { return nil }
+            return attest_ec_public_key_from(ctx, "prime256v1", bytes, bytes.count)
+        }
+        guard let key = loaded else {
             throw AttestError.openSSL(.publicKeyInvalid, "not a point on P-256")
         }
         pkey = key
