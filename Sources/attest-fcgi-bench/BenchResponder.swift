@@ -10,6 +10,8 @@ enum BenchMode: String, Sendable {
     case echo
     /// One P-256 ECDSA verification with a key parsed once per worker, then `{"ok":true}`.
     case p256Verify = "p256-verify"
+    /// One P-384 ECDSA verification (the cost of an attestation's leaf check), likewise.
+    case p384Verify = "p384-verify"
     /// Sleeps one second, then `{"ok":true}` (in-flight requests for shutdown tests).
     case slow
 }
@@ -24,8 +26,8 @@ struct BenchResponder: Responder {
 
     init(mode: BenchMode) throws {
         self.mode = mode
-        if mode == .p256Verify {
-            let signer = try SigningKey.generate(.p256)
+        if mode == .p256Verify || mode == .p384Verify {
+            let signer = try SigningKey.generate(mode == .p256Verify ? .p256 : .p384)
             signature = try signer.sign(Self.message)
             key = try signer.publicKey()
         } else {
@@ -44,8 +46,9 @@ struct BenchResponder: Responder {
         case .slow:
             usleep(1_000_000)
             return .json(200, #"{"ok":true}"#)
-        case .p256Verify:
-            guard let key, key.isValidSignature(signature, message: Self.message) else {
+        case .p256Verify, .p384Verify:
+            let digest = mode == .p256Verify ? SHA256.hash(Self.message) : SHA384.hash(Self.message)
+            guard let key, key.isValidSignature(signature, digest: digest) else {
                 return .json(500, #"{"ok":false}"#)
             }
             return .json(200, #"{"ok":true}"#)

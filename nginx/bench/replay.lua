@@ -7,7 +7,9 @@
 -- stops; those answers are not counted, but wrk's latency figures include them (few: they
 -- are why the poll is slow). wrk itself sleeps its full -d: the caller stops it
 -- once every thread has printed.
---   wrk -t2 -c16 -d300s -s replay.lua URL -- BODIES_FILE THREADS BUNDLE_ID TEAM_ID
+--   wrk -t2 -c16 -d300s -s replay.lua URL -- BODIES_FILE THREADS BUNDLE_ID TEAM_ID [OK_MARKER]
+-- OK_MARKER (default "token"): the JSON key a 200 answer must contain to count as ok
+-- (a benchmark floor handler answers {"ok":true}: pass ok).
 local ffi = require("ffi")
 ffi.cdef [[
   struct attest_timeval { long tv_sec; long tv_usec; };
@@ -27,6 +29,7 @@ end
 
 function init(args)
   local file, threads = args[1], tonumber(args[2])
+  marker = '"' .. (args[5] or "token") .. '"'
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["X-Bundle-ID"] = args[3]
   wrk.headers["X-Team-ID"] = args[4]
@@ -72,7 +75,7 @@ function response(status, headers, body)
     if sent == #bodies and (#bodies == 0 or now() - (last or first or now()) > 1) then finish() end
     return
   end
-  if status == 200 and body:find('"token"', 1, true) then ok = ok + 1 else failed = failed + 1 end
+  if status == 200 and body:find(marker, 1, true) then ok = ok + 1 else failed = failed + 1 end
   last = now()
   if ok + failed == #bodies then finish() end
 end

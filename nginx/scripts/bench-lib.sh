@@ -176,16 +176,16 @@ bench_cleanup() {
   BENCH_CHILDREN=()
 }
 
-# bench_replay URL BODIES THREADS CONNS BUNDLE TEAM: send every line of BODIES once with
-# nginx/bench/replay.lua; sets BENCH_REPLAY_OK, BENCH_REPLAY_FAILED, BENCH_REPLAY_LOST,
+# bench_replay URL BODIES THREADS CONNS BUNDLE TEAM [MARKER]: send every line of BODIES once with
+# nginx/bench/replay.lua (a 200 counts as ok when it holds the JSON key MARKER, default token); sets BENCH_REPLAY_OK, BENCH_REPLAY_FAILED, BENCH_REPLAY_LOST,
 # BENCH_REPLAY_RPS (successes per second from the first request sent to the last answer),
 # BENCH_REPLAY_IDLE (idle polls of finished threads, counted in wrk's latencies) and
 # BENCH_REPLAY_P50 / BENCH_REPLAY_P99 (ms, wrk's latency distribution; wrk is stopped with
 # SIGINT so that it prints it).
 bench_replay() {
-  local url=$1 bodies=$2 threads=$3 conns=$4 bundle=$5 team=$6 out pid i lines
+  local url=$1 bodies=$2 threads=$3 conns=$4 bundle=$5 team=$6 marker=${7:-token} out pid i lines
   out=$(mktemp)
-  wrk -t"$threads" -c"$conns" -d600s --timeout 30s --latency -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" > "$out" 2>&1 &
+  wrk -t"$threads" -c"$conns" -d600s --timeout 30s --latency -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" "$marker" > "$out" 2>&1 &
   pid=$!
   BENCH_CHILDREN+=("$pid")
   for i in $(seq 1 12000); do
