@@ -39,6 +39,10 @@ swift build -c release 2>&1 | tail -1
 BIN=$PWD/.build/release
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+# CPU time the hypervisor gave to others (/proc/stat "steal") and total, in ticks: on a shared
+# VM this is why the same floor can differ between minutes of one run.
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t }' /proc/stat; }
+read -r STEAL0 TOTAL0 < <(cpu_ticks)
 ROWS=() FLOOR_ROWS=() REPLAY_ROWS=() SCALE_ROWS=() LOST_NOTES=()
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(next(r['$2'] for r in d['results'] if $1))"; }
@@ -186,6 +190,8 @@ for n in $SCALES; do
   echo "${SCALE_ROWS[-1]}"
 done
 
+read -r STEAL1 TOTAL1 < <(cpu_ticks)
+STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf "%.1f", t ? 100 * s / t : 0 }')
 {
   echo "# AttestEdge benchmarks"
   echo
@@ -198,7 +204,8 @@ done
   echo
   echo "- $(nproc) cores: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM"
   echo "- $(uname -sr); data on $(df -T /tmp | awk 'NR == 2 { print $2 }'); $(nginx -v 2>&1); $(openssl version 2>/dev/null || echo OpenSSL 3); LMDB $(dpkg-query -W -f='${Version}' liblmdb0 2>/dev/null)"
-  echo "- load average at start: $LOAD_START (other users' processes included)"
+  echo "- load average at start: $LOAD_START (other users' processes included); CPU time stolen by the"
+  echo "  hypervisor during the run: $STOLEN% (/proc/stat steal)"
   echo
   echo "## Floors and peer (one core unless said)"
   echo
