@@ -37,7 +37,8 @@ static inline EVP_PKEY *attest_generate_rsa_key(size_t bits) {
 
 /* An EC public key from an uncompressed point on a named curve, built with EVP_PKEY_fromdata:
    d2i_PUBKEY goes through OSSL_DECODER, which in OpenSSL 3.0 costs more than a P-256
-   verification per call. The point is checked to be on the curve. NULL on failure. */
+   verification per call. The point is checked to be on the curve. NULL on failure.
+   ctx comes from attest_ec_fromdata_context. */
 static inline EVP_PKEY *attest_ec_public_key_from(EVP_PKEY_CTX *ctx, const char *group, const unsigned char *point, size_t length) {
     EVP_PKEY *pkey = NULL;
     OSSL_PARAM params[] = {
@@ -53,13 +54,6 @@ static inline EVP_PKEY_CTX *attest_ec_fromdata_context(void) {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
     if (ctx != NULL && EVP_PKEY_fromdata_init(ctx) != 1) { EVP_PKEY_CTX_free(ctx); ctx = NULL; }
     return ctx;
-}
-static inline EVP_PKEY *attest_ec_public_key(const char *group, const unsigned char *point, size_t length) {
-    EVP_PKEY_CTX *ctx = attest_ec_fromdata_context();
-    if (ctx == NULL) return NULL;
-    EVP_PKEY *pkey = attest_ec_public_key_from(ctx, group, point, length);
-    EVP_PKEY_CTX_free(ctx);
-    return pkey;
 }
 /* An RSA public key from its big-endian modulus and exponent (a JWK's n and e). NULL on failure. */
 static inline EVP_PKEY *attest_rsa_public_key(const unsigned char *n, size_t nlen, const unsigned char *e, size_t elen) {

@@ -17,14 +17,26 @@ struct PostgresConcurrencyTests {
 
     static let writers = 4
 
-    @Test func serializableReadModifyWritesLoseNothing() throws {
+    /// A fresh PostgreSQL fixture (schema created); then `body` on `writers` threads at once,
+    /// each with its own `Store` (its own connection, as a separate host has), or `nil` when
+    /// that store could not open.
+    static func concurrently(rounds: Int = 1, _ body: @Sendable @escaping (_ round: Int, Store?) -> Void) throws -> StoreConformance.Fixture {
         let f = try StoreConformance.Fixture(.postgres)
         _ = try f.open()
         let options = f.options, path = f.dir.path
+        for round in 0..<rounds {
+            DispatchQueue.concurrentPerform(iterations: writers) { _ in
+                body(round, try? Store(directory: path + "/store", options: options))
+            }
+        }
+        return f
+    }
+
+    @Test func serializableReadModifyWritesLoseNothing() throws {
         let failures = Results<String>()
-        DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
+        let f = try Self.concurrently { _, store in
             do {
-                let store = try Store(directory: path + "/store", options: options)
+                guard let store else { throw StoreError(.open, "the store did not open") }
                 for _ in 0..<25 {
                     try store.write([.durable]) { txn in
                         let n = try txn.get(.meta, [5]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
@@ -39,27 +51,18 @@ struct PostgresConcurrencyTests {
     }
 
     @Test func oneChallengeIsConsumedOnceAcrossConnections() throws {
-        let f = try StoreConformance.Fixture(.postgres)
-        _ = try f.open()
-        let options = f.options, path = f.dir.path
         let wins = Results<Bool>()
-        for round in 0..<10 {
-            DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
-                let store = try? Store(directory: path + "/store", options: options)
-                wins.append((try? store?.write([.ephemeral]) { try $0.consumeChallenge(id: [UInt8(round)], expiry: 1_000) }) == true)
-            }
+        _ = try Self.concurrently(rounds: 10) { round, store in
+            wins.append((try? store?.write([.ephemeral]) { try $0.consumeChallenge(id: [UInt8(round)], expiry: 1_000) }) == true)
         }
         #expect(wins.all.count == 10 * Self.writers)
         #expect(wins.all.filter { $0 }.count == 10, "exactly one winner per challenge")
     }
 
     @Test func rateWindowsCountEveryHitUnderReadCommitted() throws {
-        let f = try StoreConformance.Fixture(.postgres)
-        _ = try f.open()
-        let options = f.options, path = f.dir.path
         let seen = Results<UInt32>()
-        DispatchQueue.concurrentPerform(iterations: Self.writers) { _ in
-            guard let store = try? Store(directory: path + "/store", options: options) else { return }
+        _ = try Self.concurrently { _, store in
+            guard let store else { return }
             for _ in 0..<25 {
                 if let n = try? store.write([.ephemeral], { try $0.hitRateWindow("org:acme", windowEnd: 60) }) { seen.append(n) }
             }
