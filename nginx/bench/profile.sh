@@ -4,6 +4,7 @@
 # Needs perf (Debian linux-perf) and root or perf_event_paranoid <= 1. Not part of the tests.
 #   bash nginx/bench/profile.sh                       # refresh, interval, 2 workers
 #   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
+#   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
 # Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
@@ -40,7 +41,9 @@ for e in challenge validate refresh; do
   bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$WORKERS" --data "$DATA"
 done
 DEV=("$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --state "$DIR/device.json" --test-ca "$DATA/test-ca/ca.pem")
-if [ "$ENDPOINT" = refresh ]; then
+if [ "$ENDPOINT" = challenge ]; then
+  :
+elif [ "$ENDPOINT" = refresh ]; then
   "${DEV[@]}" batch refresh --count "$COUNT" --devices "$DEVICES" --out "$DIR/bodies.jsonl" > /dev/null
 else
   "${DEV[@]}" batch validate --count "$COUNT" --out "$DIR/bodies.jsonl" > /dev/null
@@ -51,7 +54,14 @@ cpu0=$(bench_pool_cpu_ms "${!pool}")
 perf record ${CALLGRAPH:---call-graph fp} -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
 PERF=$!
 sleep 0.5
-bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
+if [ "$ENDPOINT" = challenge ]; then
+  # GETs for SECONDS (default 5); the figures below count wrk's requests.
+  BENCH_WRK_EXTRA=(-H "X-Bundle-ID: $BUNDLE" -H "X-Team-ID: $TEAM")
+  bench_wrk "$BASE/api/v1/attestation/challenge" 2 16 "${SECONDS_LOAD:-5}"
+  BENCH_REPLAY_OK=$(bench_requests) BENCH_REPLAY_FAILED=0 BENCH_REPLAY_RPS=$BENCH_RPS
+else
+  bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
+fi
 cpu1=$(bench_pool_cpu_ms "${!pool}")
 kill -INT "$PERF"; wait "$PERF" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null > "$OUT/report-dso.txt" || true
