@@ -129,6 +129,20 @@ import Testing
         #expect(try outboxEvents(flow).count == 2)
     }
 
+    @Test func aRequestThatReadTheClockBeforeTheGraceStartedIsStillRefusedWhenTheGraceIsOver() throws {
+        // Concurrent requests read the clock when they arrive and commit in another order (or
+        // on hosts whose clocks differ by a second): one that arrived at t commits after
+        // another, arrived at t + 1, started a grace of 0 days. The grace is over for it too.
+        let flow = try flow(limit: 1)
+        let arrived = flow.fixture.clock.now()
+        #expect(try enroll(flow, try SoftwareDevice.generate()).0 == 200)
+        flow.fixture.clock.advance(1)
+        #expect(try enroll(flow, try SoftwareDevice.generate()).0 == 402, "starts and ends the grace at t + 1")
+        flow.fixture.clock.set(arrived)
+        #expect(try enroll(flow, try SoftwareDevice.generate()).0 == 402, "the request stamped t is refused too")
+        #expect(try totals(flow)?.activeDevices == 1)
+    }
+
     @Test func graceStartsOncePerMonth() throws {
         let flow = try flow(limit: 1, grace: 1)
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-10T00:00:00Z")!)

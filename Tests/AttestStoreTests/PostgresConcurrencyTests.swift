@@ -70,3 +70,29 @@ struct PostgresConcurrencyTests {
         #expect(seen.all.sorted() == Array(1...UInt32(Self.writers * 25)), "each hit saw its own count")
     }
 }
+
+extension PostgresConcurrencyTests {
+    /// The monthly admission's shape (read the month's totals, refuse at the limit, else count
+    /// the device and write the totals back), raced from every connection: exactly the limit.
+    @Test func admissionAtALimitIsExactAcrossConnections() throws {
+        let admitted = Results<Bool>()
+        let limit: UInt32 = 10
+        _ = try Self.concurrently(rounds: 3) { r, store in
+            guard let store else { return }
+            for i in 0..<5 {
+                let identity = Array("device-\(r)-\(i)-\(UInt32.random(in: 0...UInt32.max))".utf8)
+                let ok = try? store.write([.durable]) { txn -> Bool in
+                    var totals = try txn.usageMonth(org: "acme", month: "2026-12") ?? UsageMonthRecord()
+                    if try txn.countedDevice(org: "acme", month: "2026-12", identity: identity) != nil { return true }
+                    guard totals.activeDevices < limit else { return false }
+                    totals.activeDevices += 1
+                    try txn.putCountedDevice(.init(apiKey: false, days: 1), org: "acme", month: "2026-12", identity: identity)
+                    try txn.put(totals, org: "acme", month: "2026-12")
+                    return true
+                }
+                admitted.append(ok == true)
+            }
+        }
+        #expect(admitted.all.filter { $0 }.count == Int(limit), "exactly the limit admitted")
+    }
+}

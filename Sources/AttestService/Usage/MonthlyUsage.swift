@@ -55,7 +55,11 @@ extension ServiceContext {
                         ("grace_ends_at", .string((now + Int64(org.graceDays) * 86_400).iso8601)),
                     ])
                 }
-                if now >= totals.graceStartedAt! + Int64(org.graceDays) * 86_400 {
+                // Judged from the grace's start at the earliest: a request that read the clock
+                // before another one started the grace commits after it (concurrent workers,
+                // hosts whose clocks differ), and a grace of 0 days is over for it as well.
+                let graceStart = totals.graceStartedAt!
+                if max(now, graceStart) >= graceStart + Int64(org.graceDays) * 86_400 {
                     if !totals.graceEndedQueued {
                         totals.graceEndedQueued = true
                         try queueEvent("usage.grace_ended", org: org.name, in: txn, now: now, data: [
