@@ -57,6 +57,21 @@ import Testing
         }
     }
 
+    @Test func aLaterCommitFromAnotherProcessCoversAnEarlierOne() throws {
+        let store = try open()
+        let other = try open()
+        let before = store.durabilitySyncs, otherBefore = other.durabilitySyncs
+        try store.deferringDurability {
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }  // T, meta not synced
+            // Another process commits T + 1: its data fdatasync runs after T's meta page was written.
+            try other.deferringDurability {
+                try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "b", createdAt: now)) }
+            }
+        }
+        #expect(store.durabilitySyncs == before, "T was covered by the later commit's own sync")
+        #expect(other.durabilitySyncs == otherBefore + 1, "the last commit still needs a sync for its meta page")
+    }
+
     @Test func aWriteThatChangesNothingNeedsNoSync() throws {
         let store = try open()
         try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }

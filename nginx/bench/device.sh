@@ -27,8 +27,9 @@ SYNC_INTERVAL_MS=${SYNC_INTERVAL_MS:-}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 
 echo "==> release build"
-swift build -c release 2>&1 | tail -1
-BIN=$PWD/.build/release
+# BIN: another build's executables (comparing two builds in one sitting).
+if [ -z "${BIN:-}" ]; then swift build -c release 2>&1 | tail -1; fi
+BIN=${BIN:-$PWD/.build/release}
 
 echo "==> raw OpenSSL rates on one core (attestctl bench verify)"
 RAW=$("$BIN/attestctl" bench verify --seconds 2 --json)

@@ -6,6 +6,7 @@
 #   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
 #   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
+# Also counts the pool's fdatasync and pwrite calls per request (perf stat).
 # Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
 set -euo pipefail
@@ -53,6 +54,9 @@ pids=$(bench_workers "${!pool}" | paste -sd,)
 cpu0=$(bench_pool_cpu_ms "${!pool}")
 perf record ${CALLGRAPH:---call-graph fp} -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
 PERF=$!
+# The pool's fdatasync and pwrite calls (store syncs and page writes), counted per request below.
+perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_pwrite64 -p "$pids" -o "$OUT/syscalls.csv" 2>/dev/null &
+STAT=$!
 sleep 0.5
 if [ "$ENDPOINT" = challenge ]; then
   # GETs for SECONDS (default 5); the figures below count wrk's requests.
@@ -63,11 +67,12 @@ else
   bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
 fi
 cpu1=$(bench_pool_cpu_ms "${!pool}")
-kill -INT "$PERF"; wait "$PERF" || true
+kill -INT "$PERF" "$STAT"; wait "$PERF" || true; wait "$STAT" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null > "$OUT/report-dso.txt" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null > "$OUT/report-sym.txt" || true
 {
   echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED rps=$BENCH_REPLAY_RPS"
   echo "worker CPU ms=$((cpu1 - cpu0)) us/request=$(awk -v ms=$((cpu1 - cpu0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.1f", ms * 1000 / n }')"
+  awk -F, -v n="$BENCH_REPLAY_OK" '/sys_enter_(fdatasync|pwrite64)/ { sub(/.*sys_enter_/, "", $3); printf "%s per request=%.2f\n", $3, $1 / n }' "$OUT/syscalls.csv" 2>/dev/null || true
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"

@@ -80,6 +80,7 @@ final class LMDBStore: StoreBackend {
             }
             let result = try body(Transaction(txn, writable: environments))
             try txn.finish(commit: true)
+            barrier?.covered(through: txn.durableSyncedThrough)
             try settle(txn)
             return result
         } catch {

@@ -27,6 +27,11 @@ final class LMDBTransaction: StoreTransaction {
     /// The durable transaction id this transaction committed or read (0: none), recorded by
     /// `finish`: what an answer built from it must wait for in `commit` mode.
     private(set) var durableTxnID = 0
+    /// After a durable commit that wrote (`commit` mode): the id below it, whose meta page,
+    /// like every earlier one, was on disk when the commit's own data `fdatasync` returned
+    /// (LMDB writes a meta page before it releases the writer lock, and that sync came after).
+    /// 0 otherwise.
+    private(set) var durableSyncedThrough = 0
 
     init(durable: LMDBEnvironment, ephemeral: LMDBEnvironment) {
         self.durable = durable
@@ -191,7 +196,10 @@ final class LMDBTransaction: StoreTransaction {
                     if rc != 0 { firstError = storeError(rc, "committing \(name.rawValue)") }
                     // A commit that changed nothing writes no meta page: its snapshot (id − 1,
                     // or whatever committed since) is what the caller saw.
-                    if name == .durable { durableTxnID = min(id, environment(name).lastTransactionID) }
+                    if name == .durable {
+                        durableTxnID = min(id, environment(name).lastTransactionID)
+                        if rc == 0 && durableTxnID == id { durableSyncedThrough = id - 1 }
+                    }
                 } else {
                     if name == .durable { durableTxnID = mdb_txn_id(t) - 1 }
                     mdb_txn_abort(t)
