@@ -5,7 +5,8 @@
 #     nginx → trivial FastCGI handler and → one-P-256-verify handler at each worker count,
 #     and one-verify handlers (P-384, P-256) under the validate and refresh replays;
 #   - the peer: pyattest (PyPI) verifying Apple's guide sample on one core (pyattest_peer.py);
-#   - through nginx with wrk and pre-generated attest-device bodies, for each store.sync and
+#   - through nginx with wrk and pre-generated attest-device bodies, for each store (LMDB with
+#     store.sync commit and interval; PostgreSQL, a throwaway cluster or $POSTGRES_URL) and
 #     worker count: challenge (GET, wrk -d), validate and refresh (each body replayed once),
 #     heartbeat (one device's token, wrk -d); throughput, p50/p99, pool CPU µs per request;
 #   - scaling: validate and refresh against stores preloaded with N devices (bench store load).
@@ -13,14 +14,14 @@
 #   bash nginx/bench/all.sh
 #   WORKERS_LIST="1 2 4" SYNCS="commit interval" SCALES="10000 100000 1000000" DURATION=5 \
 #   VALIDATES=1500 REFRESHES=8000 DEVICES=1000 OUT=BENCHMARKS.md bash nginx/bench/all.sh
-#   SCALES="" skips the scaling part.
+#   SCALES="" skips the scaling part; SYNCS="commit interval" skips PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
 source nginx/scripts/bench-lib.sh
 
 WORKERS_LIST=${WORKERS_LIST:-1 2 4}
-SYNCS=${SYNCS-commit interval}
+SYNCS=${SYNCS-commit interval postgres}
 SCALES=${SCALES-10000 100000 1000000}
 SCALE_WORKERS=${SCALE_WORKERS:-2}
 SCALE_SYNC=${SCALE_SYNC:-interval}
@@ -62,7 +63,8 @@ PEER=$(taskset -c 0 python3 nginx/bench/pyattest_peer.py "$VECTOR" 3 | sed 's/.*
 echo "raw P-256 $RAW_P256/s, P-384 $RAW_P384/s; attestation $ATTEST_RATE/s, assertion $ASSERT_RATE/s; puts $PUTS; pyattest $PEER/s"
 
 DIR=$(mktemp -d /tmp/attestedge-all-bench.XXXXXX)
-trap 'bench_cleanup; rm -rf "$DIR"' EXIT
+trap 'bench_cleanup; bench_postgres_stop; rm -rf "$DIR"' EXIT
+if [[ " $SYNCS " == *" postgres "* ]]; then bench_postgres_start; fi
 PORT=$(bench_free_port)
 BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
@@ -94,7 +96,7 @@ replay_measure() {
   M_US=$(awk -v ms="$(( $(bench_pool_cpu_ms "$3") - cpu0 ))" -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.0f", ms * 1000 / n }')
 }
 
-declare -A TRIVIAL VERIFYH TRIVIAL_US VERIFY_US
+declare -A TRIVIAL VERIFYH TRIVIAL_US VERIFY_US STORE_RPS
 echo "==> floors through nginx: trivial and one-P-256-verify FastCGI handlers"
 for w in $WORKERS_LIST; do
   bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode trivial --socket "$DIR/run/challenge.sock" --workers "$w"
@@ -110,10 +112,12 @@ for w in $WORKERS_LIST; do
   echo "workers $w: trivial ${TRIVIAL[$w]}/s, p256-verify ${VERIFYH[$w]}/s"
 done
 
-# setup_data DATA SYNC [MAP_MIB]: an initialized data directory for the benchmark app.
+# setup_data DATA SYNC [MAP_MIB]: an initialized data directory for the benchmark app
+# (SYNC postgres: store.backend postgres, in a schema of its own).
 setup_data() {
   "$BIN/attestctl" init --data "$1" --test-ca > /dev/null
-  for kv in "store.sync $2" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" ${3:+"store.durableMapSizeMiB $3"}; do
+  if [ "$2" = postgres ]; then bench_use_postgres "$BIN" "$1"; fi
+  for kv in "store.sync ${2/postgres/commit}" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" ${3:+"store.durableMapSizeMiB $3"}; do
     "$BIN/attestctl" config set $kv --data "$1" > /dev/null
   done
   "$BIN/attestctl" org add bench --tier enterprise --data "$1" > /dev/null
@@ -145,10 +149,10 @@ for sync in $SYNCS; do
     replay_measure "$BASE/api/v1/attestation/validate" "$DIR/validate.jsonl" "$POOL_validate"
     cores=$(( w < $(nproc) ? w : $(nproc) ))
     validate_row="| validate | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "$(awk -v r="$RAW_P384" -v c="$cores" 'BEGIN { print r * c }')") (÷ raw P-384 × $cores cores)"
-    validate_rps=$M_RPS
+    validate_rps=$M_RPS STORE_RPS[$sync,$w,validate]=$M_RPS
     replay_measure "$BASE/api/v1/attestation/refresh" "$DIR/refresh.jsonl" "$POOL_refresh"
     refresh_row="| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET)"
-    refresh_rps=$M_RPS
+    refresh_rps=$M_RPS STORE_RPS[$sync,$w,refresh]=$M_RPS
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
     wrk_measure heartbeat "$BASE/api/v1/heartbeat" "$POOL_mad"
@@ -242,10 +246,24 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo "floor (a GET wrk loop, or OpenSSL in-process with no HTTP at all) and the one-verify"
   echo "handler under the very same replay, which charges the floor the same harness."
   echo
-  echo "| path | store.sync | workers | req/s | p50 ms | p99 ms | pool CPU µs/req | ratio |"
+  echo "| path | store | workers | req/s | p50 ms | p99 ms | pool CPU µs/req | ratio |"
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   echo
+  echo "Store: \`commit\` and \`interval\` are LMDB's store.sync settings; \`postgres\` is the PostgreSQL"
+  echo "backend (store.backend postgres: a local PostgreSQL 15 cluster with fsync on, every"
+  echo "endpoint's work one SQL transaction, committed durably before the answer)."
+  echo
+  if [[ " $SYNCS " == *" postgres "* && " $SYNCS " == *" commit "* ]]; then
+    echo "PostgreSQL ÷ LMDB (store.sync commit), both durable before answering, one host:"
+    echo
+    echo "| workers | validate | refresh |"
+    echo "|---|---|---|"
+    for w in $WORKERS_LIST; do
+      echo "| $w | $(ratio "${STORE_RPS[postgres,$w,validate]}" "${STORE_RPS[commit,$w,validate]}") | $(ratio "${STORE_RPS[postgres,$w,refresh]}" "${STORE_RPS[commit,$w,refresh]}") |"
+    done
+    echo
+  fi
   if [ ${#LOST_NOTES[@]} != 0 ]; then
     echo "Requests wrk lost on reconnects (no answer; not counted):"
     echo

@@ -37,22 +37,15 @@ RAW_P384=$(python3 -c 'import json,sys; print(next(r["rawRate"] for r in json.lo
 echo "raw P-384 verify: $RAW_P384/s per core"
 
 declare -A RESULT
-DIR="" PGDIR=""
-trap 'bench_cleanup; [ -z "$DIR" ] || rm -rf "$DIR"; [ -z "$PGDIR" ] || { bash nginx/scripts/postgres.sh stop "$PGDIR" > /dev/null; rm -rf "$PGDIR"; }' EXIT
-if [[ " $SYNCS " == *" postgres "* && -z "${POSTGRES_URL:-}" ]]; then
-  PGDIR=$(mktemp -d /tmp/attestedge-bench-pg.XXXXXX)
-  POSTGRES_URL=$(bash nginx/scripts/postgres.sh start "$PGDIR")
-  echo "==> PostgreSQL for the run: $POSTGRES_URL"
-fi
+DIR=""
+trap 'bench_cleanup; bench_postgres_stop; [ -z "$DIR" ] || rm -rf "$DIR"' EXIT
+if [[ " $SYNCS " == *" postgres "* ]]; then bench_postgres_start; fi
 for sync in $SYNCS; do
   DIR=$(mktemp -d /tmp/attestedge-device-bench.XXXXXX)
   DATA=$DIR/data
   "$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
   if [ "$sync" = postgres ]; then
-    SCHEMA=bench_$RANDOM$RANDOM
-    psql "$POSTGRES_URL" -qc "CREATE SCHEMA $SCHEMA"
-    "$BIN/attestctl" config set store.postgres.url "$POSTGRES_URL options='-c search_path=$SCHEMA'" --data "$DATA" > /dev/null
-    "$BIN/attestctl" config set store.backend postgres --data "$DATA" > /dev/null
+    bench_use_postgres "$BIN" "$DATA"
   else
     "$BIN/attestctl" config set store.sync "$sync" --data "$DATA" > /dev/null
   fi

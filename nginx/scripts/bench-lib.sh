@@ -23,6 +23,11 @@
 #   bench_pool_cpu_ms PID               CPU time (user + system, ms) used so far by a pool's workers
 #   bench_requests                      requests wrk completed in the last bench_wrk run
 #   bench_cleanup                       stop everything started here that is still running
+#   bench_postgres_start                a throwaway PostgreSQL cluster (nginx/scripts/postgres.sh)
+#                                       unless POSTGRES_URL is set; sets POSTGRES_URL
+#   bench_postgres_stop                 destroy that cluster (call it from the EXIT trap)
+#   bench_use_postgres BIN DATA         point DATA's store at a fresh schema of POSTGRES_URL
+#                                       (store.backend postgres)
 set -euo pipefail
 
 BENCH_CHILDREN=()
@@ -32,6 +37,7 @@ BENCH_RPS=""
 BENCH_LOADED_RSS=""
 BENCH_WRK_EXTRA=()
 BENCH_WRK_OUT=""
+BENCH_PGDIR=""
 
 bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
@@ -174,6 +180,26 @@ bench_cleanup() {
   done
   wait 2>/dev/null || true
   BENCH_CHILDREN=()
+}
+
+bench_postgres_start() {
+  [ -z "${POSTGRES_URL:-}" ] || return 0
+  BENCH_PGDIR=$(mktemp -d /tmp/attestedge-bench-pg.XXXXXX)
+  POSTGRES_URL=$(bash "$(bench_root)/nginx/scripts/postgres.sh" start "$BENCH_PGDIR")
+  echo "==> PostgreSQL for the run: $POSTGRES_URL"
+}
+
+bench_postgres_stop() {
+  [ -n "$BENCH_PGDIR" ] || return 0
+  bash "$(bench_root)/nginx/scripts/postgres.sh" destroy "$BENCH_PGDIR" > /dev/null 2>&1 || true
+  BENCH_PGDIR=""
+}
+
+bench_use_postgres() {
+  local schema=bench_$RANDOM$RANDOM
+  psql "$POSTGRES_URL" -qc "CREATE SCHEMA $schema"
+  "$1/attestctl" config set store.postgres.url "$POSTGRES_URL options='-c search_path=$schema'" --data "$2" > /dev/null
+  "$1/attestctl" config set store.backend postgres --data "$2" > /dev/null
 }
 
 # bench_replay URL BODIES THREADS CONNS BUNDLE TEAM [MARKER]: send every line of BODIES once with
