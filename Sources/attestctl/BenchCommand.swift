@@ -7,13 +7,14 @@ import FoundationEssentials
 /// the same process and interleaved (see `VerifyBench`).
 let benchCommand = Command(
     name: "bench",
-    summary: "measure verification rates against raw OpenSSL ECDSA; monthly counting at scale",
+    summary: "measure verification rates against raw OpenSSL ECDSA; a refresh in-process; monthly counting at scale",
     usage: """
         usage: attestctl bench verify [--seconds N] [--json]
                attestctl bench usage [--devices N] [--data DIR]
                attestctl bench claims [--seconds N]
                attestctl bench store puts [--seconds N] [--dir DIR]
                attestctl bench store load --count N --app APPID [--data DIR]
+               attestctl bench refresh [--devices N] [--count N] [--cold] [--sync S] [--dir DIR]
 
         On one thread (use 'taskset -c 0' to pin it to one core), measures
           attestation verifications/s: Apple's guide sample at its time, intermediate cache warm
@@ -42,6 +43,13 @@ let benchCommand = Command(
         (store.sync commit) and not synced. bench store load writes N synthetic device records
         of APPID straight into the store (scaling benchmarks) and prints the bytes per device.
 
+        bench refresh measures one refresh inside the process (no nginx, no FastCGI): N
+        software devices (default 200) enrolled in a scratch data directory, then --count
+        refreshes (default 5000) through the endpoint on one thread, keys warm; --cold sends
+        one refresh per device with no warm-up, so each loads a key this process has not seen.
+        Prints µs per refresh next to a raw P-256 verify and an ES256 token signature measured
+        on the same thread, and the rest (store, JSON, admission, claims).
+
         example: taskset -c 0 attestctl bench verify --seconds 5
         """,
     run: runBench)
@@ -50,7 +58,8 @@ let benchCommand = Command(
     if argv.first == "usage" { return try UsageBench.run(Array(argv.dropFirst())) }
     if argv.first == "claims" { return try ClaimsBench.run(Array(argv.dropFirst())) }
     if argv.first == "store" { return try StoreBench.run(Array(argv.dropFirst())) }
-    guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage or claims") }
+    if argv.first == "refresh" { return try RefreshBench.run(Array(argv.dropFirst())) }
+    guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage, claims, store or refresh") }
     let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
     let seconds = try args.int("seconds", default: 3, in: 1...600)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One run of every benchmark (issue #12), written to BENCHMARKS.md at the top of the checkout:
 #   - the machine's floors: OpenSSL P-256/P-384 verify rates and our in-process verifiers
-#     (attestctl bench verify), LMDB durable and no-sync puts (attestctl bench store puts),
+#     (attestctl bench verify), one refresh in-process with keys warm and cold (attestctl
+#     bench refresh), LMDB durable and no-sync puts (attestctl bench store puts),
 #     nginx → trivial FastCGI handler and → one-P-256-verify handler at each worker count,
 #     and one-verify handlers (P-384, P-256) under the validate and refresh replays;
 #   - the peer: pyattest (PyPI) verifying Apple's guide sample on one core (pyattest_peer.py);
@@ -60,7 +61,12 @@ PUTS=$("$BIN/attestctl" bench store puts --seconds 2 --dir "${TMPDIR:-/tmp}")
 DURABLE_PUTS=$(sed 's/.*durable_puts_per_s=\([0-9]*\).*/\1/' <<< "$PUTS")
 NOSYNC_PUTS=$(sed 's/.*nosync_puts_per_s=\([0-9]*\).*/\1/' <<< "$PUTS")
 PEER=$(taskset -c 0 python3 nginx/bench/pyattest_peer.py "$VECTOR" 3 | sed 's/.*pyattest_per_s=\([0-9.]*\).*/\1/')
+# One refresh in-process (no nginx, no FastCGI): keys warm, and cold (a key per refresh).
+field() { sed "s/.*$1=\([0-9.]*\).*/\1/"; }
+INPROC_WARM=$(taskset -c 0 "$BIN/attestctl" bench refresh --devices 200 --count 4000 2>/dev/null)
+INPROC_COLD=$(taskset -c 0 "$BIN/attestctl" bench refresh --devices 2000 --cold 2>/dev/null)
 echo "raw P-256 $RAW_P256/s, P-384 $RAW_P384/s; attestation $ATTEST_RATE/s, assertion $ASSERT_RATE/s; puts $PUTS; pyattest $PEER/s"
+echo "in-process refresh: warm $INPROC_WARM; cold $INPROC_COLD"
 
 DIR=$(mktemp -d /tmp/attestedge-all-bench.XXXXXX)
 trap 'bench_cleanup; bench_postgres_stop; rm -rf "$DIR"' EXIT
@@ -222,6 +228,11 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo "| pyattest 1.0.5 attestation verify (same sample, time pinned) | $PEER | ours ÷ peer = $(ratio "$ATTEST_RATE" "$PEER") |"
   echo "| LMDB durable puts (one synced commit each) | $DURABLE_PUTS | |"
   echo "| LMDB no-sync puts | $NOSYNC_PUTS | $(ratio "$NOSYNC_PUTS" "$DURABLE_PUTS") × durable |"
+  for kind in warm cold; do
+    v=INPROC_${kind^^}
+    us=$(field refresh_us <<< "${!v}") crypto=$(awk -v a="$(field verify_us <<< "${!v}")" -v b="$(field sign_us <<< "${!v}")" 'BEGIN { print a + b }')
+    echo "| our refresh in-process, keys $kind ($us µs; P-256 verify + ES256 sign $crypto µs in the same run) | $(awk -v u="$us" 'BEGIN { printf "%.0f", 1e6 / u }') | $(ratio "$crypto" "$us") of verify + sign |"
+  done
   echo
   echo "Through nginx (wrk, ${DURATION}s):"
   echo
