@@ -96,7 +96,7 @@ replay_measure() {
   cpu0=$(bench_pool_cpu_ms "$3")
   bench_replay "$1" "$2" "$THREADS" "$CONNECTIONS" "$BUNDLE" "$TEAM" "${4:-token}"
   [ "$BENCH_REPLAY_FAILED" = 0 ] || { echo "error: $1: $BENCH_REPLAY_FAILED answers were not 200" >&2; exit 1; }
-  # A request wrk drops on a reconnect gets no answer (replay.lua counts it lost): reported.
+  # A request that gets no answer (replay.lua counts it lost) is reported, not fatal.
   [ "$BENCH_REPLAY_LOST" = 0 ] || { echo "warning: $1: $BENCH_REPLAY_LOST requests lost in wrk" >&2; LOST_NOTES+=("$1: $BENCH_REPLAY_LOST of $(wc -l < "$2") lost in wrk"); }
   M_RPS=$BENCH_REPLAY_RPS M_P50=$BENCH_REPLAY_P50 M_P99=$BENCH_REPLAY_P99
   M_US=$(awk -v ms="$(( $(bench_pool_cpu_ms "$3") - cpu0 ))" -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.0f", ms * 1000 / n }')
@@ -276,7 +276,7 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
     echo
   fi
   if [ ${#LOST_NOTES[@]} != 0 ]; then
-    echo "Requests wrk lost on reconnects (no answer; not counted):"
+    echo "Requests that got no answer (lost in wrk; not counted):"
     echo
     printf -- '- %s\n' "${LOST_NOTES[@]}"
     echo
