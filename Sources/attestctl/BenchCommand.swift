@@ -88,7 +88,7 @@ struct BenchReport: Encodable {
 extension String {
     init(format0 value: Double) { self = String(Int(value.rounded())) }
     init(format2 value: Double) {
-        let hundredths = Int((value * 100).rounded())
-        self = "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+        let hundredths = abs(Int((value * 100).rounded()))
+        self = "\(value < 0 && hundredths > 0 ? "-" : "")\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
     }
 }

@@ -39,5 +39,12 @@ out=$("$B" app add --org nosuch --team ABCDE12345 --bundle com.x 2>&1); rc=$?
 check "an unknown organization exits 1 and names org list" '[ $rc = 1 ] && grep -q "org list\|org add" <<< "$out"' "$out"
 out=$("$B" config set store.sync sometimes 2>&1); rc=$?
 check "a bad config value names the key and what it must be" '[ $rc != 0 ] && grep -q "store.sync" <<< "$out" && grep -q "commit" <<< "$out"' "$out"
+# The in-process refresh benchmark runs end to end (every refresh must answer 200) and
+# reports its parts; the figures themselves are machine-dependent and not judged here.
+out=$("$B" bench refresh --devices 3 --count 12 2>&1); rc=$?
+check "bench refresh runs 12 refreshes and splits them into verify, sign and rest" \
+  '[ $rc = 0 ] && grep -Eq "^refresh_us=[0-9.]+ verify_us=[0-9.]+ sign_us=[0-9.]+ rest_us=-?[0-9.]+" <<< "$out" && grep -q "12 refreshes over 3 devices" <<< "$out"' "$out"
+out=$("$B" bench refresh --devices 4 --cold 2>&1); rc=$?
+check "bench refresh --cold sends one refresh per device" '[ $rc = 0 ] && grep -q "4 refreshes over 4 devices.*keys cold" <<< "$out"' "$out"
 echo "cli: $PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]
