@@ -19,6 +19,19 @@ import Testing
         #expect(try OrgRecord(encoded: org.encoded()) == org)
     }
 
+    @Test func stringsReadBackASCIIAndNotAndInvalidUTF8IsCorrupt() throws {
+        var writer = BinaryWriter(version: 1)
+        for text in ["iPhone15,2", "", "Café ✓ 🍏"] { writer.string(text) }
+        writer.data([0xC3, 0x28])  // a lead byte followed by a non-continuation byte
+        writer.data([0x41, 0x80])  // ASCII then a stray continuation byte
+        var reader = try BinaryReader(writer.bytes, record: "test")
+        #expect(try reader.string() == "iPhone15,2")
+        #expect(try reader.string() == "")
+        #expect(try reader.string() == "Café ✓ 🍏")
+        #expect(throws: StoreError.self) { try reader.string() }
+        #expect(throws: StoreError.self) { try reader.string() }
+    }
+
     @Test func orgDefaultsComeFromTheTier() {
         let org = OrgRecord(name: "a", tier: .pro, createdAt: now)
         #expect(org.madLimit == Tier.pro.defaultMADLimit && org.ratePerMinute == Tier.pro.defaultRatePerMinute)

@@ -66,9 +66,15 @@ public struct BinaryReader {
 
     public mutating func data() throws -> [UInt8] { Array(try take(Int(try u32()))) }
 
+    /// Stored strings are nearly always ASCII, which needs no validation: decoding those
+    /// directly costs a fraction of the generic validating initialiser (callgrind: about 2% of
+    /// a refresh's instructions went to validating the two device reads' strings).
     public mutating func string() throws -> String {
         let raw = try take(Int(try u32()))
-        guard let s = String(validating: raw, as: UTF8.self) else { throw StoreError(.corrupt, "string is not UTF-8") }
+        let s = raw.withUnsafeBufferPointer { bytes -> String? in
+            bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
+        }
+        guard let s else { throw StoreError(.corrupt, "string is not UTF-8") }
         return s
     }
 
