@@ -17,9 +17,9 @@ public final class ServiceContext {
     /// Verifies against the configured test roots only; `nil` when there are none.
     public let testRootVerifier: AttestationVerifier?
     public let keyRing: KeyRing
-    /// Parsed device keys by keyId: a keyId is the hash of its key, so an entry never goes stale.
+    /// Parsed device keys by keyId: a keyId is the hash of its key, so an entry never goes
+    /// stale. At most `server.keyCacheEntries`; when full it starts again empty.
     var publicKeys: [[UInt8]: ECPublicKey] = [:]
-    static let publicKeyCacheCapacity = 50_000
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
     var appCache: [String: (version: Int, generation: UInt64, context: AppContext)] = [:]
     private var lastKeyCheck = Timestamp(seconds: 0)
@@ -67,7 +67,9 @@ public final class ServiceContext {
     func publicKey(for device: DeviceRecord) throws -> ECPublicKey {
         if let key = publicKeys[device.keyID] { return key }
         let key = try ECPublicKey(x962Point: device.publicKey)
-        if publicKeys.count >= Self.publicKeyCacheCapacity { publicKeys.removeAll(keepingCapacity: true) }
+        let capacity = configuration.keyCacheEntries
+        guard capacity > 0 else { return key }
+        if publicKeys.count >= capacity { publicKeys.removeAll(keepingCapacity: true) }
         publicKeys[device.keyID] = key
         return key
     }

@@ -18,6 +18,9 @@ public struct Configuration: Sendable, Equatable {
     /// `server.requestLog`: `errors` (a line per refused request; nginx's access log has every
     /// request) or `all` (also a line per success: what journald gets on a host install).
     public var requestLog = "errors"
+    /// `server.keyCacheEntries`: parsed device keys each worker keeps (about 3 KB each, most
+    /// of it OpenSSL's key and verify context); 0 parses the key on every refresh.
+    public var keyCacheEntries = 10_000
     /// `store.backend`: `lmdb` (embedded, one host) or `postgres` (shared by several hosts).
     public var storeBackend = "lmdb"
     /// `store.postgres.url`: libpq connection string or URI, for `store.backend: postgres`.

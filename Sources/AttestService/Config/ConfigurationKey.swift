@@ -76,6 +76,7 @@ public struct ConfigurationKey: Sendable {
         .int("server.bodyLimitBytes", "Largest request body accepted (larger: 413 payload_too_large).", 1024...1_048_576, \.bodyLimitBytes),
         .text("server.user", "Unprivileged user nginx's workers and the pools run as when attestctl serve starts as root (\"attestedge\" is created if missing; \"root\" keeps root).", .string, \.serviceUser),
         .text("server.requestLog", "\"errors\": the pools log a line per refused request (requestId, endpoint, status, code, µs, detail). \"all\": also a line per success (host installs, where journald is the request log).", .choice(["errors", "all"]), \.requestLog),
+        .int("server.keyCacheEntries", "Parsed device keys each worker keeps for refresh (about 3 KB each); 0 parses the key on every refresh.", 0...1_000_000, \.keyCacheEntries),
         .int("server.logMaxMiB", "attestctl serve rotates each of its logs past this size, keeping one previous file (NAME.1).", 1...65_536, \.logMaxMiB),
         .text("store.backend", "\"lmdb\": the embedded store under the data directory (one host). \"postgres\": a PostgreSQL-protocol database shared by several hosts (store.postgres.url; run 'attestctl store migrate').", .choice(["lmdb", "postgres"]), \.storeBackend),
         .text("store.postgres.url", "libpq connection string or URI of the shared database, e.g. \"host=db1 dbname=attestedge user=attestedge\" (keep passwords in ~/.pgpass or passfile=, not here).", .optionalString, \.postgresURL),
