@@ -138,6 +138,19 @@ start_pools() { # start_pools DATA WORKERS
 stop_pools() { local e; for e in challenge validate refresh mad; do v=POOL_$e; bench_stop_pool "${!v}" || true; done; }
 device() { "$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --test-ca "$1/test-ca/ca.pem" --state "$2" "${@:3}"; }
 
+# replay_floor ENDPOINT CURVE ROW (in the loop below: sync, w): the endpoint's very replay (same
+# bodies, POSTs, Lua and nginx path) against a one-CURVE-verify handler on its socket, a floor
+# that pays the harness exactly as the endpoint does; adds its row and ROW completed with the
+# endpoint's ratio to it.
+replay_floor() {
+  local endpoint=$1 curve=$2 row=$3
+  bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode "$(tr -d - <<< "${curve,,}")-verify" --socket "$DIR/run/$endpoint.sock" --workers "$w"
+  replay_measure "$BASE/api/v1/attestation/$endpoint" "$DIR/$endpoint.jsonl" "$P" ok
+  bench_stop_pool "$P" || true
+  REPLAY_ROWS+=("| one-$curve-verify handler, $endpoint replay | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US |")
+  ROWS+=("$row; $(ratio "${STORE_RPS[$sync,$w,$endpoint]}" "$M_RPS") (÷ $curve handler, same replay) |")
+}
+
 for sync in $SYNCS; do
   DATA=$DIR/data-$sync
   setup_data "$DATA" "$sync"
@@ -155,28 +168,18 @@ for sync in $SYNCS; do
     replay_measure "$BASE/api/v1/attestation/validate" "$DIR/validate.jsonl" "$POOL_validate"
     cores=$(( w < $(nproc) ? w : $(nproc) ))
     validate_row="| validate | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "$(awk -v r="$RAW_P384" -v c="$cores" 'BEGIN { print r * c }')") (÷ raw P-384 × $cores cores)"
-    validate_rps=$M_RPS STORE_RPS[$sync,$w,validate]=$M_RPS
+    STORE_RPS[$sync,$w,validate]=$M_RPS
     replay_measure "$BASE/api/v1/attestation/refresh" "$DIR/refresh.jsonl" "$POOL_refresh"
     refresh_row="| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET)"
-    refresh_rps=$M_RPS STORE_RPS[$sync,$w,refresh]=$M_RPS
+    STORE_RPS[$sync,$w,refresh]=$M_RPS
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
     wrk_measure heartbeat "$BASE/api/v1/heartbeat" "$POOL_mad"
     ROWS+=("| heartbeat | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler) |")
     BENCH_WRK_EXTRA=()
     stop_pools
-    # The same replays (same bodies, POSTs, Lua and nginx path) against one-verify handlers
-    # on the endpoints' sockets: a floor that pays the harness exactly as the endpoint does.
-    bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p384-verify --socket "$DIR/run/validate.sock" --workers "$w"
-    replay_measure "$BASE/api/v1/attestation/validate" "$DIR/validate.jsonl" "$P" ok
-    bench_stop_pool "$P" || true
-    REPLAY_ROWS+=("| one-P-384-verify handler, validate replay | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US |")
-    ROWS+=("$validate_row; $(ratio "$validate_rps" "$M_RPS") (÷ P-384 handler, same replay) |")
-    bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p256-verify --socket "$DIR/run/refresh.sock" --workers "$w"
-    replay_measure "$BASE/api/v1/attestation/refresh" "$DIR/refresh.jsonl" "$P" ok
-    bench_stop_pool "$P" || true
-    REPLAY_ROWS+=("| one-P-256-verify handler, refresh replay | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US |")
-    ROWS+=("$refresh_row; $(ratio "$refresh_rps" "$M_RPS") (÷ P-256 handler, same replay) |")
+    replay_floor validate P-384 "$validate_row"
+    replay_floor refresh P-256 "$refresh_row"
     printf '%s\n' "${ROWS[@]: -4}"
   done
 done

@@ -52,8 +52,14 @@ public final class ChainVerifier: @unchecked Sendable {
     /// a caller holding several verifiers asks this one first, instead of paying a failing
     /// chain build (two certificate parses) in the others.
     public func hasVerified(intermediateDER: ArraySlice<UInt8>, at time: Timestamp) -> Bool {
-        guard let cached = cache.withLock({ $0[SHA256.hash(intermediateDER)] }) else { return false }
-        return cached.validFrom <= time && time < cached.validUntil
+        cached(intermediateDER, at: time) != nil
+    }
+
+    /// The cached intermediate with this DER, if its validity window contains `time`.
+    private func cached(_ intermediateDER: ArraySlice<UInt8>, at time: Timestamp) -> VerifiedIntermediate? {
+        guard let entry = cache.withLock({ $0[SHA256.hash(intermediateDER)] }),
+              entry.validFrom <= time, time < entry.validUntil else { return nil }
+        return entry
     }
 
     /// Verifies `leafDER` ← `intermediatesDER` ← an anchor at `time`; throws `.certificateChain`.
@@ -72,8 +78,7 @@ public final class ChainVerifier: @unchecked Sendable {
             _ = try verifyWithOpenSSL(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
             throw AttestError(.certificateChain, "credential certificate: \(error.reason)")
         }
-        if intermediatesDER.count == 1, let cached = cache.withLock({ $0[SHA256.hash(intermediatesDER[0])] }),
-           cached.validFrom <= time, time < cached.validUntil, cached.admits(fields, at: time) {
+        if intermediatesDER.count == 1, let cached = cached(intermediatesDER[0], at: time), cached.admits(fields, at: time) {
             directChecks.add(1, ordering: .relaxed)
             return fields
         }
@@ -88,9 +93,7 @@ public final class ChainVerifier: @unchecked Sendable {
         fullChecks.add(1, ordering: .relaxed)
         let leaf = try Certificate(derEncoded: leafDER)
         if intermediatesDER.count == 1 {
-            let key = SHA256.hash(intermediatesDER[0])
-            let cached = cache.withLock { $0[key] }
-            if let cached, cached.validFrom <= time, time < cached.validUntil {
+            if let cached = cached(intermediatesDER[0], at: time) {
                 try Self.run(store: cached.store, leaf: leaf, untrusted: [], at: time)
                 return leaf
             }
@@ -100,7 +103,7 @@ public final class ChainVerifier: @unchecked Sendable {
             if chain.count == 3, let entry = VerifiedIntermediate(intermediate, issuer: chain[2]) {
                 cache.withLock { entries in
                     if entries.count >= Self.cacheCapacity { entries.removeAll() }
-                    entries[key] = entry
+                    entries[SHA256.hash(intermediatesDER[0])] = entry
                 }
             }
             return leaf

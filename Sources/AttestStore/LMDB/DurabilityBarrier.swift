@@ -59,8 +59,7 @@ final class DurabilityBarrier {
     /// Returns once transaction `txnID` (a commit, or the snapshot a read saw) is durable.
     /// - Throws: `StoreError(.io)` when `fdatasync` fails (the answer must not be sent).
     func wait(for txnID: Int) throws {
-        if txnID <= known { return }
-        if let shared, Int(attest_load_u64(shared)) >= txnID { known = Int(attest_load_u64(shared)); return }
+        if txnID <= known || reportedDurable(txnID) { return }
         // A later commit in flight (another process holds the writer lock) syncs the file after
         // our meta page was written: wait for it to end (take and drop the writer lock) and for
         // its process to report it, rather than syncing as well.
@@ -69,15 +68,23 @@ final class DurabilityBarrier {
         }
         if fd >= 0 { while flock(fd, LOCK_EX) != 0 && errno == EINTR {} }
         defer { if fd >= 0 { flock(fd, LOCK_UN) } }
-        if let shared, Int(attest_load_u64(shared)) >= txnID { known = Int(attest_load_u64(shared)); return }
+        if reportedDurable(txnID) { return }
         // Every meta page up to `last` is written before LMDB publishes `last`; the sync that
         // starts now covers them all.
         let last = environment.lastTransactionID
         let rc = environment.sync()
         syncs += 1
         guard rc == 0 else { throw StoreError(.io, "fdatasync of \(environment.path): \(String(cString: strerror(rc)))", lmdbCode: rc) }
-        known = max(known, last)
-        if let shared { attest_max_u64(shared, UInt64(last)) }
+        covered(through: last)
+    }
+
+    /// Whether another process (or an earlier call) reported `txnID` durable in `sync.state`;
+    /// learns the reported id.
+    private func reportedDurable(_ txnID: Int) -> Bool {
+        guard let shared else { return false }
+        let reported = Int(attest_load_u64(shared))
+        known = max(known, reported)
+        return reported >= txnID
     }
 
     /// Takes and drops the durable environment's writer lock: returns once the write
@@ -91,10 +98,9 @@ final class DurabilityBarrier {
     /// Whether a report that `txnID` is durable arrives within a few scheduler yields (the
     /// committing process reports right after `mdb_txn_commit` returns).
     private func coveredSoon(_ txnID: Int) -> Bool {
-        guard let shared else { return false }
+        guard shared != nil else { return false }
         for _ in 0..<64 {
-            let reported = Int(attest_load_u64(shared))
-            if reported >= txnID { known = max(known, reported); return true }
+            if reportedDurable(txnID) { return true }
             sched_yield()
         }
         return false
