@@ -4,7 +4,8 @@
 #     (attestctl bench verify), one refresh in-process with keys warm and cold (attestctl
 #     bench refresh), LMDB durable and no-sync puts (attestctl bench store puts),
 #     nginx → trivial FastCGI handler and → one-P-256-verify handler at each worker count,
-#     and one-verify handlers (P-384, P-256) under the validate and refresh replays;
+#     and one-verify handlers (P-384, P-256) under the validate and refresh replays, each
+#     interleaved with the endpoint's own replay chunk by chunk (replay_pairs);
 #   - the peer: pyattest (PyPI) verifying Apple's guide sample on one core (pyattest_peer.py);
 #   - through nginx with wrk and pre-generated attest-device bodies, for each store (LMDB with
 #     store.sync commit and interval; PostgreSQL, a throwaway cluster or $POSTGRES_URL) and
@@ -30,6 +31,7 @@ DURATION=${DURATION:-5}
 VALIDATES=${VALIDATES:-1500}
 REFRESHES=${REFRESHES:-8000}
 DEVICES=${DEVICES:-1000}
+PAIRS=${PAIRS:-4}
 THREADS=${THREADS:-2}
 CONNECTIONS=${CONNECTIONS:-16}
 OUT=${OUT:-BENCHMARKS.md}
@@ -72,7 +74,7 @@ DIR=$(mktemp -d /tmp/attestedge-all-bench.XXXXXX)
 trap 'bench_cleanup; bench_postgres_stop; rm -rf "$DIR"' EXIT
 if [[ " $SYNCS " == *" postgres "* ]]; then bench_postgres_start; fi
 PORT=$(bench_free_port)
-BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
+BENCH_NO_RATE_LIMIT=1 BENCH_FLOOR_LOCATIONS=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
 BASE="http://127.0.0.1:$PORT"
 
@@ -129,26 +131,59 @@ setup_data() {
   "$BIN/attestctl" org add bench --tier enterprise --data "$1" > /dev/null
   "$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$1" > /dev/null
 }
-start_pools() { # start_pools DATA WORKERS
+start_pools() { # start_pools DATA WORKERS: the endpoints' pools and, beside them, their one-verify floors
   local e
   for e in challenge validate refresh mad; do
     bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$2" --data "$1"
   done
+  bench_start_pool POOL_fvalidate "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p384-verify --socket "$DIR/run/floor-validate.sock" --workers "$2"
+  bench_start_pool POOL_frefresh "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p256-verify --socket "$DIR/run/floor-refresh.sock" --workers "$2"
 }
-stop_pools() { local e; for e in challenge validate refresh mad; do v=POOL_$e; bench_stop_pool "${!v}" || true; done; }
+stop_pools() { local e; for e in challenge validate refresh mad fvalidate frefresh; do v=POOL_$e; bench_stop_pool "${!v}" || true; done; }
 device() { "$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --test-ca "$1/test-ca/ca.pem" --state "$2" "${@:3}"; }
 
-# replay_floor ENDPOINT CURVE ROW (in the loop below: sync, w): the endpoint's very replay (same
-# bodies, POSTs, Lua and nginx path) against a one-CURVE-verify handler on its socket, a floor
-# that pays the harness exactly as the endpoint does; adds its row and ROW completed with the
-# endpoint's ratio to it.
-replay_floor() {
-  local endpoint=$1 curve=$2 row=$3
-  bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode "$(tr -d - <<< "${curve,,}")-verify" --socket "$DIR/run/$endpoint.sock" --workers "$w"
-  replay_measure "$BASE/api/v1/attestation/$endpoint" "$DIR/$endpoint.jsonl" "$P" ok
-  bench_stop_pool "$P" || true
-  REPLAY_ROWS+=("| one-$curve-verify handler, $endpoint replay | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US |")
-  ROWS+=("$row; $(ratio "${STORE_RPS[$sync,$w,$endpoint]}" "$M_RPS") (÷ $curve handler, same replay) |")
+# replay_pairs ENDPOINT MASTER FLOOR_MASTER: the endpoint's bodies ($DIR/ENDPOINT.jsonl) in
+# PAIRS consecutive chunks; each chunk is replayed against the endpoint, then the very same
+# chunk against its one-verify floor handler (/bench-floor/ENDPOINT: same bodies, POSTs, Lua and
+# nginx path), so both meet the same minute of a machine whose speed drifts. Sets M_* for the
+# endpoint and F_* for the floor over the whole replay (req/s = answers ÷ time answering; p50
+# the chunks' median, p99 the chunks' highest), and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX: the
+# chunks' endpoint ÷ floor req/s.
+replay_pairs() {
+  local endpoint=$1 ours=$2 floor=$3 chunk side
+  local -A ok=() secs=() ms=() p50s=() p99s=()
+  local ratios=()
+  rm -f "$DIR/chunk."*
+  split -n "l/$PAIRS" -d "$DIR/$endpoint.jsonl" "$DIR/chunk."
+  for chunk in "$DIR"/chunk.*; do
+    local chunk_rps=()
+    for side in ours floor; do
+      if [ "$side" = ours ]; then
+        replay_measure "$BASE/api/v1/attestation/$endpoint" "$chunk" "$ours"
+      else
+        replay_measure "$BASE/bench-floor/$endpoint" "$chunk" "$floor" ok
+      fi
+      ok[$side]=$(( ${ok[$side]:-0} + BENCH_REPLAY_OK ))
+      secs[$side]=$(awk -v a="${secs[$side]:-0}" -v n="$BENCH_REPLAY_OK" -v r="$M_RPS" 'BEGIN { printf "%.6f", a + n / r }')
+      ms[$side]=$(awk -v a="${ms[$side]:-0}" -v n="$BENCH_REPLAY_OK" -v u="$M_US" 'BEGIN { printf "%.3f", a + n * u / 1000 }')
+      p50s[$side]+="$M_P50 " p99s[$side]+="$M_P99 "
+      chunk_rps+=("$M_RPS")
+    done
+    ratios+=("$(awk -v a="${chunk_rps[0]}" -v b="${chunk_rps[1]}" 'BEGIN { printf "%.4f", a / b }')")
+  done
+  rm -f "$DIR/chunk."*
+  median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+  highest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
+  for side in ours floor; do
+    local rps us p50 p99
+    rps=$(awk -v n="${ok[$side]}" -v t="${secs[$side]}" 'BEGIN { printf "%.1f", n / t }')
+    us=$(awk -v n="${ok[$side]}" -v m="${ms[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
+    p50=$(median <<< "${p50s[$side]}") p99=$(highest <<< "${p99s[$side]}")
+    if [ "$side" = ours ]; then M_RPS=$rps M_US=$us M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$us F_P50=$p50 F_P99=$p99; fi
+  done
+  PAIR_MEDIAN=$(median <<< "${ratios[*]}")
+  PAIR_MIN=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1 | xargs printf '%.2f')
+  PAIR_MAX=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1 | xargs printf '%.2f')
 }
 
 for sync in $SYNCS; do
@@ -165,12 +200,14 @@ for sync in $SYNCS; do
     BENCH_WRK_EXTRA=(-H "X-Bundle-ID: $BUNDLE" -H "X-Team-ID: $TEAM")
     wrk_measure challenge "$BASE/api/v1/attestation/challenge" "$POOL_challenge"
     ROWS+=("| challenge | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "${TRIVIAL_US[$w]}" "$M_US") (trivial handler µs ÷ ours) |")
-    replay_measure "$BASE/api/v1/attestation/validate" "$DIR/validate.jsonl" "$POOL_validate"
     cores=$(( w < $(nproc) ? w : $(nproc) ))
-    validate_row="| validate | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "$(awk -v r="$RAW_P384" -v c="$cores" 'BEGIN { print r * c }')") (÷ raw P-384 × $cores cores)"
+    replay_pairs validate "$POOL_validate" "$POOL_fvalidate"
+    ROWS+=("| validate | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "$(awk -v r="$RAW_P384" -v c="$cores" 'BEGIN { print r * c }')") (÷ raw P-384 × $cores cores); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (÷ P-384 handler, same replay, interleaved) |")
+    REPLAY_ROWS+=("| one-P-384-verify handler, validate replay | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
     STORE_RPS[$sync,$w,validate]=$M_RPS
-    replay_measure "$BASE/api/v1/attestation/refresh" "$DIR/refresh.jsonl" "$POOL_refresh"
-    refresh_row="| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET)"
+    replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
+    ROWS+=("| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (÷ P-256 handler, same replay, interleaved) |")
+    REPLAY_ROWS+=("| one-P-256-verify handler, refresh replay | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
     STORE_RPS[$sync,$w,refresh]=$M_RPS
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
@@ -178,8 +215,6 @@ for sync in $SYNCS; do
     ROWS+=("| heartbeat | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler) |")
     BENCH_WRK_EXTRA=()
     stop_pools
-    replay_floor validate P-384 "$validate_row"
-    replay_floor refresh P-256 "$refresh_row"
     printf '%s\n' "${ROWS[@]: -4}"
   done
 done
@@ -244,7 +279,10 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   printf '%s\n' "${FLOOR_ROWS[@]}"
   echo
   echo "The same handlers driven exactly as the endpoints are (each pre-generated validate or"
-  echo "refresh body POSTed once through nginx by replay.lua), per pass of the endpoint table:"
+  echo "refresh body POSTed once through nginx by replay.lua), per pass of the endpoint table. The"
+  echo "bodies go in $PAIRS chunks, each replayed against the endpoint and then against its floor"
+  echo "handler, so both meet the same minute of the machine (its speed drifts by tens of percent"
+  echo "within a run); req/s is answers ÷ time answering, p50 the chunks' median, p99 their highest:"
   echo
   echo "| handler | store.sync pass | workers | req/s | p50 ms | p99 ms | pool CPU µs/req |"
   echo "|---|---|---|---|---|---|---|"
@@ -258,7 +296,9 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo "handler ≥ 0.5 commit / 0.75 interval; validate ÷ raw P-384 × cores ≥ 0.6 / 0.75;"
   echo "challenge trivial-µs ÷ ours ≥ 0.95. Validate and refresh show two ratios: the issue's"
   echo "floor (a GET wrk loop, or OpenSSL in-process with no HTTP at all) and the one-verify"
-  echo "handler under the very same replay, which charges the floor the same harness."
+  echo "handler under the very same replay, interleaved with ours chunk by chunk: the median of"
+  echo "the $PAIRS chunks' ratios, their range in brackets. p50 and p99 of validate and refresh"
+  echo "are the chunks' median p50 and highest p99."
   echo
   echo "| path | store | workers | req/s | p50 ms | p99 ms | pool CPU µs/req | ratio |"
   echo "|---|---|---|---|---|---|---|---|"

@@ -7,6 +7,9 @@
 #   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
 # Also counts the pool's fdatasync and pwrite calls per request (perf stat).
+# CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
+# instructions its workers execute per request (deterministic: compare with the in-process
+# figure of `attestctl bench refresh` under callgrind); use a small COUNT (valgrind is ~50× slower).
 # Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
 set -euo pipefail
@@ -39,7 +42,11 @@ BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
 BASE="http://127.0.0.1:$PORT"
 for e in challenge validate refresh; do
-  bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$WORKERS" --data "$DATA"
+  run=("$BIN/attest-$e")
+  if [ -n "${CALLGRIND:-}" ] && [ "$e" = "$ENDPOINT" ]; then
+    run=(valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$OUT/callgrind.%p" "${run[@]}")
+  fi
+  bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "${run[@]}" --socket "$DIR/run/$e.sock" --workers "$WORKERS" --data "$DATA"
 done
 DEV=("$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --state "$DIR/device.json" --test-ca "$DATA/test-ca/ca.pem")
 if [ "$ENDPOINT" = challenge ]; then
@@ -51,6 +58,26 @@ else
 fi
 pool=POOL_$ENDPOINT
 pids=$(bench_workers "${!pool}" | paste -sd,)
+if [ -n "${CALLGRIND:-}" ]; then
+  # Instructions the workers execute per request (user space; the kernel's work is not
+  # counted): the first tenth of the bodies warms the workers up, counters are zeroed, the
+  # rest is replayed, and the workers' counters are dumped.
+  [ "$ENDPOINT" != challenge ] || { echo "CALLGRIND needs a replayed endpoint (validate, refresh)" >&2; exit 2; }
+  total=$(wc -l < "$DIR/bodies.jsonl") warm=$(( $(wc -l < "$DIR/bodies.jsonl") / 10 ))
+  head -n "$warm" "$DIR/bodies.jsonl" > "$DIR/warm.jsonl"
+  tail -n +"$((warm + 1))" "$DIR/bodies.jsonl" > "$DIR/measured.jsonl"
+  bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/warm.jsonl" 1 4 "$BUNDLE" "$TEAM"
+  for p in ${pids//,/ }; do callgrind_control -z "$p" > /dev/null 2>&1; done
+  bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/measured.jsonl" 1 4 "$BUNDLE" "$TEAM"
+  rm -f "$OUT"/callgrind.*
+  for p in ${pids//,/ }; do callgrind_control -d "$p" > /dev/null 2>&1; done
+  sleep 1
+  instructions=$(cat "$OUT"/callgrind.* 2>/dev/null | awk '/^summary:/ { n += $2 } END { print n + 0 }')
+  echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED (of $((total - warm)) after $warm to warm up)" | tee "$OUT/summary.txt"
+  awk -v i="$instructions" -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "instructions per request (workers, user space)=%.0f\n", i / n }' | tee -a "$OUT/summary.txt"
+  echo "per function: callgrind_annotate --inclusive=yes $OUT/callgrind.<pid>"
+  exit 0
+fi
 cpu0=$(bench_pool_cpu_ms "${!pool}")
 perf record ${CALLGRAPH:---call-graph fp} -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
 PERF=$!

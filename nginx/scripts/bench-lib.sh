@@ -7,7 +7,8 @@
 #   bench_free_port                     a free TCP port on 127.0.0.1
 #   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
 #                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
-#                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit)
+#                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
+#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{validate,refresh})
 #   bench_start_nginx DIR               nginx in the foreground as a child; waits until it answers
 #   bench_stop_nginx                    graceful stop (SIGQUIT), then wait
 #   bench_start_pool VAR LOG BIN ARGS…  start a FastCGI pool (BIN ARGS… must include --socket);
@@ -59,6 +60,16 @@ bench_render_nginx() {
   cp "$src/fastcgi_params" "$dir/conf/fastcgi_params"
   if [ "${BENCH_NO_RATE_LIMIT:-0}" = 1 ]; then
     sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
+  fi
+  # Benchmark floors beside the endpoints (the rendered copy only): /bench-floor/validate and
+  # /bench-floor/refresh go to RUN_DIR/floor-validate.sock and floor-refresh.sock (fixed
+  # upstreams, as the endpoints have), so a floor handler and an endpoint's pool run side by side.
+  if [ "${BENCH_FLOOR_LOCATIONS:-0}" = 1 ]; then
+    local floors="" name
+    for name in validate refresh; do
+      floors+="    location = /bench-floor/$name {\n        fastcgi_pass unix:$dir/run/floor-$name.sock;\n    }\n"
+    done
+    sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||$floors&|" "$dir/conf/site.conf"
   fi
   if grep -q '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf"; then
     echo "bench_render_nginx: unreplaced placeholder:" >&2
