@@ -23,7 +23,13 @@ extension Transaction {
     public func put(_ device: DeviceRecord) throws {
         precondition(device.keyID.count == 32, "keyID is 32 bytes")
         try put(.devices, device.keyID, device.encoded())
-        try put(.deviceIDs, Array(device.deviceID.utf8), device.keyID)
+        // The index changes only when a key is first stored under its device id. Rewriting an
+        // equal entry on every refresh still copied its whole B-tree path in LMDB (a few
+        // pages per commit, one more per tree level as the store grows).
+        let id = Array(device.deviceID.utf8)
+        if try get(.deviceIDs, id) != device.keyID {
+            try put(.deviceIDs, id, device.keyID)
+        }
     }
 
     /// Devices in keyID order, at most `limit`.

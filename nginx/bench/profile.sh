@@ -7,6 +7,7 @@
 #   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
 # Also counts the pool's fdatasync and pwrite calls per request (perf stat).
+# PRELOAD=N first writes N synthetic devices into the store (bench store load).
 # CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
 # instructions its workers execute per request (deterministic: compare with the in-process
 # figure of `attestctl bench refresh` under callgrind); use a small COUNT (valgrind is ~50× slower).
@@ -37,6 +38,12 @@ for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.r
 done
 "$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
 "$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
+if [ "${PRELOAD:-0}" -gt 0 ]; then
+  # Scaling: PRELOAD synthetic devices written straight into the store, the map by the
+  # README's formula (1 GiB + 2 KiB per device), as all.sh's scaling part does.
+  "$BIN/attestctl" config set store.durableMapSizeMiB $(( 1024 + PRELOAD * 2 / 1024 )) --data "$DATA" > /dev/null
+  "$BIN/attestctl" bench store load --count "$PRELOAD" --app "$TEAM.$BUNDLE" --data "$DATA"
+fi
 PORT=$(bench_free_port)
 BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
