@@ -29,14 +29,18 @@ public struct StoreOptions: Sendable, Hashable {
     /// PostgreSQL: how many times a transaction that lost a serialization conflict is run
     /// again before the request fails with 503.
     public var maxRetries: Int
+    /// PostgreSQL: after this many lost conflicts (and on its last allowed run) a write runs
+    /// alone, every other serializable writer of the database held off (`PostgresStore`).
+    public var exclusiveAfterConflicts: Int
 
     public init(backend: Backend = .lmdb, durableMapSizeMiB: Int = 1024, ephemeralMapSizeMiB: Int = 256, sync: Sync = .commit,
-                maxReaders: Int = 256, maxRetries: Int = 20) {
+                maxReaders: Int = 256, maxRetries: Int = 20, exclusiveAfterConflicts: Int = 3) {
         self.backend = backend
         self.durableMapSizeMiB = durableMapSizeMiB
         self.ephemeralMapSizeMiB = ephemeralMapSizeMiB
         self.sync = sync
         self.maxReaders = maxReaders
         self.maxRetries = maxRetries
+        self.exclusiveAfterConflicts = exclusiveAfterConflicts
     }
 }

@@ -20,8 +20,10 @@ struct PostgresConcurrencyTests {
     /// A fresh PostgreSQL fixture (schema created); then `body` on `writers` threads at once,
     /// each with its own `Store` (its own connection, as a separate host has), or `nil` when
     /// that store could not open.
-    static func concurrently(rounds: Int = 1, _ body: @Sendable @escaping (_ round: Int, Store?) -> Void) throws -> StoreConformance.Fixture {
+    static func concurrently(rounds: Int = 1, adjust: (inout StoreOptions) -> Void = { _ in },
+                             _ body: @Sendable @escaping (_ round: Int, Store?) -> Void) throws -> StoreConformance.Fixture {
         let f = try StoreConformance.Fixture(.postgres)
+        adjust(&f.options)
         _ = try f.open()
         let options = f.options, path = f.dir.path
         for round in 0..<rounds {
@@ -47,6 +49,27 @@ struct PostgresConcurrencyTests {
         }
         #expect(failures.all.isEmpty)
         let total = try f.open().read { try $0.get(.meta, [5]) }
+        #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
+    }
+
+    /// The same race with one retry only: a write that lost once runs alone on its last
+    /// run (`EXCLUSIVE` on `ae_write_gate`), so none gives up. Without the gate, some of these
+    /// 100 contended writes lose both runs and fail with `busy`.
+    @Test func aWriteThatKeepsLosingRunsAloneInsteadOfGivingUp() throws {
+        let failures = Results<String>()
+        let f = try Self.concurrently(adjust: { $0.maxRetries = 1; $0.exclusiveAfterConflicts = 1 }) { _, store in
+            do {
+                guard let store else { throw StoreError(.open, "the store did not open") }
+                for _ in 0..<25 {
+                    try store.write([.durable]) { txn in
+                        let n = try txn.get(.meta, [6]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
+                        try txn.put(.meta, [6], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
+                    }
+                }
+            } catch { failures.append("\(error)") }
+        }
+        #expect(failures.all.isEmpty)
+        let total = try f.open().read { try $0.get(.meta, [6]) }
         #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
     }
 

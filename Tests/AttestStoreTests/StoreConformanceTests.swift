@@ -31,7 +31,7 @@ import Testing
         let kind: Kind
         let dir = TemporaryDirectory()
         private var schema: String?
-        private(set) var options = StoreOptions(durableMapSizeMiB: 64, ephemeralMapSizeMiB: 16)
+        var options = StoreOptions(durableMapSizeMiB: 64, ephemeralMapSizeMiB: 16)
 
         init(_ kind: Kind) throws {
             self.kind = kind

@@ -121,7 +121,7 @@ def main():
         pg_counts = s.ctl_json("store", "stats")["databases"]
         T.check("after the switch, store stats count in PostgreSQL what LMDB held", pg_counts == lmdb_counts, f"{pg_counts} vs {lmdb_counts}")
         p = s.ctl("store", "migrate", check=False)
-        T.check("store migrate on a current database says so", p.returncode == 0 and "up to date (version 1)" in p.stdout, p.stdout + p.stderr)
+        T.check("store migrate on a current database says so", p.returncode == 0 and "up to date (version 2)" in p.stdout, p.stdout + p.stderr)
         s.start()
         T.check("every device refreshes on PostgreSQL, its counter continuing", refresh_all(s, states) == [0, 0, 0])
         show = s.device(states[0], "show")

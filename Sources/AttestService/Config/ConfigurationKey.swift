@@ -80,7 +80,7 @@ public struct ConfigurationKey: Sendable {
         .int("server.logMaxMiB", "attestctl serve rotates each of its logs past this size, keeping one previous file (NAME.1).", 1...65_536, \.logMaxMiB),
         .text("store.backend", "\"lmdb\": the embedded store under the data directory (one host). \"postgres\": a PostgreSQL-protocol database shared by several hosts (store.postgres.url; run 'attestctl store migrate').", .choice(["lmdb", "postgres"]), \.storeBackend),
         .text("store.postgres.url", "libpq connection string or URI of the shared database, e.g. \"host=db1 dbname=attestedge user=attestedge\" (keep passwords in ~/.pgpass or passfile=, not here).", .optionalString, \.postgresURL),
-        .int("store.postgres.maxRetries", "How many times a transaction that lost a serialization conflict to another host is run again before the request answers 503.", 0...1000, \.postgresMaxRetries),
+        .int("store.postgres.maxRetries", "How many times a transaction that lost a serialization conflict (to another host or worker) runs again. A run after 3 lost conflicts, and the last one, runs alone (every other writer held off), so conflicts alone do not end in 503.", 0...1000, \.postgresMaxRetries),
         .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
         .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
         .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; at most that window on power loss).", .choice(["commit", "interval"]), \.sync),

@@ -3,7 +3,10 @@
 /// ```
 /// ae_schema        (version INT PRIMARY KEY, applied_at TIMESTAMPTZ)   one row per migration
 /// ae_<database>    (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)             one per `Database`
+/// ae_write_gate    (no columns, no rows)                             version 2: only locked
 /// ```
+/// `ae_write_gate` orders serializable writers (`PostgresStore`): each takes it in
+/// `ROW EXCLUSIVE` mode (shared), a write that keeps losing conflicts in `EXCLUSIVE` mode.
 /// `ae_devices`, `ae_usage_months`, `ae_challenges`, … hold exactly the keys and values the
 /// LMDB databases of the same name hold (the records' layouts are in `Records/`), ordered by
 /// `k` as bytes, as LMDB orders them. The SQL is kept to what PostgreSQL, CockroachDB and
@@ -17,7 +20,11 @@ public enum PostgresSchema {
     static let migrations: [(version: Int, statements: [String])] = [
         (1, ["CREATE TABLE IF NOT EXISTS ae_schema (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
             + Database.allCases.map { "CREATE TABLE IF NOT EXISTS \(table($0)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)" }),
+        (2, ["CREATE TABLE IF NOT EXISTS \(writeGate) ()"]),
     ]
+
+    /// The table serializable writers lock (see `PostgresStore`); it never holds a row.
+    static let writeGate = "ae_write_gate"
 
     public static var version: Int { migrations.last!.version }
 

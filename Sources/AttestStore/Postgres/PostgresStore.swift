@@ -16,7 +16,19 @@ import Glibc
 ///   exactly its limit, and one outbox event becomes one delivery, whatever the number of
 ///   hosts, because the database aborts whichever of two conflicting transactions would
 ///   break serial order; the loser runs again (up to `StoreOptions.maxRetries` times, after a
-///   random pause that grows with each attempt, `retryPause`), then fails with 503.
+///   random pause that grows with each attempt, `retryPause`).
+/// - A write that keeps losing runs alone: every serializable write first locks the empty
+///   table `ae_write_gate` in `ROW EXCLUSIVE` mode (shared: writers do not wait for each
+///   other), and a run that follows `StoreOptions.exclusiveAfterConflicts` lost conflicts, or
+///   is the last run allowed, locks it in `EXCLUSIVE` mode instead. That waits for the
+///   serializable writers in flight on every host to end and holds new ones off until it
+///   commits; the lock is taken before the transaction's first query, so its snapshot is
+///   taken after they ended and there is no writer left to conflict with. Read-only and
+///   `READ COMMITTED` transactions do not take the gate: they are not part of serializable
+///   conflicts, and those writes touch only the ephemeral tables, which serializable writes
+///   only read. So a request no longer fails with 503 because others kept winning (4 workers
+///   validating new devices of one organization all update its month record: on a slow box
+///   a validate could lose every one of its runs).
 /// - `read`: `REPEATABLE READ READ ONLY`, one consistent snapshot, like an LMDB read.
 ///
 /// A transaction's answer is durable once `COMMIT` returns (the server's
@@ -77,11 +89,21 @@ final class PostgresStore: StoreBackend {
     }
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
-        let isolation = environments == [.ephemeral] ? "READ COMMITTED" : "SERIALIZABLE"
-        return try run("BEGIN ISOLATION LEVEL " + isolation, writable: environments, body)
+        if environments == [.ephemeral] { return try run("BEGIN ISOLATION LEVEL READ COMMITTED", writable: environments, body) }
+        return try run("BEGIN ISOLATION LEVEL SERIALIZABLE", gated: true, writable: environments, body)
     }
 
-    private func run<T>(_ begin: String, writable: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
+    /// Runs of serializable writes that ran alone (`EXCLUSIVE` on the gate), for tests.
+    private(set) var exclusiveRuns = 0
+
+    /// Whether run `attempt` of a gated write runs alone: after `exclusiveAfterConflicts`
+    /// lost conflicts, and on the last run `maxRetries` allows once one conflict was lost.
+    static func runsAlone(attempt: Int, options: StoreOptions) -> Bool {
+        attempt > 1 && (attempt > options.exclusiveAfterConflicts || attempt == options.maxRetries + 1)
+    }
+
+    private func run<T>(_ begin: String, gated: Bool = false, writable: Set<Database.Environment>,
+                        _ body: (Transaction) throws -> T) throws -> T {
         precondition(!open, "a store transaction opened inside another on the same connection")
         var attempt = 0
         while true {
@@ -89,7 +111,15 @@ final class PostgresStore: StoreBackend {
             let txn = PostgresTransaction(connection)
             do {
                 try connection.ensure()
-                try connection.command(begin)
+                if gated {
+                    // One round trip: the lock is the transaction's first statement, before any
+                    // query takes its snapshot.
+                    let alone = Self.runsAlone(attempt: attempt, options: options)
+                    try connection.command(begin + "; LOCK TABLE " + PostgresSchema.writeGate + (alone ? " IN EXCLUSIVE MODE" : " IN ROW EXCLUSIVE MODE"))
+                    if alone { exclusiveRuns += 1 }
+                } else {
+                    try connection.command(begin)
+                }
                 open = true
                 defer { open = false }
                 let result: T
