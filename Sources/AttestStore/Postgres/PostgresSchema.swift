@@ -9,8 +9,9 @@
 /// `ROW EXCLUSIVE` mode (shared), a write that keeps losing conflicts in `EXCLUSIVE` mode.
 /// `ae_devices`, `ae_usage_months`, `ae_challenges`, … hold exactly the keys and values the
 /// LMDB databases of the same name hold (the records' layouts are in `Records/`), ordered by
-/// `k` as bytes, as LMDB orders them. The SQL is kept to what PostgreSQL, CockroachDB and
-/// YugabyteDB all accept: `BYTEA` keys, `INSERT … ON CONFLICT`, `LIMIT` in subqueries.
+/// `k` as bytes, as LMDB orders them. The SQL is kept to `BYTEA` keys, `INSERT … ON CONFLICT`
+/// and `LIMIT` in subqueries, which PostgreSQL-compatible distributed databases accept, plus
+/// `LOCK TABLE` on `ae_write_gate`, which CockroachDB lacks. Only PostgreSQL 15 is tested.
 ///
 /// A migration is a list of statements run in one transaction with the row that records it.
 /// `attestctl store migrate` applies those a database lacks; a fresh database is migrated on
