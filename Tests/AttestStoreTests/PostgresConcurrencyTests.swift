@@ -34,21 +34,27 @@ struct PostgresConcurrencyTests {
         return f
     }
 
-    @Test func serializableReadModifyWritesLoseNothing() throws {
+    /// Every connection adds one to a 2-byte counter under `.meta` `key`, 25 times, each in its
+    /// own serializable read-modify-write; the errors (none expected) and the final count.
+    static func incrementRace(key: UInt8, adjust: (inout StoreOptions) -> Void = { _ in }) throws -> (failures: [String], total: [UInt8]?) {
         let failures = Results<String>()
-        let f = try Self.concurrently { _, store in
+        let f = try concurrently(adjust: adjust) { _, store in
             do {
                 guard let store else { throw StoreError(.open, "the store did not open") }
                 for _ in 0..<25 {
                     try store.write([.durable]) { txn in
-                        let n = try txn.get(.meta, [5]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
-                        try txn.put(.meta, [5], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
+                        let n = try txn.get(.meta, [key]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
+                        try txn.put(.meta, [key], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
                     }
                 }
             } catch { failures.append("\(error)") }
         }
-        #expect(failures.all.isEmpty)
-        let total = try f.open().read { try $0.get(.meta, [5]) }
+        return (failures.all, try f.open().read { try $0.get(.meta, [key]) })
+    }
+
+    @Test func serializableReadModifyWritesLoseNothing() throws {
+        let (failures, total) = try Self.incrementRace(key: 5)
+        #expect(failures.isEmpty)
         #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
     }
 
@@ -56,20 +62,8 @@ struct PostgresConcurrencyTests {
     /// run (`EXCLUSIVE` on `ae_write_gate`), so none gives up. Without the gate, some of these
     /// 100 contended writes lose both runs and fail with `busy`.
     @Test func aWriteThatKeepsLosingRunsAloneInsteadOfGivingUp() throws {
-        let failures = Results<String>()
-        let f = try Self.concurrently(adjust: { $0.maxRetries = 1; $0.exclusiveAfterConflicts = 1 }) { _, store in
-            do {
-                guard let store else { throw StoreError(.open, "the store did not open") }
-                for _ in 0..<25 {
-                    try store.write([.durable]) { txn in
-                        let n = try txn.get(.meta, [6]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
-                        try txn.put(.meta, [6], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
-                    }
-                }
-            } catch { failures.append("\(error)") }
-        }
-        #expect(failures.all.isEmpty)
-        let total = try f.open().read { try $0.get(.meta, [6]) }
+        let (failures, total) = try Self.incrementRace(key: 6) { $0.maxRetries = 1; $0.exclusiveAfterConflicts = 1 }
+        #expect(failures.isEmpty)
         #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
     }
 

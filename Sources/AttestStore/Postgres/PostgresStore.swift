@@ -85,24 +85,28 @@ final class PostgresStore: StoreBackend {
     }
 
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T {
-        try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writable: [], body)
+        try run({ _ in "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" }, writable: [], body)
     }
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
-        if environments == [.ephemeral] { return try run("BEGIN ISOLATION LEVEL READ COMMITTED", writable: environments, body) }
-        return try run("BEGIN ISOLATION LEVEL SERIALIZABLE", gated: true, writable: environments, body)
+        if environments == [.ephemeral] { return try run({ _ in "BEGIN ISOLATION LEVEL READ COMMITTED" }, writable: environments, body) }
+        // One round trip: the gate's lock is the transaction's first statement, before any
+        // query takes its snapshot.
+        let options = options
+        return try run({ attempt in
+            "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE \(PostgresSchema.writeGate) IN "
+                + (Self.runsAlone(attempt: attempt, options: options) ? "EXCLUSIVE MODE" : "ROW EXCLUSIVE MODE")
+        }, writable: environments, body)
     }
 
-    /// Runs of serializable writes that ran alone (`EXCLUSIVE` on the gate), for tests.
-    private(set) var exclusiveRuns = 0
-
-    /// Whether run `attempt` of a gated write runs alone: after `exclusiveAfterConflicts`
+    /// Whether run `attempt` of a serializable write runs alone: after `exclusiveAfterConflicts`
     /// lost conflicts, and on the last run `maxRetries` allows once one conflict was lost.
     static func runsAlone(attempt: Int, options: StoreOptions) -> Bool {
         attempt > 1 && (attempt > options.exclusiveAfterConflicts || attempt == options.maxRetries + 1)
     }
 
-    private func run<T>(_ begin: String, gated: Bool = false, writable: Set<Database.Environment>,
+    /// Runs `body` in a transaction opened by `begin(attempt)`, again after each lost conflict.
+    private func run<T>(_ begin: (Int) -> String, writable: Set<Database.Environment>,
                         _ body: (Transaction) throws -> T) throws -> T {
         precondition(!open, "a store transaction opened inside another on the same connection")
         var attempt = 0
@@ -111,15 +115,7 @@ final class PostgresStore: StoreBackend {
             let txn = PostgresTransaction(connection)
             do {
                 try connection.ensure()
-                if gated {
-                    // One round trip: the lock is the transaction's first statement, before any
-                    // query takes its snapshot.
-                    let alone = Self.runsAlone(attempt: attempt, options: options)
-                    try connection.command(begin + "; LOCK TABLE " + PostgresSchema.writeGate + (alone ? " IN EXCLUSIVE MODE" : " IN ROW EXCLUSIVE MODE"))
-                    if alone { exclusiveRuns += 1 }
-                } else {
-                    try connection.command(begin)
-                }
+                try connection.command(begin(attempt))
                 open = true
                 defer { open = false }
                 let result: T
