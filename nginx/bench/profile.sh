@@ -6,7 +6,8 @@
 #   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
 #   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
-# Also counts the pool's fdatasync and pwrite calls per request (perf stat).
+# Also counts the pool's fdatasync and pwrite calls per request (perf stat), its context switches
+# per request (voluntary: it waited) and how idle the box was while loaded.
 # PRELOAD=N first writes N synthetic devices into the store (bench store load).
 # CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
 # instructions its workers execute per request (deterministic: compare with the in-process
@@ -85,6 +86,11 @@ if [ -n "${CALLGRIND:-}" ]; then
   echo "per function: callgrind_annotate --inclusive=yes $OUT/callgrind.<pid>"
   exit 0
 fi
+# Context switches of the workers (voluntary: they waited; involuntary: preempted) and the
+# box's idle share while the load ran: a pool that waits leaves cores idle.
+ctxsw() { local v=0 n=0 w a b; for w in ${pids//,/ }; do read -r a b < <(awk '/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { print v, n }' "/proc/$w/status"); v=$((v + a)) n=$((n + b)); done; echo "$v $n"; }
+idle() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t }' /proc/stat; }
+read -r vol0 invol0 < <(ctxsw); read -r idle0 total0 < <(idle)
 cpu0=$(bench_pool_cpu_ms "${!pool}")
 perf record ${CALLGRAPH:---call-graph fp} -o "$OUT/perf.data" -p "$pids" 2> "$OUT/perf-record.log" &
 PERF=$!
@@ -101,12 +107,15 @@ else
   bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
 fi
 cpu1=$(bench_pool_cpu_ms "${!pool}")
+read -r vol1 invol1 < <(ctxsw); read -r idle1 total1 < <(idle)
 kill -INT "$PERF" "$STAT"; wait "$PERF" || true; wait "$STAT" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null > "$OUT/report-dso.txt" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null > "$OUT/report-sym.txt" || true
 {
   echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED rps=$BENCH_REPLAY_RPS"
   echo "worker CPU ms=$((cpu1 - cpu0)) us/request=$(awk -v ms=$((cpu1 - cpu0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.1f", ms * 1000 / n }')"
+  awk -v v=$((vol1 - vol0)) -v i=$((invol1 - invol0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "context switches per request: voluntary=%.2f involuntary=%.2f\n", v / n, i / n }'
+  awk -v i=$((idle1 - idle0)) -v t=$((total1 - total0)) 'BEGIN { printf "box idle while loaded (idle + iowait)=%.1f%%\n", 100 * i / t }'
   awk -F, -v n="$BENCH_REPLAY_OK" '/sys_enter_(fdatasync|pwrite64)/ { sub(/.*sys_enter_/, "", $3); printf "%s per request=%.2f\n", $3, $1 / n }' "$OUT/syscalls.csv" 2>/dev/null || true
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
