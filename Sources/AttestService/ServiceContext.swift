@@ -26,6 +26,12 @@ public final class ServiceContext {
     /// The current request's `X-RateLimit-*` headers, set where its buckets are charged
     /// (`Admission`) and added to whatever it answers. One request at a time per process.
     var rateHeaders: [Header] = []
+    /// A pool worker's context (`ServiceResponder(holdsAnswers: true)`): `respond` returns
+    /// answers without waiting for their durability and leaves that wait to the worker,
+    /// which holds them (`Responder.deferral`). Off: `respond` waits itself.
+    var holdsAnswers = false
+    /// The last answer `respond` returned unsettled, until the responder takes it.
+    var heldAnswer: HeldAnswer?
     /// The heartbeat's token verifier and the key ids it was built from (see `tokenVerifier`).
     var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
     /// How webhook URLs' host names are resolved (the management API's SSRF check).
@@ -104,7 +110,12 @@ public final class ServiceContext {
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
         let started = Self.monotonicMicroseconds()
         do {
-            return try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
+            guard holdsAnswers else {
+                return try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
+            }
+            let (response, awaits) = try store.deferringDurabilityUnsettled { respondNow(request, endpoint: endpoint, started: started, body) }
+            heldAnswer = awaits > 0 ? HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started) : nil
+            return response
         } catch {
             let failure = ServiceError.unexpected(error)
             log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - started) detail=\"\(failure.logDetail)\"")
@@ -136,6 +147,23 @@ public final class ServiceContext {
             if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += rateHeaders }
             return response
         }
+    }
+
+    /// An answer `respond` left for the worker to hold (`holdsAnswers`): the durable position
+    /// it awaits, and what a 503 in its place needs.
+    struct HeldAnswer {
+        let awaits: Int
+        let requestID: String
+        let endpoint: String
+        let started: Int64
+    }
+
+    /// The 503 sent instead of a held answer whose durability failed, logged as `respond`
+    /// logs its failures.
+    func failedToSettle(_ held: HeldAnswer, _ error: any Error) -> Response {
+        let failure = ServiceError.unexpected(error)
+        log("\(held.endpoint) requestId=\(held.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - held.started) detail=\"\(failure.logDetail)\"")
+        return Self.errorResponse(failure, requestID: held.requestID)
     }
 
     var logsEveryRequest: Bool { configuration.requestLog == "all" }

@@ -32,7 +32,7 @@ public enum ServiceMain {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0.text)") },
                                                       adjust: { if allowPrivate { $0.allowPrivateWebhookAddresses = true } })
-                return ServiceResponder(endpoint: endpoint, context: context)
+                return ServiceResponder(endpoint: endpoint, context: context, holdsAnswers: true)
             }
         } catch let error as UsageError {
             Output.err("\(name): \(error.message)\n\(usage)")

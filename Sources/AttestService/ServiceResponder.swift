@@ -1,4 +1,5 @@
 import AttestCore
+import AttestStore
 import FastCGI
 
 /// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
@@ -29,16 +30,50 @@ public enum Endpoint: String, Sendable, CaseIterable {
 }
 
 /// A FastCGI responder serving one endpoint with a per-process `ServiceContext`.
+///
+/// With `holdsAnswers` (the pool workers), an answer that depends on a commit not yet on disk
+/// (`store.sync = commit`) is returned with a `Deferral` on the transaction id it awaits; the
+/// worker holds it while serving what is queued, sends it once `Store.isDurable` says so, and
+/// calls `settle` (`Store.awaitDurable`: one `fdatasync` at most) before it would idle. A
+/// failed sync turns every held answer into a 503. Without it, `respond` waits itself.
 public struct ServiceResponder: Responder {
     public let endpoint: Endpoint
     public let context: ServiceContext
+    /// The error of the last failed `settle`, which the held answers' 503s report.
+    private let settleFailure = SettleFailure()
 
-    public init(endpoint: Endpoint, context: ServiceContext) {
+    public init(endpoint: Endpoint, context: ServiceContext, holdsAnswers: Bool = false) {
         self.endpoint = endpoint
         self.context = context
+        context.holdsAnswers = holdsAnswers
     }
 
     public mutating func respond(to request: Request) -> Response {
         endpoint.handle(request, context)
     }
+
+    public mutating func deferral() -> Deferral? {
+        guard let held = context.heldAnswer else { return nil }
+        context.heldAnswer = nil
+        let context = context, failed = settleFailure
+        return Deferral(position: held.awaits) {
+            context.failedToSettle(held, failed.error ?? StoreError(.io, "the durability sync failed"))
+        }
+    }
+
+    public mutating func isSettled(_ position: Int) -> Bool {
+        context.store.isDurable(position)
+    }
+
+    public mutating func settle(_ position: Int) -> Bool {
+        do {
+            try context.store.awaitDurable(position)
+            return true
+        } catch {
+            settleFailure.error = error
+            return false
+        }
+    }
+
+    private final class SettleFailure { var error: (any Error)? }
 }

@@ -36,8 +36,13 @@ public protocol StoreBackend: AnyObject {
     var kind: String { get }
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T
-    /// Runs one request; returns once everything it read or wrote is durable.
-    func deferringDurability<T>(_ body: () throws -> T) throws -> T
+    /// Runs one request without waiting; returns its result and the durable position its
+    /// answer awaits (0: nothing to wait for).
+    func deferringDurabilityUnsettled<T>(_ body: () throws -> T) throws -> (result: T, awaits: Int)
+    /// Whether `position` is durable already (no waiting).
+    func isDurable(_ position: Int) -> Bool
+    /// Returns once `position` is durable; throws when making it so failed.
+    func awaitDurable(_ position: Int) throws
     var durabilitySyncs: Int { get }
     /// Map size and bytes used per environment; empty for a backend without a map.
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)]

@@ -77,8 +77,28 @@ public final class Store {
     /// PostgreSQL: a commit is durable when it returns, so this only runs `body`.
     /// - Throws: `StoreError(.io)` when the sync fails: the caller must not send `body`'s result.
     public func deferringDurability<T>(_ body: () throws -> T) throws -> T {
-        try backend.deferringDurability(body)
+        let (result, awaits) = try backend.deferringDurabilityUnsettled(body)
+        try backend.awaitDurable(awaits)
+        return result
     }
+
+    /// `deferringDurability` without the wait, for a worker that answers later: runs `body`
+    /// and returns its result with the durable position its answer awaits (0: none, as with
+    /// PostgreSQL and LMDB's `interval` mode). The answer must not leave before
+    /// `isDurable(awaits)` is true or `awaitDurable(awaits)` returned. Meanwhile the worker
+    /// may serve other requests: a later commit by any process usually covers `awaits`
+    /// (its data sync starts after our meta page was written), so held answers rarely need a
+    /// sync of their own.
+    public func deferringDurabilityUnsettled<T>(_ body: () throws -> T) throws -> (result: T, awaits: Int) {
+        try backend.deferringDurabilityUnsettled(body)
+    }
+
+    /// Whether durable position `position` is on disk already; never waits.
+    public func isDurable(_ position: Int) -> Bool { backend.isDurable(position) }
+
+    /// Returns once durable position `position` is on disk (one `fdatasync` at most).
+    /// - Throws: `StoreError(.io)` when the sync fails: the answers awaiting it must not leave.
+    public func awaitDurable(_ position: Int) throws { try backend.awaitDurable(position) }
 
     /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
     public var durabilitySyncs: Int { backend.durabilitySyncs }

@@ -4,6 +4,39 @@
 /// time, so a responder may keep per-process state (open store environments, parsed keys,
 /// caches) without locks. `respond` does not throw: a responder maps its own failures to
 /// responses. A crash ends the worker process and the master starts a new one.
+///
+/// Held answers (optional): a response that must not leave before something else happens
+/// (the store's commit reaching the disk) says so through `deferral()`. The worker then holds
+/// it, serves the connections already queued meanwhile (their work often settles it for free:
+/// a later commit's sync covers earlier ones), sends it once `isSettled` is true, and calls
+/// `settle` (which may wait) before it would otherwise idle, stop, or hold too many. A
+/// responder that never defers (the default) is answered at once, as before.
 public protocol Responder {
     mutating func respond(to request: Request) -> Response
+    /// The last response's deferral, when it must wait; `nil` (the default): send it now.
+    mutating func deferral() -> Deferral?
+    /// Whether everything up to `position` is settled, without waiting (default: true).
+    mutating func isSettled(_ position: Int) -> Bool
+    /// Waits until everything up to `position` is settled; `false` when that failed, and then
+    /// every answer held for a position up to it is replaced by its `failure` (default: true).
+    mutating func settle(_ position: Int) -> Bool
+}
+
+extension Responder {
+    public mutating func deferral() -> Deferral? { nil }
+    public mutating func isSettled(_ position: Int) -> Bool { true }
+    public mutating func settle(_ position: Int) -> Bool { true }
+}
+
+/// What a held answer waits for (see `Responder`).
+public struct Deferral {
+    /// An increasing position (for the store: a transaction id that must become durable).
+    public let position: Int
+    /// The answer to send instead when settling fails.
+    public let failure: () -> Response
+
+    public init(position: Int, failure: @escaping () -> Response) {
+        self.position = position
+        self.failure = failure
+    }
 }

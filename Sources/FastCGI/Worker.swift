@@ -4,6 +4,10 @@ import Glibc
 /// One worker process of a pool: makes its responder, then loops wait → accept → respond →
 /// finish (`Connection`) until asked to stop. Runs in the child after `fork` and never returns.
 ///
+/// An answer the responder defers (the store's commit must reach the disk first) is held on
+/// its connection while the worker serves what is already queued, and sent once settled; a
+/// worker never waits on an empty queue, or stops, with answers held (`HeldAnswers`).
+///
 /// The listening socket is non-blocking and shared by every worker of the pool; each worker
 /// waits on it and on its stop signals at once (`WorkerEvents`), and a worker that loses the
 /// race for a connection gets `EAGAIN` and waits again. On a stop the worker first serves the
@@ -24,7 +28,7 @@ struct Worker {
     let log: Log
     let masterPID: pid_t
 
-    private enum Outcome { case served, dropped, nothingQueued, failed(Int32) }
+    enum Outcome { case served, dropped, nothingQueued, failed(Int32) }
 
     func run(_ makeResponder: () throws -> any Responder) -> Never {
         // The master's blocked set is inherited: a stop stays pending until the first wait.
@@ -43,18 +47,32 @@ struct Worker {
         } catch {
             fatal("\(error)")
         }
-        let connection = Connection(listenFD: listenFD, maxConnections: options.workers)
+        let pool = ConnectionPool(listenFD: listenFD, maxConnections: options.workers)
 
         var served = 0
         var failures = 0
         while !stop {
+            if !pool.held.isEmpty {
+                // Answers wait for something (their commit reaching the disk): serve the
+                // connections already queued meanwhile, whose commits usually settle them; with
+                // nothing queued, or too many held, settle them now rather than idle.
+                if !pool.held.isFull {
+                    switch serveOne(pool, &responder) {
+                    case .served: served += 1; failures = 0; continue
+                    case .dropped: failures = 0; continue
+                    case .nothingQueued, .failed: break
+                    }
+                }
+                pool.settleAll(&responder)
+                continue
+            }
             guard let ready = events.wait() else {
                 failures = backOff(after: failures, "epoll_wait: \(errnoDescription())")
                 continue
             }
             stop = ready.stop
             guard ready.connection, !stop else { continue }
-            switch serveOne(connection, &responder) {
+            switch serveOne(pool, &responder) {
             case .served: served += 1; failures = 0
             case .dropped: failures = 0
             case .nothingQueued: break
@@ -63,19 +81,22 @@ struct Worker {
         }
         var drained = 0
         drain: while drained < Self.maxDrain {
-            switch serveOne(connection, &responder) {
+            switch serveOne(pool, &responder) {
             case .served, .dropped: drained += 1
             case .nothingQueued, .failed: break drain
             }
         }
+        pool.settleAll(&responder)
         log("worker stopping after \(served + drained) requests (\(drained) queued at the stop)")
         exit(0)
     }
 
-    /// Accepts one queued connection, if any, and serves it completely. A connection dropped
+    /// Accepts one queued connection, if any, and answers it, or holds its answer (see
+    /// `Responder`); then sends the held answers that are settled now. A connection dropped
     /// without a request (a peer that broke the protocol or stalled) is logged, not counted
     /// as a failure: only accept's own errors lead to the back-off.
-    private func serveOne(_ connection: Connection, _ responder: inout any Responder) -> Outcome {
+    func serveOne(_ pool: ConnectionPool, _ responder: inout any Responder) -> Outcome {
+        let connection = pool.current
         switch connection.accept() {
         case .nothingQueued: return .nothingQueued
         case .failed(let code): return .failed(code)
@@ -83,20 +104,39 @@ struct Worker {
             if let error { log("dropped a connection without answering: \(error)") }
             return .dropped
         case .request(let params):
-            Self.serve(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder)
+            let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder)
+            if let deferral = responder.deferral(), !responder.isSettled(deferral.position) {
+                pool.hold(response, deferral)
+            } else {
+                Self.send(response, on: connection)
+            }
+            pool.sendSettled(&responder)
             return .served
         }
     }
 
-    /// Reads the body of an accepted request, asks the responder and writes its response.
+    /// Reads the body of an accepted request, asks the responder and writes its response,
+    /// settling first what it waits for (`SingleConnection`: no holding).
     @discardableResult
     static func serve(_ connection: Connection, params: [String: String], bodyLimit: Int,
                       responder: inout any Responder) -> Response {
+        var response = answer(connection, params: params, bodyLimit: bodyLimit, responder: &responder)
+        if let deferral = responder.deferral(), !responder.settle(deferral.position) { response = deferral.failure() }
+        send(response, on: connection)
+        return response
+    }
+
+    /// Reads the body of an accepted request and asks the responder.
+    static func answer(_ connection: Connection, params: [String: String], bodyLimit: Int,
+                       responder: inout any Responder) -> Response {
         let (body, tooLarge) = connection.readBody(contentLength: params["CONTENT_LENGTH"], limit: bodyLimit)
-        let response = responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))
+        return responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))
+    }
+
+    /// Writes `response` and closes the connection.
+    static func send(_ response: Response, on connection: Connection) {
         connection.respond(response.serialized())
         connection.finish()
-        return response
     }
 
     /// Logs the first and last of a run of failures, pauses 100 ms, and exits after

@@ -80,6 +80,64 @@ import Testing
         #expect(store.durabilitySyncs == before, "an empty commit waits only for the snapshot it read, already durable")
     }
 
+    // MARK: Held answers (`deferringDurabilityUnsettled`: a worker that answers later)
+
+    @Test func anUnsettledRequestReportsWhatItAwaitsWithoutSyncing() throws {
+        let store = try open()
+        let before = store.durabilitySyncs
+        let (_, awaits) = try store.deferringDurabilityUnsettled {
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
+        }
+        #expect(awaits > 0)
+        #expect(store.durabilitySyncs == before, "no sync: the wait is left to the caller")
+        #expect(!store.isDurable(awaits), "its meta page is not synced yet: the answer must not leave")
+        try store.awaitDurable(awaits)
+        #expect(store.durabilitySyncs == before + 1)
+        #expect(store.isDurable(awaits))
+    }
+
+    @Test func theNextCommitSettlesAHeldAnswerWithoutASyncOfItsOwn() throws {
+        let store = try open()
+        let other = try open()
+        let before = store.durabilitySyncs
+        let (_, first) = try store.deferringDurabilityUnsettled {
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
+        }
+        // The worker serves the next queued request while the first answer is held.
+        let (_, second) = try store.deferringDurabilityUnsettled {
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "b", createdAt: now)) }
+        }
+        #expect(second > first)
+        #expect(store.isDurable(first), "the second commit's data sync started after the first meta page was written")
+        #expect(!store.isDurable(second))
+        // Another process's commit settles the second one the same way.
+        try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "c", createdAt: now)) }
+        #expect(store.isDurable(second), "learned from the shared sync.state")
+        #expect(store.durabilitySyncs == before, "neither answer needed a sync of its own")
+    }
+
+    @Test func anUnsettledReadAwaitsTheCommitItSaw() throws {
+        let store = try open()
+        let other = try open()
+        let (_, written) = try other.deferringDurabilityUnsettled {
+            try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
+        }
+        let (_, read) = try store.deferringDurabilityUnsettled { _ = try store.read { try $0.org(named: "a") } }
+        #expect(read == written, "an answer built on an unsynced commit awaits that commit")
+        #expect(!store.isDurable(read))
+        let (_, exempt) = try store.deferringDurabilityUnsettled { _ = try store.read(awaitDurable: false) { try $0.org(named: "a") } }
+        #expect(exempt == 0, "an exempt read awaits nothing")
+    }
+
+    @Test func intervalModeHoldsNothing() throws {
+        let store = try open(.interval(milliseconds: 10))
+        let (_, awaits) = try store.deferringDurabilityUnsettled {
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
+        }
+        #expect(awaits == 0)
+        #expect(store.isDurable(awaits))
+    }
+
     @Test func intervalModeNeverWaits() throws {
         let store = try open(.interval(milliseconds: 10))
         try store.deferringDurability {

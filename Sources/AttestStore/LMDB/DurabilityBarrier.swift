@@ -59,7 +59,7 @@ final class DurabilityBarrier {
     /// Returns once transaction `txnID` (a commit, or the snapshot a read saw) is durable.
     /// - Throws: `StoreError(.io)` when `fdatasync` fails (the answer must not be sent).
     func wait(for txnID: Int) throws {
-        if txnID <= known || reportedDurable(txnID) { return }
+        if isDurable(txnID) { return }
         // A later commit in flight (another process holds the writer lock) syncs the file after
         // our meta page was written: wait for it to end (take and drop the writer lock) and for
         // its process to report it, rather than syncing as well.
@@ -77,6 +77,10 @@ final class DurabilityBarrier {
         guard rc == 0 else { throw StoreError(.io, "fdatasync of \(environment.path): \(String(cString: strerror(rc)))", lmdbCode: rc) }
         covered(through: last)
     }
+
+    /// Whether `txnID` is known durable (a later commit's data sync, or a sync by any process,
+    /// covered it), without waiting.
+    func isDurable(_ txnID: Int) -> Bool { txnID <= known || reportedDurable(txnID) }
 
     /// Whether another process (or an earlier call) reported `txnID` durable in `sync.state`;
     /// learns the reported id.

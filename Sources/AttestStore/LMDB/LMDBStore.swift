@@ -104,23 +104,33 @@ final class LMDBStore: StoreBackend {
         pendingTxnID = max(pendingTxnID, txn.durableTxnID)
     }
 
-    /// Runs `body` (one request: its reads, writes and the building of its answer), then, in
-    /// `commit` mode, waits until every durable state it read or wrote is on disk. One
-    /// `fdatasync` covers the request's commit and those of concurrent requests in every
-    /// process, and the token is signed while other commits proceed; nothing that depends on
-    /// an unsynced commit leaves before this returns. In `interval` mode it only runs `body`.
-    /// - Throws: `StoreError(.io)` when the sync fails: the caller must not send `body`'s result.
-    func deferringDurability<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` (one request: its reads, writes and the building of its answer) without
+    /// waiting, and returns the highest durable transaction id it read or wrote: in `commit`
+    /// mode its answer may leave once `isDurable` says so (or after `awaitDurable`), and not
+    /// before. 0 in `interval` mode, and when the request touched nothing durable.
+    func deferringDurabilityUnsettled<T>(_ body: () throws -> T) throws -> (result: T, awaits: Int) {
         deferrals += 1
         let result: T
         do { result = try body() } catch { deferrals -= 1; throw error }
         deferrals -= 1
-        if deferrals == 0, let barrier, pendingTxnID > 0 {
-            let target = pendingTxnID
-            pendingTxnID = 0
-            try barrier.wait(for: target)
-        }
-        return result
+        guard deferrals == 0, barrier != nil else { return (result, 0) }
+        let awaits = pendingTxnID
+        pendingTxnID = 0
+        return (result, awaits)
+    }
+
+    /// Whether transaction `position` is known durable, without syncing or waiting.
+    func isDurable(_ position: Int) -> Bool {
+        guard let barrier, position > 0 else { return true }
+        return barrier.isDurable(position)
+    }
+
+    /// Returns once transaction `position` is durable: one `fdatasync` covers the request's
+    /// commit and those of concurrent requests in every process (see `DurabilityBarrier`).
+    /// - Throws: `StoreError(.io)` when the sync fails: the answer must not be sent.
+    func awaitDurable(_ position: Int) throws {
+        guard let barrier, position > 0 else { return }
+        try barrier.wait(for: position)
     }
 
     /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).

@@ -155,7 +155,11 @@ final class PostgresStore: StoreBackend {
         return UInt32.random(in: 0..<UInt32(ceiling))
     }
 
-    func deferringDurability<T>(_ body: () throws -> T) throws -> T { try body() }
+    func deferringDurabilityUnsettled<T>(_ body: () throws -> T) throws -> (result: T, awaits: Int) { (try body(), 0) }
+
+    func isDurable(_ position: Int) -> Bool { true }
+
+    func awaitDurable(_ position: Int) throws {}
 
     var durabilitySyncs: Int { 0 }
 

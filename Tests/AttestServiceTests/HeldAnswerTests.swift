@@ -1,0 +1,72 @@
+import AttestCore
+import AttestService
+import AttestStore
+import FastCGI
+import Testing
+
+/// A pool worker's responder (`holdsAnswers`): in `store.sync = commit` an answer that depends
+/// on a commit not yet on disk comes back with a `Deferral` on that commit, and leaves only
+/// once `isSettled` or `settle` says it is durable.
+@Suite struct HeldAnswerTests {
+    private func respond(_ responder: inout ServiceResponder, _ flow: DeviceFlow, _ endpoint: Endpoint, body: JSONValue?) -> Response {
+        responder.respond(to: Fixture.request(body == nil ? "GET" : "POST", endpoint.path, body: body?.jsonText, headers: Fixture.appHeaders))
+    }
+
+    @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {
+        let flow = try DeviceFlow()
+        var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
+        let body = try flow.validateBody(challenge: try flow.fixture.challenge())
+        let response = respond(&responder, flow, .validate, body: body)
+        #expect(response.status == 200)
+        let deferral = responder.deferral()
+        if Fixture.onPostgres {
+            #expect(deferral == nil, "a PostgreSQL commit is durable when it returns")
+            return
+        }
+        let held = try #require(deferral, "the device's commit is not synced yet")
+        let again = responder.deferral()
+        #expect(again == nil, "taken once")
+        let settledBefore = responder.isSettled(held.position)
+        #expect(!settledBefore)
+        let settled = responder.settle(held.position)
+        let settledAfter = responder.isSettled(held.position)
+        #expect(settled && settledAfter)
+        #expect(try flow.storedDevice() != nil)
+    }
+
+    @Test func aChallengeIsNeverHeld() throws {
+        let flow = try DeviceFlow()
+        var responder = ServiceResponder(endpoint: .challenge, context: flow.context, holdsAnswers: true)
+        let status = respond(&responder, flow, .challenge, body: nil).status
+        let deferral = responder.deferral()
+        #expect(status == 200)
+        #expect(deferral == nil, "a challenge depends on nothing durable")
+    }
+
+    @Test func withoutHoldingTheResponderWaitsItself() throws {
+        let flow = try DeviceFlow()
+        var responder = ServiceResponder(endpoint: .validate, context: flow.context)
+        let before = flow.context.store.durabilitySyncs
+        let body = try flow.validateBody(challenge: try flow.fixture.challenge())
+        let status = respond(&responder, flow, .validate, body: body).status
+        let deferral = responder.deferral()
+        #expect(status == 200)
+        #expect(deferral == nil)
+        if !Fixture.onPostgres { #expect(flow.context.store.durabilitySyncs == before + 1, "respond synced before returning") }
+    }
+
+    @Test func aHeldFailureIsA503WithTheRequestID() throws {
+        let flow = try DeviceFlow()
+        guard !Fixture.onPostgres else { return }
+        var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
+        let body = try flow.validateBody(challenge: try flow.fixture.challenge())
+        _ = respond(&responder, flow, .validate, body: body)
+        let deferral = responder.deferral()
+        let held = try #require(deferral)
+        let failure = held.failure()
+        #expect(failure.status == 503)
+        let parsed = try JSONParser.parse(failure.body)
+        #expect(parsed["requestId"]?.stringValue == "req-1")
+        #expect(flow.fixture.logs.contains { $0.contains("validate requestId=req-1 status=503") })
+    }
+}

@@ -1,0 +1,143 @@
+@testable import FastCGI
+import Glibc
+import Testing
+
+/// A worker holding answers its responder defers (`Responder.deferral`): nothing leaves before
+/// it is settled, settled answers leave without waiting, and settling fails them all to 503.
+@Suite("held answers") struct HeldAnswersTests {
+    /// Answers 200 with a sequence number and defers each answer to that number; what is
+    /// settled and how settling goes are the test's to decide.
+    final class Ledger {
+        var next = 0
+        var settledThrough = 0
+        var settleCalls: [Int] = []
+        var settleFails = false
+    }
+
+    struct DeferringResponder: Responder {
+        let ledger: Ledger
+        mutating func respond(to request: Request) -> Response {
+            ledger.next += 1
+            return .json(200, #"{"n":\#(ledger.next)}"#)
+        }
+        mutating func deferral() -> Deferral? {
+            Deferral(position: ledger.next) { .json(503, #"{"code":"unavailable"}"#) }
+        }
+        mutating func isSettled(_ position: Int) -> Bool { position <= ledger.settledThrough }
+        mutating func settle(_ position: Int) -> Bool {
+            ledger.settleCalls.append(position)
+            if ledger.settleFails { return false }
+            ledger.settledThrough = max(ledger.settledThrough, position)
+            return true
+        }
+    }
+
+    private func worker(_ listener: TestListener) -> Worker {
+        Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path), log: Log(name: "test"), masterPID: getpid())
+    }
+
+    private func send(_ listener: TestListener, count: Int) -> [Int32] {
+        (0..<count).map { i in
+            let client = listener.connect()
+            TestListener.write(client, Records.request([("REQUEST_METHOD", "GET"), ("REQUEST_ID", "r\(i)")]))
+            return client
+        }
+    }
+
+    /// Whether the worker has written anything to `client` yet (no waiting).
+    private func answered(_ client: Int32) -> Bool {
+        var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
+    private func body(_ client: Int32) throws -> String {
+        let (bytes, _) = TestListener.readAll(client)
+        let records = try #require(Records.replies(bytes))
+        return String(decoding: records[0].content, as: UTF8.self)
+    }
+
+    @Test("answers wait until settled; a later settlement sends the ones it covers, without a wait")
+    func heldUntilSettled() throws {
+        let listener = TestListener()
+        let clients = send(listener, count: 3)
+        defer { clients.forEach { close($0) } }
+        let ledger = Ledger()
+        var responder: any Responder = DeferringResponder(ledger: ledger)
+        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
+        let worker = worker(listener)
+
+        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
+        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
+        #expect(pool.held.count == 2)
+        #expect(!answered(clients[0]) && !answered(clients[1]), "nothing leaves before it is settled")
+
+        ledger.settledThrough = 1  // what the next commit's sync would do for the first answer
+        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
+        #expect(answered(clients[0]), "settled by then: sent after the next request")
+        #expect(!answered(clients[1]) && !answered(clients[2]))
+        #expect(ledger.settleCalls.isEmpty, "no wait so far")
+
+        pool.settleAll(&responder)
+        #expect(ledger.settleCalls == [3], "one wait, for the highest held position")
+        #expect(pool.held.isEmpty)
+        #expect(try body(clients[0]).hasSuffix(#"{"n":1}"#))
+        #expect(try body(clients[1]).hasSuffix(#"{"n":2}"#))
+        #expect(try body(clients[2]).hasSuffix(#"{"n":3}"#))
+        guard case .nothingQueued = worker.serveOne(pool, &responder) else { Issue.record("queue should be empty"); return }
+    }
+
+    @Test("a failed settlement answers every held request 503 instead")
+    func failedSettlement() throws {
+        let listener = TestListener()
+        let clients = send(listener, count: 2)
+        defer { clients.forEach { close($0) } }
+        let ledger = Ledger()
+        ledger.settleFails = true
+        var responder: any Responder = DeferringResponder(ledger: ledger)
+        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
+        let worker = worker(listener)
+        _ = worker.serveOne(pool, &responder)
+        _ = worker.serveOne(pool, &responder)
+        pool.settleAll(&responder)
+        for client in clients {
+            let text = try body(client)
+            #expect(text.hasPrefix("Status: 503") && text.hasSuffix(#"{"code":"unavailable"}"#), "\(text)")
+        }
+    }
+
+    @Test("an answer already settled is sent at once, and the pool reuses connections")
+    func settledAtOnce() throws {
+        let listener = TestListener()
+        let clients = send(listener, count: 2)
+        defer { clients.forEach { close($0) } }
+        let ledger = Ledger()
+        ledger.settledThrough = .max
+        var responder: any Responder = DeferringResponder(ledger: ledger)
+        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
+        let worker = worker(listener)
+        let first = ObjectIdentifier(pool.current)
+        _ = worker.serveOne(pool, &responder)
+        #expect(answered(clients[0]) && pool.held.isEmpty)
+        #expect(ObjectIdentifier(pool.current) == first)
+        _ = worker.serveOne(pool, &responder)
+        #expect(answered(clients[1]))
+        #expect(ledger.settleCalls.isEmpty)
+    }
+
+    @Test("at most HeldAnswers.limit are held; one settled position answers those below it")
+    func limitAndOrder() {
+        var held = HeldAnswers<Int>()
+        let ledger = Ledger()
+        var responder: any Responder = DeferringResponder(ledger: ledger)
+        for i in 0..<HeldAnswers<Int>.limit {
+            #expect(!held.isFull)
+            // Positions out of order: a read-only request awaits an older commit.
+            held.hold(i, .json(200, "{}"), Deferral(position: [5, 3, 7, 4][i % 4]) { .json(503, "{}") })
+        }
+        #expect(held.isFull)
+        ledger.settledThrough = 5
+        let sent = held.takeSettled(&responder).map(\.slot)
+        #expect(sent == [0, 1, 3], "5, 3 and 4 are settled; 7 is not")
+        #expect(held.count == 1)
+    }
+}
