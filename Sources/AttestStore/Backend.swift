@@ -44,6 +44,9 @@ public protocol StoreBackend: AnyObject {
     /// Returns once `position` is durable; throws when making it so failed.
     func awaitDurable(_ position: Int) throws
     var durabilitySyncs: Int { get }
+    /// Unix second at which the used challenges and rate windows were forgotten (LMDB's
+    /// ephemeral environment recreated after the machine restarted); 0: never.
+    var ephemeralResetAt: Int64 { get }
     /// Map size and bytes used per environment; empty for a backend without a map.
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)]
     /// Changes whenever durable state may have changed (a backend that cannot tell cheaply

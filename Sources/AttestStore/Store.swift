@@ -103,6 +103,13 @@ public final class Store {
     /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
     public var durabilitySyncs: Int { backend.durabilitySyncs }
 
+    /// Unix second at which this store forgot its used challenges and rate windows: LMDB
+    /// recreates its ephemeral environment, which commits without syncing, when it is first
+    /// opened after the machine restarted (a power cut may have left it corrupt; see
+    /// `EphemeralReset`). 0: never (always with PostgreSQL). Challenges issued before it
+    /// are refused.
+    public var ephemeralResetAt: Int64 { backend.ephemeralResetAt }
+
     /// Entry counts of every database, for `attestctl` and tests.
     public func entryCounts() throws -> [Database: Int] {
         try read { txn in

@@ -13,8 +13,10 @@ public struct StoreOptions: Sendable, Hashable {
     public enum Sync: Sendable, Hashable {
         /// fsync at every commit (the default): a committed write survives power loss.
         case commit
-        /// Commit without fsync; a background thread syncs every `milliseconds`. Nothing is
-        /// lost when a process dies; at most that window when the machine loses power.
+        /// Commit without fsync (`MDB_NOSYNC`); a background thread syncs every `milliseconds`.
+        /// Nothing is lost when a process dies. A power cut loses up to that window and, as
+        /// LMDB documents for `MDB_NOSYNC`, can leave the environment corrupt where the file
+        /// system does not preserve write order (ext4 does not promise it).
         case interval(milliseconds: Int)
     }
 

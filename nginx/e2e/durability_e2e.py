@@ -116,7 +116,22 @@ def main():
         dropped = True
     except OSError:
         pass
+    # Then the machine "restarts": the test cannot reboot it, so it rewrites the boot record the
+    # store keeps for its unsynced ephemeral environment (used challenges, rate windows). The
+    # next open, whatever process it is, must recreate that environment and record the cutoff.
+    used = json.loads(ctl("store", "stats", "--json"))["databases"]["challenges"]
+    boot_record = os.path.join(data, "store", "ephemeral.boot")
+    with open(boot_record, "w") as f: f.write("a-boot-before-the-power-cut 0\n")
     stored = {d["keyId"]: d["counter"] for d in json.loads(ctl("device", "list", "--json", "--limit", "1000000"))}
+    boot, cutoff = open(boot_record).read().split()
+    after = json.loads(ctl("store", "stats", "--json"))["databases"]["challenges"]
+    with open("/proc/sys/kernel/random/boot_id") as f: this_boot = f.read().strip()
+    if not (used > 0 and after == 0 and boot == this_boot and int(cutoff) > 0):
+        sys.exit(f"FAIL: after a restart the ephemeral environment should be recreated: used challenges {used} -> {after}, "
+                 f"boot record {boot} {cutoff}")
+    print(f"ok: after the simulated restart the ephemeral environment was recreated ({used} used challenges forgotten, "
+          f"challenges issued before {cutoff} refused)")
+    run(os.path.join(BIN, "attestctl"), "store", "check", "--data", data)
     lost = [(k, c, stored.get(k)) for k, c in snapshot.items() if stored.get(k, -1) < c]
     print(f"{len(snapshot)} devices, {answered[0]} refreshes answered 200 in {LOAD_SECONDS}s before SIGKILL; "
           f"page cache dropped: {'yes' if dropped else 'no (not root)'}")

@@ -51,6 +51,21 @@ extension ServiceContext {
         }
     }
 
+    /// Checks a challenge's authenticity, app binding and expiry (`ChallengeAuthority`), and
+    /// refuses, as expired, one that may have been issued before the store forgot the used
+    /// challenges (`Store.ephemeralResetAt`: the machine restarted): it could have been used.
+    func checkChallenge(_ challenge: String, appID: String, now: Timestamp) throws -> ChallengeAuthority.Token {
+        let token = try challenges.check(challenge, appID: appID, now: now)
+        let resetAt = store.ephemeralResetAt
+        guard resetAt == 0 || token.expiry.seconds > resetAt + Int64(configuration.challengeTTLSeconds) else {
+            throw ServiceError(.challengeExpired,
+                               "Challenge expired: it was issued before the server restarted. Request a new one from GET /api/v1/attestation/challenge.",
+                               hint: "Request a fresh challenge immediately before attesting or asserting.",
+                               log: "issued before the ephemeral store was reset at \(Timestamp(seconds: resetAt).iso8601)")
+        }
+        return token
+    }
+
     /// Charges the buckets and consumes an authentic challenge in one ephemeral write, and
     /// runs `read` in the same transaction (a durable read, e.g. refresh's device: the
     /// request then makes one transaction before its signature work, not two). What `read`

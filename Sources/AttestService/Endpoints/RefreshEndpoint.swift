@@ -75,7 +75,7 @@ public enum RefreshEndpoint {
             try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh")
             let app = try ctx.appContext(request)!
             let fields = try Fields(request.body)
-            return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
+            return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))
         }
         // The challenge is consumed from here on, whatever follows.
         let keyID = fields.keyID

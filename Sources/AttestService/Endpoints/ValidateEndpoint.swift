@@ -89,7 +89,7 @@ public enum ValidateEndpoint {
             try requirePOST(request, "/api/v1/attestation/validate")
             let app = try ctx.appContext(request)!
             let fields = try Fields(request.body, app: app.app)
-            return (app, fields, try ctx.challenges.check(fields.challenge, appID: app.app.appID, now: now))
+            return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))
         }
         // 3b. Rate limits and single use: the challenge is consumed from here on, whatever follows.
         try ctx.admit(token, org: app.org, request: request, .validate, now: now) { _ in () }

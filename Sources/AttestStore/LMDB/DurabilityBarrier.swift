@@ -39,7 +39,7 @@ final class DurabilityBarrier {
         var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         var shared: UnsafeMutablePointer<UInt64>? = nil
         if fd >= 0 {
-            Self.matchOwner(fd, of: environment.path + "/data.mdb")
+            FileOwner.match(fd, of: environment.path + "/data.mdb")
             if ftruncate(fd, 8) == 0, let map = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), map != MAP_FAILED {
                 shared = map.assumingMemoryBound(to: UInt64.self)
             } else {
@@ -115,12 +115,5 @@ final class DurabilityBarrier {
         guard txnID > known else { return }
         known = txnID
         if let shared { attest_max_u64(shared, UInt64(txnID)) }
-    }
-
-    /// A file created by root for a data directory that another user owns goes to that user.
-    private static func matchOwner(_ fd: Int32, of path: String) {
-        var st = stat()
-        guard geteuid() == 0, stat(path, &st) == 0, st.st_uid != 0 else { return }
-        _ = fchown(fd, st.st_uid, st.st_gid)
     }
 }

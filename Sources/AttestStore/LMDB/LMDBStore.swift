@@ -19,6 +19,8 @@ final class LMDBStore: StoreBackend {
     let durable: LMDBEnvironment
     let ephemeral: LMDBEnvironment
     private let syncThread: SyncThread?
+    /// When the ephemeral environment was last recreated after a restart (`EphemeralReset`).
+    let ephemeralResetAt: Int64
     /// `commit` mode only: where answers wait for the sync that covers them.
     let barrier: DurabilityBarrier?
     /// Open `deferringDurability` scopes, and the highest durable transaction id read or
@@ -38,6 +40,7 @@ final class LMDBStore: StoreBackend {
         durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
                                       maxReaders: options.maxReaders, noSync: noSync, noMetaSync: !noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
+        ephemeralResetAt = try EphemeralReset.prepare(store: directory, now: Int64(time(nil)))
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
                                         maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })

@@ -163,6 +163,9 @@ final class PostgresStore: StoreBackend {
 
     var durabilitySyncs: Int { 0 }
 
+    /// Used challenges live in the shared database, durably: never forgotten.
+    var ephemeralResetAt: Int64 { 0 }
+
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { [] }
 
     /// Another host may write at any moment and nothing tells this one cheaply, so the version

@@ -1,0 +1,98 @@
+@testable import AttestStore
+import Foundation
+import Testing
+
+/// The ephemeral environment (no sync at commit) is recreated when the store is first opened
+/// after the machine restarted, and the store says when (`ephemeralResetAt`).
+@Suite struct EphemeralResetTests {
+    let dir = TemporaryDirectory()
+    var storePath: String { dir.path + "/store" }
+
+    private func open() throws -> Store {
+        try Store(directory: storePath, options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
+    }
+
+    /// Puts a used challenge in the ephemeral environment and closes the store.
+    private func useChallenge() throws {
+        let store = try open()
+        let fresh = try store.write([.ephemeral]) { try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000) }
+        #expect(fresh)
+    }
+
+    private func challengeIsUsed(_ store: Store) throws -> Bool {
+        try !store.write([.ephemeral]) { try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000) }
+    }
+
+    private func recordedBoot() throws -> String {
+        try String(contentsOfFile: storePath + "/ephemeral.boot", encoding: .utf8)
+    }
+
+    @Test func aNewStoreRecordsTheBootWithoutAReset() throws {
+        let store = try open()
+        #expect(store.ephemeralResetAt == 0)
+        let boot = try #require(EphemeralReset.currentBootID())
+        #expect(try recordedBoot() == "\(boot) 0\n")
+    }
+
+    @Test func reopeningInTheSameBootKeepsWhatWasUsed() throws {
+        try useChallenge()
+        let store = try open()
+        #expect(store.ephemeralResetAt == 0)
+        #expect(try challengeIsUsed(store), "a process death or restart within one boot forgets nothing")
+    }
+
+    @Test func theFirstOpenAfterARestartRecreatesTheEnvironment() throws {
+        try useChallenge()
+        // The machine restarted: the recorded boot is another one.
+        let cutoff = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
+        #expect(cutoff == 1_800_000_000)
+        #expect(try recordedBoot() == "another-boot 1800000000\n")
+        #expect(!FileManager.default.fileExists(atPath: storePath + "/ephemeral/data.mdb"))
+        // Later opens in that boot keep the cutoff and what is used from then on.
+        #expect(try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_500) == 1_800_000_000)
+    }
+
+    @Test func aCorruptEnvironmentFromBeforeTheRestartIsNotOpened() throws {
+        try useChallenge()
+        // What a power cut can leave: pages that do not match the meta page.
+        let data = storePath + "/ephemeral/data.mdb"
+        let handle = try #require(FileHandle(forWritingAtPath: data))
+        handle.seek(toFileOffset: 0)
+        handle.write(Data(repeating: 0xA5, count: 16_384))
+        try handle.close()
+        #expect(throws: StoreError.self, "the same boot: the damage is reported, not hidden") { _ = try open() }
+        try "an-earlier-boot 0\n".write(toFile: storePath + "/ephemeral.boot", atomically: true, encoding: .utf8)
+        let store = try open()
+        #expect(store.ephemeralResetAt > 0)
+        #expect(try !challengeIsUsed(store), "recreated empty")
+        try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "acme", createdAt: .init(seconds: 1))) }
+    }
+
+    @Test func anEnvironmentOpenInAnotherProcessIsLeftAlone() throws {
+        try useChallenge()
+        // Another process (LMDB holds a lock on lock.mdb's first byte while it has it open).
+        let lockFile = storePath + "/ephemeral/lock.mdb"
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", """
+            import fcntl, sys
+            f = open(sys.argv[1], 'r+b')
+            fcntl.lockf(f, fcntl.LOCK_SH, 1, 0)
+            print('locked', flush=True)
+            sys.stdin.read()
+            """, lockFile]
+        let input = Pipe(), out = Pipe()
+        python.standardInput = input
+        python.standardOutput = out
+        try python.run()
+        defer {
+            try? input.fileHandleForWriting.close()  // the holder exits at EOF
+            python.waitUntilExit()
+        }
+        _ = out.fileHandleForReading.availableData  // "locked"
+        let cutoff = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
+        #expect(cutoff == 0, "in use: not reset")
+        #expect(FileManager.default.fileExists(atPath: storePath + "/ephemeral/data.mdb"))
+        #expect(try recordedBoot() == "another-boot 0\n")
+    }
+}
