@@ -44,12 +44,13 @@ import Testing
     @Test func theFirstOpenAfterARestartRecreatesTheEnvironment() throws {
         try useChallenge()
         // The machine restarted: the recorded boot is another one.
-        let cutoff = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
-        #expect(cutoff == 1_800_000_000)
+        let (cutoff, reset) = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
+        #expect(cutoff == 1_800_000_000 && reset)
         #expect(try recordedBoot() == "another-boot 1800000000\n")
         #expect(!FileManager.default.fileExists(atPath: storePath + "/ephemeral/data.mdb"))
         // Later opens in that boot keep the cutoff and what is used from then on.
-        #expect(try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_500) == 1_800_000_000)
+        let later = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_500)
+        #expect(later.cutoff == 1_800_000_000 && !later.reset)
     }
 
     @Test func aCorruptEnvironmentFromBeforeTheRestartIsNotOpened() throws {
@@ -90,9 +91,21 @@ import Testing
             python.waitUntilExit()
         }
         _ = out.fileHandleForReading.availableData  // "locked"
-        let cutoff = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
-        #expect(cutoff == 0, "in use: not reset")
+        let (cutoff, reset) = try EphemeralReset.prepare(store: storePath, bootID: "another-boot", now: 1_800_000_000)
+        #expect(cutoff == 0 && !reset, "in use: not reset")
         #expect(FileManager.default.fileExists(atPath: storePath + "/ephemeral/data.mdb"))
         #expect(try recordedBoot() == "another-boot 0\n")
+    }
+
+    @Test func filesRecreatedByRootGoToTheStoresOwner() throws {
+        guard geteuid() == 0 else { return }  // only root can hand files to another user
+        try useChallenge()
+        #expect(chown(storePath, 65_534, 65_534) == 0)
+        try "an-earlier-boot 0\n".write(toFile: storePath + "/ephemeral.boot", atomically: true, encoding: .utf8)
+        _ = try open()
+        for file in ["ephemeral/data.mdb", "ephemeral/lock.mdb", "ephemeral.boot"] {
+            let owner = try FileManager.default.attributesOfItem(atPath: storePath + "/" + file)[.ownerAccountID] as? NSNumber
+            #expect(owner?.intValue == 65_534, "\(file)")
+        }
     }
 }

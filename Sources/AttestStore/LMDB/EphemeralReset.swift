@@ -28,13 +28,13 @@ enum EphemeralReset {
     static let bootIDPath = "/proc/sys/kernel/random/boot_id"
 
     /// Checks `<store>/ephemeral.boot` against `bootID`; when it differs and an ephemeral
-    /// environment exists, deletes that environment's files. Returns the cutoff in force.
-    /// Call before opening the ephemeral environment.
-    static func prepare(store directory: String, bootID: String? = currentBootID(), now: Int64) throws -> Int64 {
-        guard let bootID, !bootID.isEmpty else { return 0 }
+    /// environment exists, deletes that environment's files. Returns the cutoff in force, and
+    /// whether this call deleted them. Call before opening the ephemeral environment.
+    static func prepare(store directory: String, bootID: String? = currentBootID(), now: Int64) throws -> (cutoff: Int64, reset: Bool) {
+        guard let bootID, !bootID.isEmpty else { return (0, false) }
         let path = directory + "/ephemeral.boot"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return 0 }
+        guard fd >= 0 else { return (0, false) }
         FileOwner.match(fd, of: directory)
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
@@ -42,7 +42,7 @@ enum EphemeralReset {
         let recorded = readAll(fd).split(separator: " ", omittingEmptySubsequences: true)
         let cutoff: Int64
         if recorded.count == 2, recorded[0] == bootID {
-            return Int64(recorded[1].trimmingWhitespace) ?? 0
+            return (Int64(recorded[1].trimmingWhitespace) ?? 0, false)
         } else if access(directory + "/ephemeral/data.mdb", F_OK) == 0,
                   attest_lmdb_in_use(directory + "/ephemeral/lock.mdb") == 0 {
             for file in ["data.mdb", "lock.mdb"] {
@@ -62,7 +62,7 @@ enum EphemeralReset {
         guard ftruncate(fd, 0) == 0, pwrite(fd, line, line.count, 0) == line.count else {
             throw StoreError(.open, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
-        return cutoff
+        return (cutoff, cutoff > 0)
     }
 
     static func currentBootID() -> String? {

@@ -11,4 +11,11 @@ enum FileOwner {
         guard geteuid() == 0, stat(path, &st) == 0, st.st_uid != 0 else { return }
         _ = fchown(fd, st.st_uid, st.st_gid)
     }
+
+    /// `match` for files by path (symbolic links not followed).
+    static func match(paths: [String], of path: String) {
+        var st = stat()
+        guard geteuid() == 0, stat(path, &st) == 0, st.st_uid != 0 else { return }
+        for file in paths { _ = lchown(file, st.st_uid, st.st_gid) }
+    }
 }

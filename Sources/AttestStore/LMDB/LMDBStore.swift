@@ -40,10 +40,13 @@ final class LMDBStore: StoreBackend {
         durable = try LMDBEnvironment(path: directory + "/durable", mapSizeMiB: options.durableMapSizeMiB,
                                       maxReaders: options.maxReaders, noSync: noSync, noMetaSync: !noSync,
                                       databases: Database.allCases.filter { $0.environment == .durable })
-        ephemeralResetAt = try EphemeralReset.prepare(store: directory, now: Int64(time(nil)))
+        let (resetAt, reset) = try EphemeralReset.prepare(store: directory, now: Int64(time(nil)))
+        ephemeralResetAt = resetAt
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
                                         maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
+        // Recreated by root (attestctl) in a store the service user owns: the files go to that user.
+        if reset { FileOwner.match(paths: ["/ephemeral/data.mdb", "/ephemeral/lock.mdb"].map { directory + $0 }, of: directory) }
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)
             barrier = nil
