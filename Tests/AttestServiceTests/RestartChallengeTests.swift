@@ -37,5 +37,8 @@ import Testing
         }
         let token = try context.checkChallenge(after, appID: appID, now: clock.now())
         #expect(token.id == Array(repeating: 2, count: 16))
+        // Fetched in the very second of the reset (a client right after a restore): accepted.
+        let sameSecond = context.challenges.issue(appID: appID, expiry: Timestamp(seconds: resetAt + ttl), id: Array(repeating: 3, count: 16))
+        #expect(try context.checkChallenge(sameSecond, appID: appID, now: clock.now()).id == Array(repeating: 3, count: 16))
     }
 }

@@ -57,7 +57,10 @@ extension ServiceContext {
     func checkChallenge(_ challenge: String, appID: String, now: Timestamp) throws -> ChallengeAuthority.Token {
         let token = try challenges.check(challenge, appID: appID, now: now)
         let resetAt = store.ephemeralResetAt
-        guard resetAt == 0 || token.expiry.seconds > resetAt + Int64(configuration.challengeTTLSeconds) else {
+        // Issued before the reset ⇔ expiry < reset + TTL. A challenge issued within the reset's
+        // own second passes: the store's first open after a reboot, or after a restore, cannot
+        // come within a second of a challenge used before it.
+        guard resetAt == 0 || token.expiry.seconds >= resetAt + Int64(configuration.challengeTTLSeconds) else {
             throw ServiceError(.challengeExpired,
                                "Challenge expired: it was issued before the server restarted. Request a new one from GET /api/v1/attestation/challenge.",
                                hint: "Request a fresh challenge immediately before attesting or asserting.",
