@@ -66,6 +66,7 @@ public final class ServiceContext {
                                          challengeSecret: data.challengeSecret(), trustAnchors: trust.hardware, testRoots: trust.test,
                                          keyRing: KeyRing(data))
         context.log = log
+        if let notice = store.ephemeralResetNotice { log("\(notice)") }
         return context
     }
 

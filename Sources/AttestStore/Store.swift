@@ -1,3 +1,5 @@
+import AttestCore
+
 /// The store, whatever backend holds it: the one type the endpoints and `attestctl` open.
 ///
 /// `StoreOptions.backend` picks the backend:
@@ -109,6 +111,14 @@ public final class Store {
     /// `EphemeralReset`). 0: never (always with PostgreSQL). Challenges issued before it
     /// are refused.
     public var ephemeralResetAt: Int64 { backend.ephemeralResetAt }
+
+    /// What to tell the operator when this open recreated the ephemeral environment (the
+    /// first open after the machine restarted), else `nil`.
+    public var ephemeralResetNotice: String? {
+        guard let lmdb = backend as? LMDBStore, lmdb.resetEphemeralOnOpen else { return nil }
+        return "the ephemeral store (used challenges, rate windows) was recreated after a restart: "
+            + "challenges issued before \(Timestamp(seconds: lmdb.ephemeralResetAt).iso8601) are refused as expired"
+    }
 
     /// Entry counts of every database, for `attestctl` and tests.
     public func entryCounts() throws -> [Database: Int] {

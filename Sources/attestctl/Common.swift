@@ -12,7 +12,9 @@ func dataDirectory(_ args: Arguments) -> DataDirectory {
 /// The configuration and store of an initialised data directory.
 func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {
     let config = try data.loadConfiguration()
-    return (config, try Store(directory: data.storeDirectory, options: config.storeOptions))
+    let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
+    if let notice = store.ephemeralResetNotice { Output.err("attestctl: note: \(notice)") }
+    return (config, store)
 }
 
 func now() -> Timestamp { SystemClock().now() }

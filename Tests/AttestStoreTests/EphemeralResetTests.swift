@@ -65,7 +65,9 @@ import Testing
         try "an-earlier-boot 0\n".write(toFile: storePath + "/ephemeral.boot", atomically: true, encoding: .utf8)
         let store = try open()
         #expect(store.ephemeralResetAt > 0)
+        #expect(store.ephemeralResetNotice?.contains("recreated after a restart") == true, "the operator is told")
         #expect(try !challengeIsUsed(store), "recreated empty")
+        #expect(try open().ephemeralResetNotice == nil, "only the open that recreated it says so")
         try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "acme", createdAt: .init(seconds: 1))) }
     }
 

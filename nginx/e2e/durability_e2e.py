@@ -122,7 +122,11 @@ def main():
     used = json.loads(ctl("store", "stats", "--json"))["databases"]["challenges"]
     boot_record = os.path.join(data, "store", "ephemeral.boot")
     with open(boot_record, "w") as f: f.write("a-boot-before-the-power-cut 0\n")
-    stored = {d["keyId"]: d["counter"] for d in json.loads(ctl("device", "list", "--json", "--limit", "1000000"))}
+    listed = subprocess.run([os.path.join(BIN, "attestctl"), "device", "list", "--json", "--limit", "1000000", "--data", data],
+                            check=True, capture_output=True, text=True)
+    stored = {d["keyId"]: d["counter"] for d in json.loads(listed.stdout)}
+    if "recreated after a restart" not in listed.stderr:
+        sys.exit(f"FAIL: attestctl did not say it recreated the ephemeral store: {listed.stderr!r}")
     boot, cutoff = open(boot_record).read().split()
     after = json.loads(ctl("store", "stats", "--json"))["databases"]["challenges"]
     with open("/proc/sys/kernel/random/boot_id") as f: this_boot = f.read().strip()

@@ -21,6 +21,8 @@ final class LMDBStore: StoreBackend {
     private let syncThread: SyncThread?
     /// When the ephemeral environment was last recreated after a restart (`EphemeralReset`).
     let ephemeralResetAt: Int64
+    /// Whether this open recreated it.
+    let resetEphemeralOnOpen: Bool
     /// `commit` mode only: where answers wait for the sync that covers them.
     let barrier: DurabilityBarrier?
     /// Open `deferringDurability` scopes, and the highest durable transaction id read or
@@ -42,6 +44,7 @@ final class LMDBStore: StoreBackend {
                                       databases: Database.allCases.filter { $0.environment == .durable })
         let (resetAt, reset) = try EphemeralReset.prepare(store: directory, now: Int64(time(nil)))
         ephemeralResetAt = resetAt
+        resetEphemeralOnOpen = reset
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
                                         maxReaders: options.maxReaders, noSync: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
