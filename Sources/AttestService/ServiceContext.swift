@@ -118,9 +118,7 @@ public final class ServiceContext {
             heldAnswer = awaits > 0 ? HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started) : nil
             return response
         } catch {
-            let failure = ServiceError.unexpected(error)
-            log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - started) detail=\"\(failure.logDetail)\"")
-            return Self.errorResponse(failure, requestID: request.requestID)
+            return failedAfterAnswer(error, endpoint: endpoint, requestID: request.requestID, started: started)
         }
     }
 
@@ -162,9 +160,14 @@ public final class ServiceContext {
     /// The 503 sent instead of a held answer whose durability failed, logged as `respond`
     /// logs its failures.
     func failedToSettle(_ held: HeldAnswer, _ error: any Error) -> Response {
+        failedAfterAnswer(error, endpoint: held.endpoint, requestID: held.requestID, started: held.started)
+    }
+
+    /// The 503 (logged) that replaces an answer built but not sendable: its durability failed.
+    private func failedAfterAnswer(_ error: any Error, endpoint: String, requestID: String, started: Int64) -> Response {
         let failure = ServiceError.unexpected(error)
-        log("\(held.endpoint) requestId=\(held.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - held.started) detail=\"\(failure.logDetail)\"")
-        return Self.errorResponse(failure, requestID: held.requestID)
+        log("\(endpoint) requestId=\(requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - started) detail=\"\(failure.logDetail)\"")
+        return Self.errorResponse(failure, requestID: requestID)
     }
 
     var logsEveryRequest: Bool { configuration.requestLog == "all" }

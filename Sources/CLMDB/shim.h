@@ -15,7 +15,6 @@ static inline void attest_max_u64(uint64_t *p, uint64_t v) {
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
-static inline int errno_is_enoent(void) { return errno == ENOENT; }
 /* Whether another process has the LMDB environment whose lock file is `path` open: every
    process with it open holds an fcntl lock on its first byte (LMDB's mdb_env_excl_lock and
    mdb_env_share_locks). 1: in use, 0: not (or no lock file), -1: cannot tell. Closing the
@@ -23,7 +22,7 @@ static inline int errno_is_enoent(void) { return errno == ENOENT; }
    that does not have the environment open. */
 static inline int attest_lmdb_in_use(const char *path) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return errno_is_enoent() ? 0 : -1;
+    if (fd < 0) return errno == ENOENT ? 0 : -1;
     struct flock probe = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
     int rc = fcntl(fd, F_GETLK, &probe);
     close(fd);

@@ -32,16 +32,31 @@ import Testing
         }
     }
 
-    private func worker(_ listener: TestListener) -> Worker {
-        Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path), log: Log(name: "test"), masterPID: getpid())
-    }
+    /// A worker, its connection pool and a deferring responder over a fresh listener, with
+    /// `requests` clients that have each sent one request; the clients close with it.
+    final class Harness {
+        let listener = TestListener()
+        let clients: [Int32]
+        let ledger = Ledger()
+        var responder: any Responder
+        let pool: ConnectionPool
+        let worker: Worker
 
-    private func send(_ listener: TestListener, count: Int) -> [Int32] {
-        (0..<count).map { i in
-            let client = listener.connect()
-            TestListener.write(client, Records.request([("REQUEST_METHOD", "GET"), ("REQUEST_ID", "r\(i)")]))
-            return client
+        init(requests: Int) {
+            clients = (0..<requests).map { [listener] i in
+                let client = listener.connect()
+                TestListener.write(client, Records.request([("REQUEST_METHOD", "GET"), ("REQUEST_ID", "r\(i)")]))
+                return client
+            }
+            responder = DeferringResponder(ledger: ledger)
+            pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
+            worker = Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path), log: Log(name: "test"), masterPID: getpid())
         }
+
+        deinit { clients.forEach { close($0) } }
+
+        func serve() -> Worker.Outcome { worker.serveOne(pool, &responder) }
+        func settleAll() { pool.settleAll(&responder) }
     }
 
     /// Whether the worker has written anything to `client` yet (no waiting).
@@ -58,48 +73,37 @@ import Testing
 
     @Test("answers wait until settled; a later settlement sends the ones it covers, without a wait")
     func heldUntilSettled() throws {
-        let listener = TestListener()
-        let clients = send(listener, count: 3)
-        defer { clients.forEach { close($0) } }
-        let ledger = Ledger()
-        var responder: any Responder = DeferringResponder(ledger: ledger)
-        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
-        let worker = worker(listener)
+        let h = Harness(requests: 3)
+        let (clients, ledger, pool) = (h.clients, h.ledger, h.pool)
 
-        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
-        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
+        guard case .served = h.serve() else { Issue.record("expected a request"); return }
+        guard case .served = h.serve() else { Issue.record("expected a request"); return }
         #expect(pool.held.count == 2)
         #expect(!answered(clients[0]) && !answered(clients[1]), "nothing leaves before it is settled")
 
         ledger.settledThrough = 1  // what the next commit's sync would do for the first answer
-        guard case .served = worker.serveOne(pool, &responder) else { Issue.record("expected a request"); return }
+        guard case .served = h.serve() else { Issue.record("expected a request"); return }
         #expect(answered(clients[0]), "settled by then: sent after the next request")
         #expect(!answered(clients[1]) && !answered(clients[2]))
         #expect(ledger.settleCalls.isEmpty, "no wait so far")
 
-        pool.settleAll(&responder)
+        h.settleAll()
         #expect(ledger.settleCalls == [3], "one wait, for the highest held position")
         #expect(pool.held.isEmpty)
         #expect(try body(clients[0]).hasSuffix(#"{"n":1}"#))
         #expect(try body(clients[1]).hasSuffix(#"{"n":2}"#))
         #expect(try body(clients[2]).hasSuffix(#"{"n":3}"#))
-        guard case .nothingQueued = worker.serveOne(pool, &responder) else { Issue.record("queue should be empty"); return }
+        guard case .nothingQueued = h.serve() else { Issue.record("queue should be empty"); return }
     }
 
     @Test("a failed settlement answers every held request 503 instead")
     func failedSettlement() throws {
-        let listener = TestListener()
-        let clients = send(listener, count: 2)
-        defer { clients.forEach { close($0) } }
-        let ledger = Ledger()
-        ledger.settleFails = true
-        var responder: any Responder = DeferringResponder(ledger: ledger)
-        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
-        let worker = worker(listener)
-        _ = worker.serveOne(pool, &responder)
-        _ = worker.serveOne(pool, &responder)
-        pool.settleAll(&responder)
-        for client in clients {
+        let h = Harness(requests: 2)
+        h.ledger.settleFails = true
+        _ = h.serve()
+        _ = h.serve()
+        h.settleAll()
+        for client in h.clients {
             let text = try body(client)
             #expect(text.hasPrefix("Status: 503") && text.hasSuffix(#"{"code":"unavailable"}"#), "\(text)")
         }
@@ -107,19 +111,14 @@ import Testing
 
     @Test("an answer already settled is sent at once, and the pool reuses connections")
     func settledAtOnce() throws {
-        let listener = TestListener()
-        let clients = send(listener, count: 2)
-        defer { clients.forEach { close($0) } }
-        let ledger = Ledger()
+        let h = Harness(requests: 2)
+        let (clients, ledger, pool) = (h.clients, h.ledger, h.pool)
         ledger.settledThrough = .max
-        var responder: any Responder = DeferringResponder(ledger: ledger)
-        let pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
-        let worker = worker(listener)
         let first = ObjectIdentifier(pool.current)
-        _ = worker.serveOne(pool, &responder)
+        _ = h.serve()
         #expect(answered(clients[0]) && pool.held.isEmpty)
         #expect(ObjectIdentifier(pool.current) == first)
-        _ = worker.serveOne(pool, &responder)
+        _ = h.serve()
         #expect(answered(clients[1]))
         #expect(ledger.settleCalls.isEmpty)
     }
