@@ -30,8 +30,8 @@ public enum SeedCorpus {
                               try device.assertion(clientDataHash: FuzzKeys.clientDataHash, appID: "OTHERTEAM1.x", counter: 3)]
         seeds["request"] = requestBodies(device: device, production: production).map { [$0.0] + $0.1 }
         let challenge = ChallengeAuthority(secret: ChallengeTarget.secret)
-        seeds["challenge"] = [Array(challenge.issue(appID: appID, expiry: ChallengeTarget.now + 300, id: Array(0..<16)).utf8),
-                              Array(challenge.issue(appID: nil, expiry: ChallengeTarget.now - 1, id: Array(16..<32)).utf8),
+        seeds["challenge"] = [Array(challenge.issue(appID: appID, issued: ChallengeTarget.now, expiry: ChallengeTarget.now + 300, id: Array(0..<16)).utf8),
+                              Array(challenge.issue(appID: nil, issued: ChallengeTarget.now - 301, expiry: ChallengeTarget.now - 1, id: Array(16..<32)).utf8),
                               [1, 1] + [UInt8](repeating: 0x7F, count: 8) + Array(0..<16)]
         let claims: JSONValue = ["sub": "device", "exp": 1_780_000_000, "custom_claims": ["tier": "pro", "n": [1, .double(2.5), nil, true]]]
         seeds["jwt"] = [Array(try JWTSigner(key: FuzzKeys.tokenKey).sign(claims).utf8), claims.jsonBytes]

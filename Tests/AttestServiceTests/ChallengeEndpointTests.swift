@@ -1,5 +1,5 @@
 import AttestCore
-import AttestService
+@testable import AttestService
 import AttestStore
 import Testing
 
@@ -95,26 +95,45 @@ import Testing
     }
 
     @Test func validUntilItsExpiryThenExpired() {
-        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
+        let c = authority.issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
         #expect(code { _ = try authority.check(c, appID: "T.b", now: now + 300) } == nil)
         #expect(code { _ = try authority.check(c, appID: "T.b", now: now + 301) } == "challenge_expired")
     }
 
     @Test func forgedOrMangledIsInvalid() {
-        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
+        let c = authority.issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
         var chars = Array(c)
         chars[30] = chars[30] == "A" ? "B" : "A"
         #expect(code { _ = try authority.check(String(chars), appID: "T.b", now: now) } == "challenge_invalid")
         #expect(code { _ = try authority.check("", appID: "T.b", now: now) } == "challenge_invalid")
         #expect(code { _ = try authority.check(String(c.dropLast()), appID: "T.b", now: now) } == "challenge_invalid")
-        let other = ChallengeAuthority(secret: [UInt8](repeating: 2, count: 32)).issue(appID: "T.b", expiry: now + 300, id: id)
+        let other = ChallengeAuthority(secret: [UInt8](repeating: 2, count: 32)).issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
         #expect(code { _ = try authority.check(other, appID: "T.b", now: now) } == "challenge_invalid", "another server's key")
     }
 
     @Test func anExtendedExpiryBreaksTheTag() {
-        let c = authority.issue(appID: "T.b", expiry: now + 300, id: id)
+        let c = authority.issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
         var bytes = Base64.decode(c)!
         bytes[9] &+= 1
         #expect(code { _ = try authority.check(Base64.encode(bytes, url: true), appID: "T.b", now: now) } == "challenge_invalid")
+        var earlier = Base64.decode(c)!
+        earlier[5] &-= 1  // the issue time, moved to before a restart, is signed too
+        #expect(code { _ = try authority.check(Base64.encode(earlier, url: true), appID: "T.b", now: now) } == "challenge_invalid")
+    }
+
+    @Test func carriesWhenItWasIssued() throws {
+        let c = authority.issue(appID: "T.b", issued: now - 7, expiry: now + 293, id: id)
+        #expect(Base64.decode(c)?.first == 2 && c.utf8.count == 56)
+        let token = try authority.check(c, appID: "T.b", now: now)
+        #expect(token.issued == now - 7 && token.expiry == now + 293 && token.id == id && token.boundToApp)
+    }
+
+    @Test func versionOneChallengesFromOlderBuildsAreStillAccepted() throws {
+        let c = authority.issueVersion1(appID: "T.b", expiry: now + 300, id: id)
+        #expect(Base64.decode(c)?.first == 1 && c.utf8.count == 56)
+        let token = try authority.check(c, appID: "T.b", now: now)
+        #expect(token.issued == nil && token.expiry == now + 300 && token.id == id)
+        #expect(code { _ = try authority.check(c, appID: "T.b", now: now + 301) } == "challenge_expired")
+        #expect(code { _ = try authority.check(c, appID: "T.c", now: now) } == "challenge_invalid")
     }
 }

@@ -30,15 +30,23 @@ import Testing
                                          testRoots: [], keyRing: KeyRing(data))
         let ttl = Int64(config.challengeTTLSeconds)
         let appID = Fixture.appID
-        let before = context.challenges.issue(appID: appID, expiry: Timestamp(seconds: resetAt - 10 + ttl), id: Array(repeating: 1, count: 16))
-        let after = context.challenges.issue(appID: appID, expiry: Timestamp(seconds: resetAt + 1 + ttl), id: Array(repeating: 2, count: 16))
-        #expect(throws: ServiceError.self, "issued before the reset: it may have been used") {
-            _ = try context.checkChallenge(before, appID: appID, now: clock.now())
+        func check(_ challenge: String) throws -> [UInt8] { try context.checkChallenge(challenge, appID: appID, now: clock.now()).id }
+        func issued(_ second: Int64, ttl: Int64, id: UInt8) -> String {
+            context.challenges.issue(appID: appID, issued: Timestamp(seconds: second), expiry: Timestamp(seconds: second + ttl), id: Array(repeating: id, count: 16))
         }
-        let token = try context.checkChallenge(after, appID: appID, now: clock.now())
-        #expect(token.id == Array(repeating: 2, count: 16))
+        #expect(throws: ServiceError.self, "issued before the reset: it may have been used") { try check(issued(resetAt - 10, ttl: ttl, id: 1)) }
+        #expect(throws: ServiceError.self, "issued before the reset with a longer TTL, lowered since") {
+            try check(issued(resetAt - 10, ttl: ttl + 3000, id: 4))
+        }
+        #expect(try check(issued(resetAt + 1, ttl: ttl, id: 2)) == Array(repeating: 2, count: 16))
         // Fetched in the very second of the reset (a client right after a restore): accepted.
-        let sameSecond = context.challenges.issue(appID: appID, expiry: Timestamp(seconds: resetAt + ttl), id: Array(repeating: 3, count: 16))
-        #expect(try context.checkChallenge(sameSecond, appID: appID, now: clock.now()).id == Array(repeating: 3, count: 16))
+        #expect(try check(issued(resetAt, ttl: ttl, id: 3)) == Array(repeating: 3, count: 16))
+        #expect(try check(issued(resetAt, ttl: 10, id: 5)) == Array(repeating: 5, count: 16), "whatever its TTL")
+
+        // Version 1 (older builds) says only its expiry: issued before ⇔ expiry < reset + TTL.
+        let v1Before = context.challenges.issueVersion1(appID: appID, expiry: Timestamp(seconds: resetAt - 10 + ttl), id: Array(repeating: 6, count: 16))
+        let v1After = context.challenges.issueVersion1(appID: appID, expiry: Timestamp(seconds: resetAt + ttl), id: Array(repeating: 7, count: 16))
+        #expect(throws: ServiceError.self) { try check(v1Before) }
+        #expect(try check(v1After) == Array(repeating: 7, count: 16))
     }
 }

@@ -176,9 +176,9 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
     @Test func forgedOrOtherAppChallengesAreInvalid() throws {
         let flow = try DeviceFlow()
         let other = ChallengeAuthority(secret: [UInt8](repeating: 7, count: 32))
-            .issue(appID: Fixture.appID, expiry: flow.fixture.clock.now() + 300, id: [UInt8](repeating: 1, count: 16))
+            .issue(appID: Fixture.appID, issued: flow.fixture.clock.now(), expiry: flow.fixture.clock.now() + 300, id: [UInt8](repeating: 1, count: 16))
         expectError(flow, try flow.validateBody(challenge: other), status: 400, code: "challenge_invalid")
-        let forAnotherApp = flow.context.challenges.issue(appID: "OTHER12345.app", expiry: flow.fixture.clock.now() + 300,
+        let forAnotherApp = flow.context.challenges.issue(appID: "OTHER12345.app", issued: flow.fixture.clock.now(), expiry: flow.fixture.clock.now() + 300,
                                                          id: [UInt8](repeating: 2, count: 16))
         expectError(flow, try flow.validateBody(challenge: forAnotherApp), status: 400, code: "challenge_invalid")
     }

@@ -3,10 +3,16 @@ import AttestCore
 /// Issues and checks stateless challenges.
 ///
 /// ```
-/// challenge = base64url( version u8 = 1 | flags u8 (bit 0: bound to an app)
-///                        | expiry i64 BE (seconds) | id 16 random bytes | tag 16 bytes )
-/// tag       = HMAC-SHA-256(secret, version | flags | expiry | id | appID if bound)[0..<16]
+/// challenge = base64url( version u8 = 2 | flags u8 (bit 0: bound to an app)
+///                        | issued u32 BE | expiry u32 BE (Unix seconds)
+///                        | id 16 random bytes | tag 16 bytes )
+/// tag       = HMAC-SHA-256(secret, version | flags | issued | expiry | id | appID if bound)[0..<16]
 /// ```
+/// Version 1, which older builds issued and which is still accepted, has `expiry i64 BE` in
+/// place of the two times (same length). The issue time lets admission refuse exactly the
+/// challenges issued before the store forgot which were used (`Store.ephemeralResetAt`),
+/// whatever lifetime they were issued with; for version 1 it can only infer that from today's
+/// `challenge.ttlSeconds`.
 /// Issuing writes nothing. Single use is enforced when a challenge is consumed: its id and
 /// expiry go into the ephemeral `challenges` database, kept until the expiry passes.
 public struct ChallengeAuthority: Sendable {
@@ -20,15 +26,30 @@ public struct ChallengeAuthority: Sendable {
         public let id: [UInt8]
         public let expiry: Timestamp
         public let boundToApp: Bool
+        /// When it was issued; `nil` for a version-1 challenge (it does not say).
+        public let issued: Timestamp?
     }
 
-    /// A new challenge bound to `appID` (or to no app).
-    public func issue(appID: String?, expiry: Timestamp, id: [UInt8]) -> String {
+    /// A new challenge bound to `appID` (or to no app), issued at `issued`. Times outside
+    /// 1970…2106 (a clock gone wrong) are clamped into it.
+    public func issue(appID: String?, issued: Timestamp, expiry: Timestamp, id: [UInt8]) -> String {
         precondition(id.count == 16)
         var bytes = [UInt8]()
         bytes.reserveCapacity(Self.encodedLength)
-        bytes.append(1)
+        bytes.append(2)
         bytes.append(appID == nil ? 0 : 1)
+        for time in [issued, expiry] {
+            let seconds = UInt32(clamping: time.seconds)
+            for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: seconds >> UInt32(shift))) }
+        }
+        bytes += id
+        bytes += tag(bytes, appID: appID)
+        return Base64.encode(bytes, url: true)
+    }
+
+    /// A version-1 challenge, as builds before version 2 issued them (tests of the upgrade).
+    func issueVersion1(appID: String?, expiry: Timestamp, id: [UInt8]) -> String {
+        var bytes: [UInt8] = [1, appID == nil ? 0 : 1]
         let e = UInt64(bitPattern: expiry.seconds)
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: e >> UInt64(shift))) }
         bytes += id
@@ -45,7 +66,7 @@ public struct ChallengeAuthority: Sendable {
     ///   `requireBinding`), `challenge_expired` (authentic but past its expiry).
     public func check(_ challenge: String, appID: String, now: Timestamp, requireBinding: Bool = true) throws(ServiceError) -> Token {
         guard challenge.utf8.count == 56, let bytes = Base64.decode(challenge), bytes.count == Self.encodedLength,
-              bytes[0] == 1, bytes[1] <= 1 else {
+              bytes[0] == 1 || bytes[0] == 2, bytes[1] <= 1 else {
             throw ServiceError.challengeInvalid(log: "malformed challenge")
         }
         let bound = bytes[1] == 1
@@ -57,8 +78,16 @@ public struct ChallengeAuthority: Sendable {
         guard bound || !requireBinding else {
             throw ServiceError.challengeInvalid(log: "challenge issued without X-Bundle-ID/X-Team-ID")
         }
-        let expiry = Timestamp(seconds: Int64(bitPattern: bytes[2..<10].reduce(0) { $0 << 8 | UInt64($1) }))
-        let token = Token(id: Array(bytes[10..<26]), expiry: expiry, boundToApp: bound)
+        func number(_ range: Range<Int>) -> UInt64 { bytes[range].reduce(0) { $0 << 8 | UInt64($1) } }
+        let expiry: Timestamp, issued: Timestamp?
+        if bytes[0] == 2 {
+            issued = Timestamp(seconds: Int64(number(2..<6)))
+            expiry = Timestamp(seconds: Int64(number(6..<10)))
+        } else {
+            issued = nil
+            expiry = Timestamp(seconds: Int64(bitPattern: number(2..<10)))
+        }
+        let token = Token(id: Array(bytes[10..<26]), expiry: expiry, boundToApp: bound, issued: issued)
         guard now <= expiry else {
             throw ServiceError(.challengeExpired,
                                "Challenge expired: challenges are valid for a few minutes. Request a new one from GET /api/v1/attestation/challenge.",

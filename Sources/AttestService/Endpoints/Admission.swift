@@ -57,10 +57,13 @@ extension ServiceContext {
     func checkChallenge(_ challenge: String, appID: String, now: Timestamp) throws -> ChallengeAuthority.Token {
         let token = try challenges.check(challenge, appID: appID, now: now)
         let resetAt = store.ephemeralResetAt
-        // Issued before the reset ⇔ expiry < reset + TTL. A challenge issued within the reset's
-        // own second passes: the store's first open after a reboot, or after a restore, cannot
-        // come within a second of a challenge used before it.
-        guard resetAt == 0 || token.expiry.seconds >= resetAt + Int64(configuration.challengeTTLSeconds) else {
+        // A challenge issued within the reset's own second passes: the store's first open after
+        // a reboot, or after a restore, cannot come within a second of a challenge used before
+        // it. A version-1 challenge (older builds) does not say when it was issued: issued before
+        // the reset ⇔ expiry < reset + TTL, exact unless the TTL was lowered across the restart.
+        let issuedAfterReset = token.issued.map { $0.seconds >= resetAt }
+            ?? (token.expiry.seconds >= resetAt + Int64(configuration.challengeTTLSeconds))
+        guard resetAt == 0 || issuedAfterReset else {
             throw ServiceError(.challengeExpired,
                                "Challenge expired: it was issued before the server restarted. Request a new one from GET /api/v1/attestation/challenge.",
                                hint: "Request a fresh challenge immediately before attesting or asserting.",

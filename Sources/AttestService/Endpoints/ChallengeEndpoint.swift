@@ -18,7 +18,7 @@ public enum ChallengeEndpoint {
             let now = ctx.clock.now()
             let ttl = Int64(ctx.configuration.challengeTTLSeconds)
             let expiry = now + ttl
-            let challenge = ctx.challenges.issue(appID: app?.app.appID, expiry: expiry, id: ctx.random.bytes(16))
+            let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry, id: ctx.random.bytes(16))
             // Every part is base64url, digits or ISO 8601: nothing needs JSON escaping.
             var body = [UInt8]()
             body.reserveCapacity(128)

@@ -13,8 +13,8 @@ import Glibc
 /// (same boot) keeps it, since the page cache survives that.
 ///
 /// Forgetting used challenges must not revive them: `cutoff` is the wall-clock second of the
-/// reset, and admission refuses a challenge issued before it (expiry earlier than the cutoff plus
-/// `challenge.ttlSeconds`) as expired; clients fetch a new one.
+/// reset, and admission refuses a challenge issued before it as expired (a challenge carries its
+/// issue time; `ChallengeAuthority`); clients fetch a new one.
 ///
 /// `<store>/ephemeral.boot`, 0600, read and written under `flock(LOCK_EX)`:
 /// ```
