@@ -112,53 +112,74 @@ public final class ServiceContext {
         let started = Self.monotonicMicroseconds()
         do {
             guard holdsAnswers else {
-                return try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
+                let (response, line) = try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
+                if let line { log(line.text(us: Self.monotonicMicroseconds() - started)) }
+                return response
             }
-            let (response, awaits) = try store.deferringDurabilityUnsettled { respondNow(request, endpoint: endpoint, started: started, body) }
-            heldAnswer = awaits > 0 ? HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started) : nil
+            let ((response, line), awaits) = try store.deferringDurabilityUnsettled { respondNow(request, endpoint: endpoint, started: started, body) }
+            if awaits > 0 {
+                // Logged when the answer leaves (`released`), or replaced by the 503's line.
+                heldAnswer = HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started, line: line)
+            } else {
+                heldAnswer = nil
+                if let line { log(line.text(us: Self.monotonicMicroseconds() - started)) }
+            }
             return response
         } catch {
             return failedAfterAnswer(error, endpoint: endpoint, requestID: request.requestID, started: started)
         }
     }
 
-    private func respondNow(_ request: Request, endpoint: String, started: Int64, _ body: () throws -> Response) -> Response {
+    /// The answer, and its log line when one is due (every failure; a success with
+    /// `server.requestLog = all`); `respond` writes the line once the answer can leave.
+    private func respondNow(_ request: Request, endpoint: String, started: Int64, _ body: () throws -> Response) -> (Response, RequestLogLine?) {
         maintainKeys(at: clock.now())
         rateHeaders = []
         defer { rateHeaders = [] }
         do {
             var response = try body()
             response.headers += rateHeaders
-            if logsEveryRequest {
-                log("\(endpoint) requestId=\(request.requestID) status=\(response.status) code=- us=\(Self.monotonicMicroseconds() - started)")
-            }
-            return response
+            let line = logsEveryRequest ? RequestLogLine(endpoint: endpoint, requestID: request.requestID, status: response.status, code: "-", detail: "") : nil
+            return (response, line)
         } catch {
             let failure = ServiceError.unexpected(error)
-            let us = Self.monotonicMicroseconds() - started
-            if failure.logDetail.isEmpty {
-                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(us)")
-            } else {
-                log("\(endpoint) requestId=\(request.requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(us) detail=\"\(failure.logDetail)\"")
-            }
+            let line = RequestLogLine(endpoint: endpoint, requestID: request.requestID, status: failure.status, code: failure.code.rawValue, detail: failure.logDetail)
             var response = Self.errorResponse(failure, requestID: request.requestID)
             // A 429 carries its own X-RateLimit-* headers; any other answer the request's.
             if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += rateHeaders }
-            return response
+            return (response, line)
+        }
+    }
+
+    /// One request's log line: `<endpoint> requestId=<id> status=<n> code=<code|-> us=<µs>[ detail="…"]`.
+    struct RequestLogLine {
+        let endpoint: String, requestID: String, status: Int, code: String, detail: String
+
+        /// Built by interpolation, so every value is escaped (`LogMessage`).
+        func text(us: Int64) -> LogMessage {
+            detail.isEmpty
+                ? "\(endpoint) requestId=\(requestID) status=\(status) code=\(code) us=\(us)"
+                : "\(endpoint) requestId=\(requestID) status=\(status) code=\(code) us=\(us) detail=\"\(detail)\""
         }
     }
 
     /// An answer `respond` left for the worker to hold (`holdsAnswers`): the durable position
-    /// it awaits, and what a 503 in its place needs.
+    /// it awaits, what a 503 in its place needs, and its own log line, if any.
     struct HeldAnswer {
         let awaits: Int
         let requestID: String
         let endpoint: String
         let started: Int64
+        let line: RequestLogLine?
+    }
+
+    /// Writes a held answer's log line once it leaves as built (`us` then counts the wait).
+    func released(_ held: HeldAnswer) {
+        if let line = held.line { log(line.text(us: Self.monotonicMicroseconds() - held.started)) }
     }
 
     /// The 503 sent instead of a held answer whose durability failed, logged as `respond`
-    /// logs its failures.
+    /// logs its failures (the line the answer would have had is not written).
     func failedToSettle(_ held: HeldAnswer, _ error: any Error) -> Response {
         failedAfterAnswer(error, endpoint: held.endpoint, requestID: held.requestID, started: held.started)
     }
@@ -166,7 +187,8 @@ public final class ServiceContext {
     /// The 503 (logged) that replaces an answer built but not sendable: its durability failed.
     private func failedAfterAnswer(_ error: any Error, endpoint: String, requestID: String, started: Int64) -> Response {
         let failure = ServiceError.unexpected(error)
-        log("\(endpoint) requestId=\(requestID) status=\(failure.status) code=\(failure.code.rawValue) us=\(Self.monotonicMicroseconds() - started) detail=\"\(failure.logDetail)\"")
+        log(RequestLogLine(endpoint: endpoint, requestID: requestID, status: failure.status, code: failure.code.rawValue, detail: failure.logDetail)
+            .text(us: Self.monotonicMicroseconds() - started))
         return Self.errorResponse(failure, requestID: requestID)
     }
 

@@ -56,9 +56,9 @@ public struct ServiceResponder: Responder {
         guard let held = context.heldAnswer else { return nil }
         context.heldAnswer = nil
         let context = context, failed = settleFailure
-        return Deferral(position: held.awaits) {
+        return Deferral(position: held.awaits, failure: {
             context.failedToSettle(held, failed.error ?? StoreError(.io, "the durability sync failed"))
-        }
+        }, released: { context.released(held) })
     }
 
     public mutating func isSettled(_ position: Int) -> Bool {

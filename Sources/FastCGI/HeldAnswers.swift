@@ -26,6 +26,7 @@ struct HeldAnswers<Slot> {
             // Positions only settle upwards: one settled position answers every one below it.
             guard entry.deferral.position <= highest || responder.isSettled(entry.deferral.position) else { return false }
             highest = max(highest, entry.deferral.position)
+            entry.deferral.released()
             settled.append((entry.slot, entry.response))
             return true
         }
@@ -37,7 +38,10 @@ struct HeldAnswers<Slot> {
     mutating func settleAll(_ responder: inout any Responder) -> [(slot: Slot, response: Response)] {
         guard let highest = entries.map(\.deferral.position).max() else { return [] }
         let ok = responder.settle(highest)
-        let all = entries.map { (slot: $0.slot, response: ok ? $0.response : $0.deferral.failure()) }
+        let all = entries.map { entry in
+            if ok { entry.deferral.released() }
+            return (slot: entry.slot, response: ok ? entry.response : entry.deferral.failure())
+        }
         entries.removeAll()
         return all
     }

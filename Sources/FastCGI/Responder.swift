@@ -34,9 +34,12 @@ public struct Deferral {
     public let position: Int
     /// The answer to send instead when settling fails.
     public let failure: () -> Response
+    /// Called when the answer leaves as it was (settled), e.g. to log it.
+    public let released: () -> Void
 
-    public init(position: Int, failure: @escaping () -> Response) {
+    public init(position: Int, failure: @escaping () -> Response, released: @escaping () -> Void = {}) {
         self.position = position
         self.failure = failure
+        self.released = released
     }
 }

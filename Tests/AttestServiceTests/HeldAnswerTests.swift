@@ -69,4 +69,30 @@ import Testing
         #expect(parsed["requestId"]?.stringValue == "req-1")
         #expect(flow.fixture.logs.contains { $0.contains("validate requestId=req-1 status=503") })
     }
+
+    /// With `server.requestLog = all`, a held answer logs one line: its own when it leaves, or
+    /// the 503's that replaced it (never both).
+    @Test func aHeldAnswerLogsOneLineWhenItLeaves() throws {
+        let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
+        guard !Fixture.onPostgres else { return }
+        var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
+        _ = try flow.fixture.challenge()
+        let before = flow.fixture.logs.count
+        _ = respond(&responder, flow, .validate, body: try flow.validateBody(challenge: try flow.fixture.challenge()))
+        let deferral = responder.deferral()
+        let sent = try #require(deferral)
+        #expect(flow.fixture.logs.count == before + 1, "the challenge's line only: the answer has not left")
+        sent.released()
+        #expect(flow.fixture.logs.count == before + 2)
+        #expect(flow.fixture.logs.last?.hasPrefix("validate requestId=req-1 status=200 code=- us=") == true)
+
+        let second = try DeviceFlow(configure: { $0.requestLog = "all" })
+        var other = ServiceResponder(endpoint: .validate, context: second.context, holdsAnswers: true)
+        _ = respond(&other, second, .validate, body: try second.validateBody(challenge: try second.fixture.challenge()))
+        let otherDeferral = other.deferral()
+        let failed = try #require(otherDeferral)
+        _ = failed.failure()
+        let lines = second.fixture.logs.filter { $0.hasPrefix("validate ") }
+        #expect(lines.count == 1 && lines[0].contains("status=503"), "\(lines)")
+    }
 }

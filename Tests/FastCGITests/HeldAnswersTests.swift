@@ -12,6 +12,8 @@ import Testing
         var settledThrough = 0
         var settleCalls: [Int] = []
         var settleFails = false
+        /// Positions whose answers left as built (`Deferral.released`), in order.
+        var released: [Int] = []
     }
 
     struct DeferringResponder: Responder {
@@ -21,7 +23,9 @@ import Testing
             return .json(200, #"{"n":\#(ledger.next)}"#)
         }
         mutating func deferral() -> Deferral? {
-            Deferral(position: ledger.next) { .json(503, #"{"code":"unavailable"}"#) }
+            let (ledger, position) = (ledger, ledger.next)
+            return Deferral(position: position, failure: { .json(503, #"{"code":"unavailable"}"#) },
+                            released: { ledger.released.append(position) })
         }
         mutating func isSettled(_ position: Int) -> Bool { position <= ledger.settledThrough }
         mutating func settle(_ position: Int) -> Bool {
@@ -86,10 +90,12 @@ import Testing
         #expect(answered(clients[0]), "settled by then: sent after the next request")
         #expect(!answered(clients[1]) && !answered(clients[2]))
         #expect(ledger.settleCalls.isEmpty, "no wait so far")
+        #expect(ledger.released == [1])
 
         h.settleAll()
         #expect(ledger.settleCalls == [3], "one wait, for the highest held position")
         #expect(pool.held.isEmpty)
+        #expect(ledger.released == [1, 2, 3], "each told once that it left")
         #expect(try body(clients[0]).hasSuffix(#"{"n":1}"#))
         #expect(try body(clients[1]).hasSuffix(#"{"n":2}"#))
         #expect(try body(clients[2]).hasSuffix(#"{"n":3}"#))
@@ -107,6 +113,7 @@ import Testing
             let text = try body(client)
             #expect(text.hasPrefix("Status: 503") && text.hasSuffix(#"{"code":"unavailable"}"#), "\(text)")
         }
+        #expect(h.ledger.released.isEmpty, "replaced, not released")
     }
 
     @Test("an answer already settled is sent at once, and the pool reuses connections")
