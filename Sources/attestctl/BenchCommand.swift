@@ -44,7 +44,8 @@ let benchCommand = Command(
         of APPID straight into the store (scaling benchmarks) and prints the bytes per device.
 
         bench refresh measures one refresh inside the process (no nginx, no FastCGI): N
-        software devices (default 200) enrolled in a scratch data directory, then --count
+        software devices (default 200) enrolled in a scratch data directory (made under --dir,
+        default /tmp, and removed afterwards), then --count
         refreshes (default 5000) through the endpoint on one thread, keys warm; --cold sends
         one refresh per device with no warm-up, so each loads a key this process has not seen.
         Prints µs per refresh next to a raw P-256 verify and an ES256 token signature measured

@@ -33,8 +33,11 @@ enum RefreshBench {
         let warm = cold ? 0 : devices
         let sync = args.value("sync") ?? "interval"
         guard sync == "interval" || sync == "commit" else { throw UsageError("--sync is commit or interval") }
-        var template = Array(((args.value("dir") ?? "/tmp") + "/attestctl-bench-refresh.XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a scratch directory") }
+        let parent = args.value("dir") ?? "/tmp"
+        var template = Array((parent + "/attestctl-bench-refresh.XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw UsageError("--dir \(parent): cannot create a scratch directory in it: \(String(cString: strerror(errno)))")
+        }
         let path = String(cString: made)
         defer { _ = system("rm -rf '\(path)'") }
 
