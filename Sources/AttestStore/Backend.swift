@@ -36,6 +36,10 @@ public protocol StoreBackend: AnyObject {
     var kind: String { get }
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T
+    /// Whether sharing one commit between writes (`writeBatch`) saves a sync per write.
+    var groupsWrites: Bool { get }
+    /// Durable writes, each rolled back alone when it throws (its error returned in its place).
+    func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?]
     /// Runs one request without waiting; returns its result and the durable position its
     /// answer awaits (0: nothing to wait for).
     func deferringDurabilityUnsettled<T>(_ body: () throws -> T) throws -> (result: T, awaits: Int)

@@ -72,6 +72,21 @@ public final class Store {
         try backend.write(environments, body)
     }
 
+    /// Whether grouping durable writes pays (LMDB in `commit` mode, where each commit makes a
+    /// sync under the writer lock): pool workers then gather the final writes of the requests
+    /// they hold and commit them together (`writeBatch`, group commit).
+    public var groupsWrites: Bool { backend.groupsWrites }
+
+    /// Runs each of `writes` as a durable write, rolled back alone when it throws (its error is
+    /// returned in its place, `nil` for one that applied). LMDB: they share one transaction
+    /// (each in a nested one) and one commit; PostgreSQL: each is its own `write`.
+    /// Durable on return, as `write` (inside `deferringDurability`: awaited by the scope). A
+    /// write must use only the transaction it is given.
+    /// - Throws: when the shared commit fails: then none of them applied.
+    public func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?] {
+        try backend.writeBatch(writes)
+    }
+
     /// Runs `body` (one request: its reads, writes and the building of its answer) and returns
     /// once every durable state it read or wrote is on disk. LMDB in `commit` mode: one
     /// `fdatasync` covers the request's commit and those of concurrent requests in every

@@ -77,6 +77,15 @@ final class LMDBEnvironment {
 
     func beginWrite() throws -> OpaquePointer { try begin(flags: 0) }
 
+    /// A write transaction nested in `parent` (which it blocks until it ends): committing it
+    /// merges its changes into `parent`, aborting it drops them.
+    func beginNested(in parent: OpaquePointer) throws -> OpaquePointer {
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(env, parent, 0, &txn), "beginning a nested transaction")
+        guard let txn else { throw StoreError(.io, "mdb_txn_begin returned no transaction") }
+        return txn
+    }
+
     private func begin(flags: UInt32) throws -> OpaquePointer {
         var txn: OpaquePointer?
         var rc = mdb_txn_begin(env, nil, flags, &txn)

@@ -99,6 +99,43 @@ final class LMDBStore: StoreBackend {
         }
     }
 
+    /// `commit` mode: each commit syncs under the writer lock, so grouping writes pays.
+    var groupsWrites: Bool { barrier != nil }
+
+    /// Runs each of `writes` in its own nested transaction (`mdb_txn_begin` with a parent) of
+    /// one durable write transaction, and commits that once: one data sync under the writer
+    /// lock for all of them. A write that throws is rolled back alone (its nested transaction
+    /// aborted) and its error returned in its place. Durability as `write`: the commit is
+    /// durable on return, or, inside `deferringDurability`, awaited by the scope.
+    func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?] {
+        guard !writes.isEmpty else { return [] }
+        let parent = try durable.beginWrite()
+        var outcomes: [(any Error)?] = []
+        for write in writes {
+            let txn = LMDBTransaction(durable: durable, ephemeral: ephemeral)
+            do {
+                txn.setSlot(.durable, .writing(try durable.beginNested(in: parent)))
+                try write(Transaction(txn, writable: [.durable]))
+                try txn.finish(commit: true)  // into the parent
+                outcomes.append(nil)
+            } catch {
+                try? txn.finish(commit: false)
+                outcomes.append(error)
+            }
+        }
+        let id = mdb_txn_id(parent)
+        let rc = mdb_txn_commit(parent)
+        guard rc == 0 else { throw storeError(rc, "committing \(writes.count) grouped writes") }
+        // Nothing changed (every write rolled back): no meta page; the snapshot is what was read.
+        let committed = min(id, durable.lastTransactionID)
+        if committed == id { barrier?.covered(through: id - 1) }
+        if let barrier {
+            pendingTxnID = max(pendingTxnID, committed)
+            if deferrals == 0 { try barrier.wait(for: pendingTxnID); pendingTxnID = 0 }
+        }
+        return outcomes
+    }
+
     /// In `commit` mode, a durable write returns once it is durable (see `DurabilityBarrier`),
     /// unless a `deferringDurability` scope is open: then the scope's end waits, once, for
     /// everything it read or wrote.

@@ -166,6 +166,15 @@ final class PostgresStore: StoreBackend {
     /// Used challenges live in the shared database, durably: never forgotten.
     var ephemeralResetAt: Int64 { 0 }
 
+    /// Each write is its own serializable transaction, committed durably (no grouping).
+    var groupsWrites: Bool { false }
+
+    func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?] {
+        writes.map { write in
+            do { try self.write([.durable], write); return nil } catch { return error }
+        }
+    }
+
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { [] }
 
     /// Another host may write at any moment and nothing tells this one cheaply, so the version
