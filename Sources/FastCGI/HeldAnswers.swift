@@ -4,9 +4,13 @@
 /// At most `limit` are held: a worker that reaches it settles them all before it accepts again,
 /// so a held answer waits for at most `limit` other requests and never for an idle queue.
 struct HeldAnswers<Slot> {
-    /// Four: under load the next request's commit settles the one before, so one or two are
-    /// held at a time; the limit bounds the wait when requests that commit nothing come between.
-    static var limit: Int { 4 }
+    /// Eight. Answers awaiting a sync are usually settled by the next request's commit, so one
+    /// or two are held; answers whose writes wait to be committed together (the service's group
+    /// commit) are all settled at once when the limit is reached, so it is also the largest
+    /// group: 8 halved the syncs per refresh against 4 (0.33 against 0.50 with their
+    /// meta-page sync) and raised refresh throughput 10–25% (issue #12), while bounding the
+    /// wait of a held answer to 7 other requests.
+    static var limit: Int { 8 }
 
     private var entries: [(slot: Slot, response: Response, deferral: Deferral)] = []
 
@@ -26,8 +30,7 @@ struct HeldAnswers<Slot> {
             // Positions only settle upwards: one settled position answers every one below it.
             guard entry.deferral.position <= highest || responder.isSettled(entry.deferral.position) else { return false }
             highest = max(highest, entry.deferral.position)
-            entry.deferral.released()
-            settled.append((entry.slot, entry.response))
+            settled.append((entry.slot, entry.deferral.leave(entry.response)))
             return true
         }
         return settled
@@ -38,10 +41,7 @@ struct HeldAnswers<Slot> {
     mutating func settleAll(_ responder: inout any Responder) -> [(slot: Slot, response: Response)] {
         guard let highest = entries.map(\.deferral.position).max() else { return [] }
         let ok = responder.settle(highest)
-        let all = entries.map { entry in
-            if ok { entry.deferral.released() }
-            return (slot: entry.slot, response: ok ? entry.response : entry.deferral.failure())
-        }
+        let all = entries.map { (slot: $0.slot, response: ok ? $0.deferral.leave($0.response) : $0.deferral.failure()) }
         entries.removeAll()
         return all
     }

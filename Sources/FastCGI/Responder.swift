@@ -34,12 +34,25 @@ public struct Deferral {
     public let position: Int
     /// The answer to send instead when settling fails.
     public let failure: () -> Response
-    /// Called when the answer leaves as it was (settled), e.g. to log it.
+    /// Called once when the answer leaves as it was (settled, whether at once or after being
+    /// held), e.g. to log it; never for an answer `failure` replaced.
     public let released: () -> Void
+    /// The answer to send instead of the held one, built once settled (before `released`):
+    /// for a response that depends on what settling did. `nil`: the held one.
+    public let final: (() -> Response)?
 
-    public init(position: Int, failure: @escaping () -> Response, released: @escaping () -> Void = {}) {
+    public init(position: Int, failure: @escaping () -> Response, released: @escaping () -> Void = {},
+                final: (() -> Response)? = nil) {
         self.position = position
         self.failure = failure
         self.released = released
+        self.final = final
+    }
+
+    /// What leaves once settled: `final`'s answer or `held`, after which `released` runs.
+    func leave(_ held: Response) -> Response {
+        let response = final?() ?? held
+        released()
+        return response
     }
 }

@@ -105,10 +105,11 @@ struct Worker {
             return .dropped
         case .request(let params):
             let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder)
-            if let deferral = responder.deferral(), !responder.isSettled(deferral.position) {
+            let deferral = responder.deferral()
+            if let deferral, !responder.isSettled(deferral.position) {
                 pool.hold(response, deferral)
             } else {
-                Self.send(response, on: connection)
+                Self.send(deferral?.leave(response) ?? response, on: connection)
             }
             pool.sendSettled(&responder)
             return .served
@@ -121,7 +122,9 @@ struct Worker {
     static func serve(_ connection: Connection, params: [String: String], bodyLimit: Int,
                       responder: inout any Responder) -> Response {
         var response = answer(connection, params: params, bodyLimit: bodyLimit, responder: &responder)
-        if let deferral = responder.deferral(), !responder.settle(deferral.position) { response = deferral.failure() }
+        if let deferral = responder.deferral() {
+            response = responder.settle(deferral.position) ? deferral.leave(response) : deferral.failure()
+        }
         send(response, on: connection)
         return response
     }

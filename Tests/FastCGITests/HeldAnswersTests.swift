@@ -128,6 +128,39 @@ import Testing
         _ = h.serve()
         #expect(answered(clients[1]))
         #expect(ledger.settleCalls.isEmpty)
+        #expect(ledger.released == [1, 2], "sent at once is released too")
+    }
+
+    @Test("without holding (one connection), an answer is settled first, then released or replaced")
+    func unheldPath() throws {
+        for fails in [false, true] {
+            let listener = TestListener()
+            let client = listener.connect()
+            defer { close(client) }
+            TestListener.write(client, Records.request([("REQUEST_METHOD", "GET"), ("REQUEST_ID", "r1")]))
+            let ledger = Ledger()
+            ledger.settleFails = fails
+            var responder: any Responder = DeferringResponder(ledger: ledger)
+            let connection = Connection(listenFD: listener.fd)
+            guard case .request(let params) = connection.accept() else { Issue.record("expected a request"); return }
+            let response = Worker.serve(connection, params: params, bodyLimit: 1024, responder: &responder)
+            #expect(ledger.settleCalls == [1])
+            #expect(response.status == (fails ? 503 : 200))
+            #expect(ledger.released == (fails ? [] : [1]))
+        }
+    }
+
+    @Test("a settled answer leaves as its deferral's final answer when it has one, built once settled")
+    func finalAnswer() {
+        var held = HeldAnswers<Int>()
+        let ledger = Ledger()
+        var responder: any Responder = DeferringResponder(ledger: ledger)
+        held.hold(0, .json(200, "{}"), Deferral(position: 9, failure: { .json(503, "{}") }, released: { ledger.released.append(9) },
+                                                final: { .json(ledger.settleCalls == [9] ? 409 : 500, "{}") }))
+        held.hold(1, .json(200, "{}"), Deferral(position: 4, failure: { .json(503, "{}") }))
+        let sent = held.settleAll(&responder)
+        #expect(sent.map(\.response.status) == [409, 200])
+        #expect(ledger.released == [9])
     }
 
     @Test("at most HeldAnswers.limit are held; one settled position answers those below it")
@@ -143,7 +176,8 @@ import Testing
         #expect(held.isFull)
         ledger.settledThrough = 5
         let sent = held.takeSettled(&responder).map(\.slot)
-        #expect(sent == [0, 1, 3], "5, 3 and 4 are settled; 7 is not")
-        #expect(held.count == 1)
+        let unsettled = (0..<HeldAnswers<Int>.limit).filter { $0 % 4 == 2 }
+        #expect(sent == (0..<HeldAnswers<Int>.limit).filter { !unsettled.contains($0) }, "5, 3 and 4 are settled; 7 is not")
+        #expect(held.count == unsettled.count)
     }
 }
