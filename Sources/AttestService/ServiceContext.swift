@@ -32,6 +32,10 @@ public final class ServiceContext {
     var holdsAnswers = false
     /// The last answer `respond` returned unsettled, until the responder takes it.
     var heldAnswer: HeldAnswer?
+    /// The current request's final durable write, queued by `durableWrite` (group commit).
+    var queuedWrite: QueuedWrite?
+    /// Queued writes of held answers, committed together by `commitGroup`.
+    var writeGroup: [GroupedWrite] = []
     /// The heartbeat's token verifier and the key ids it was built from (see `tokenVerifier`).
     var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
     /// How webhook URLs' host names are resolved (the management API's SSRF check).
@@ -110,6 +114,7 @@ public final class ServiceContext {
     /// `<endpoint> requestId=<id> status=<n> code=<code|-> us=<µs in the pool>[ detail="…"]`.
     func respond(_ request: Request, endpoint: String, _ body: () throws -> Response) -> Response {
         let started = Self.monotonicMicroseconds()
+        queuedWrite = nil
         do {
             guard holdsAnswers else {
                 let (response, line) = try store.deferringDurability { respondNow(request, endpoint: endpoint, started: started, body) }
@@ -117,9 +122,13 @@ public final class ServiceContext {
                 return response
             }
             let ((response, line), awaits) = try store.deferringDurabilityUnsettled { respondNow(request, endpoint: endpoint, started: started, body) }
-            if awaits > 0 {
+            if let grouped = groupQueuedWrite(request, endpoint: endpoint, started: started, placeholder: response) {
+                // Answered once the group's commit is durable (`commitGroup`).
+                heldAnswer = HeldAnswer(awaits: Self.groupPosition, requestID: request.requestID, endpoint: endpoint, started: started,
+                                        line: nil, grouped: grouped)
+            } else if awaits > 0 {
                 // Logged when the answer leaves (`released`), or replaced by the 503's line.
-                heldAnswer = HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started, line: line)
+                heldAnswer = HeldAnswer(awaits: awaits, requestID: request.requestID, endpoint: endpoint, started: started, line: line, grouped: nil)
             } else {
                 heldAnswer = nil
                 if let line { log(line.text(us: Self.monotonicMicroseconds() - started)) }
@@ -136,17 +145,31 @@ public final class ServiceContext {
         maintainKeys(at: clock.now())
         rateHeaders = []
         defer { rateHeaders = [] }
+        var threw = true
+        let answered = finished(endpoint: endpoint, requestID: request.requestID, headers: { self.rateHeaders }) {
+            let response = try body()
+            threw = false
+            return response
+        }
+        // A request that failed after queueing its final write must not have it committed.
+        if threw { queuedWrite = nil }
+        return answered
+    }
+
+    /// `body`'s answer, or its error as the JSON envelope, with `headers()` (the request's rate
+    /// limit headers, read after `body`) added; and the log line due for it, if any.
+    func finished(endpoint: String, requestID: String, headers: () -> [Header], _ body: () throws -> Response) -> (Response, RequestLogLine?) {
         do {
             var response = try body()
-            response.headers += rateHeaders
-            let line = logsEveryRequest ? RequestLogLine(endpoint: endpoint, requestID: request.requestID, status: response.status, code: "-", detail: "") : nil
+            response.headers += headers()
+            let line = logsEveryRequest ? RequestLogLine(endpoint: endpoint, requestID: requestID, status: response.status, code: "-", detail: "") : nil
             return (response, line)
         } catch {
             let failure = ServiceError.unexpected(error)
-            let line = RequestLogLine(endpoint: endpoint, requestID: request.requestID, status: failure.status, code: failure.code.rawValue, detail: failure.logDetail)
-            var response = Self.errorResponse(failure, requestID: request.requestID)
+            let line = RequestLogLine(endpoint: endpoint, requestID: requestID, status: failure.status, code: failure.code.rawValue, detail: failure.logDetail)
+            var response = Self.errorResponse(failure, requestID: requestID)
             // A 429 carries its own X-RateLimit-* headers; any other answer the request's.
-            if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += rateHeaders }
+            if !failure.headers.contains(where: { $0.0 == "X-RateLimit-Limit" }) { response.headers += headers() }
             return (response, line)
         }
     }
@@ -171,11 +194,13 @@ public final class ServiceContext {
         let endpoint: String
         let started: Int64
         let line: RequestLogLine?
+        /// Set when the answer is built by the group's commit (`commitGroup`).
+        let grouped: GroupedWrite?
     }
 
-    /// Writes a held answer's log line once it leaves as built (`us` then counts the wait).
+    /// Writes a held answer's log line once it leaves (`us` then counts the wait).
     func released(_ held: HeldAnswer) {
-        if let line = held.line { log(line.text(us: Self.monotonicMicroseconds() - held.started)) }
+        if let line = held.grouped?.line ?? held.line { log(line.text(us: Self.monotonicMicroseconds() - held.started)) }
     }
 
     /// The 503 sent instead of a held answer whose durability failed, logged as `respond`

@@ -36,6 +36,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
 /// worker holds it while serving what is queued, sends it once `Store.isDurable` says so, and
 /// calls `settle` (`Store.awaitDurable`: one `fdatasync` at most) before it would idle. A
 /// failed sync turns every held answer into a 503. Without it, `respond` waits itself.
+/// Refresh's final write is grouped with those of the other answers held (`GroupCommit`):
+/// they are committed together when the worker settles, and their answers built then.
 public struct ServiceResponder: Responder {
     public let endpoint: Endpoint
     public let context: ServiceContext
@@ -58,16 +60,24 @@ public struct ServiceResponder: Responder {
         let context = context, failed = settleFailure
         return Deferral(position: held.awaits, failure: {
             context.failedToSettle(held, failed.error ?? StoreError(.io, "the durability sync failed"))
-        }, released: { context.released(held) })
+        }, released: { context.released(held) }, final: held.grouped.map { grouped in
+            { grouped.answer ?? context.failedToSettle(held, StoreError(.io, "the group's commit built no answer")) }
+        })
     }
 
     public mutating func isSettled(_ position: Int) -> Bool {
-        context.store.isDurable(position)
+        // A grouped write's answer is settled only by the group's commit (`settle`).
+        position != ServiceContext.groupPosition && context.store.isDurable(position)
     }
 
     public mutating func settle(_ position: Int) -> Bool {
         do {
-            try context.store.awaitDurable(position)
+            if position == ServiceContext.groupPosition {
+                // Durable on return, and so is every earlier position held with it.
+                try context.commitGroup()
+            } else {
+                try context.store.awaitDurable(position)
+            }
             return true
         } catch {
             settleFailure.error = error

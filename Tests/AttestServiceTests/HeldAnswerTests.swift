@@ -1,5 +1,5 @@
 import AttestCore
-import AttestService
+@testable import AttestService
 import AttestStore
 import FastCGI
 import Testing
@@ -12,6 +12,8 @@ import Testing
         responder.respond(to: Fixture.request(body == nil ? "GET" : "POST", endpoint.path, body: body?.jsonText, headers: Fixture.appHeaders))
     }
 
+    /// In `commit` mode an enrollment's write waits for the group's commit (`GroupCommit`): the
+    /// answer is held at the group position, and built once that commit is durable.
     @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {
         let flow = try DeviceFlow()
         var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
@@ -23,15 +25,20 @@ import Testing
             #expect(deferral == nil, "a PostgreSQL commit is durable when it returns")
             return
         }
-        let held = try #require(deferral, "the device's commit is not synced yet")
+        let held = try #require(deferral, "the device's write is queued for the group")
+        #expect(held.position == ServiceContext.groupPosition)
         let again = responder.deferral()
         #expect(again == nil, "taken once")
         let settledBefore = responder.isSettled(held.position)
         #expect(!settledBefore)
+        #expect(try flow.storedDevice() == nil, "not written before the worker settles")
         let settled = responder.settle(held.position)
-        let settledAfter = responder.isSettled(held.position)
-        #expect(settled && settledAfter)
+        #expect(settled)
         #expect(try flow.storedDevice() != nil)
+        #expect(flow.context.store.isDurable(flow.context.store.durableVersion))
+        let answer = try #require(held.final?())
+        #expect(answer.status == 200)
+        #expect(try JSONParser.parse(answer.body)["isValid"]?.boolValue == true)
     }
 
     @Test func aChallengeIsNeverHeld() throws {
@@ -82,6 +89,9 @@ import Testing
         let deferral = responder.deferral()
         let sent = try #require(deferral)
         #expect(flow.fixture.logs.count == before + 1, "the challenge's line only: the answer has not left")
+        let settled = responder.settle(sent.position)
+        #expect(settled && sent.final?().status == 200)
+        #expect(flow.fixture.logs.count == before + 1, "logged when it leaves, not when built")
         sent.released()
         #expect(flow.fixture.logs.count == before + 2)
         #expect(flow.fixture.logs.last?.hasPrefix("validate requestId=req-1 status=200 code=- us=") == true)

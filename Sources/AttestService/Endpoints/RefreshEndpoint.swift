@@ -107,7 +107,9 @@ public enum RefreshEndpoint {
                            extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
-        let outcome: Outcome = try ctx.store.write([.durable]) { txn in
+        // The final write: at once, or with the writes of other requests the worker holds
+        // (group commit, `durableWrite`).
+        return try ctx.durableWrite({ txn -> Outcome in
             guard var current = try txn.device(keyID: keyID) else { return .failed(unknownKey(ctx.configuration.unknownKeyStatus)) }
             if let failure = precheck(current, app: app) { return .failed(failure) }
             // The signature verified: a key registered for another app presented here is the
@@ -136,14 +138,15 @@ public enum RefreshEndpoint {
             if assessment.profile.flags.contains(.blocked) { return .failed(blocked(current)) }
             try txn.put(current)
             return .advanced(current, assessment)
-        }
-        switch outcome {
-        case .failed(let failure):
-            throw failure
-        case .advanced(let device, let assessment):
-            let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
-            return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
-        }
+        }, then: { outcome in
+            switch outcome {
+            case .failed(let failure):
+                throw failure
+            case .advanced(let device, let assessment):
+                let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
+                return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
+            }
+        })
     }
 
     static func unknownKey(_ status: Int) -> ServiceError {

@@ -110,9 +110,10 @@ public enum ValidateEndpoint {
         }
         // 5–7. One transaction: refuse a known key, admit and count the device for the month,
         // store it and queue its events. A refusal still commits what admission recorded (the
-        // grace, its events); a transaction that throws leaves nothing, events included.
+        // grace, its events); a transaction that throws leaves nothing, events included. At
+        // once, or with the writes of other requests the worker holds (group commit).
         let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
-        let outcome: Outcome = try ctx.store.write([.durable]) { txn in
+        return try ctx.durableWrite({ txn -> Outcome in
             guard try txn.device(keyID: fields.keyID) == nil else {
                 try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
                                    data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)
@@ -138,7 +139,11 @@ public enum ValidateEndpoint {
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
-        }
+        }, then: { outcome in try answer(outcome, request: request, app: app, now: now, ctx) })
+    }
+
+    /// Validate's answer from what its write did.
+    private static func answer(_ outcome: Outcome, request: Request, app: AppContext, now: Timestamp, _ ctx: ServiceContext) throws -> Response {
         switch outcome {
         case .alreadyAttested:
             throw ServiceError.appleValidationFailed(log: "keyId already attested (attestations are single-use)")

@@ -1,0 +1,71 @@
+import AttestCore
+@testable import AttestService
+import AttestStore
+import FastCGI
+import Testing
+
+/// Group commit (`GroupCommit`): a pool worker in LMDB's `commit` mode queues each refresh's
+/// final write, holds its answer, and commits the held ones together when it settles; the
+/// answers are built from what each write did.
+@Suite struct GroupCommitTests {
+    private func refresh(_ responder: inout ServiceResponder, _ flow: DeviceFlow, counter: UInt32) throws -> (Response, Deferral?) {
+        let body = try flow.refreshBody(challenge: try flow.fixture.challenge(), counter: counter)
+        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: body.jsonText, headers: Fixture.appHeaders))
+        return (response, responder.deferral())
+    }
+
+    @Test func heldRefreshesAreCommittedOnceAndAnsweredFromTheirOwnWrites() throws {
+        let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
+        guard !Fixture.onPostgres else { return }
+        try flow.enroll()
+        var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
+        let store = flow.context.store
+        let version = store.durableVersion
+        let logged = flow.fixture.logs.count
+        let (_, first) = try refresh(&responder, flow, counter: 5)
+        let (_, replayed) = try refresh(&responder, flow, counter: 5)  // the same counter again
+        let held = [try #require(first), try #require(replayed)]
+        #expect(held.allSatisfy { $0.position == ServiceContext.groupPosition && $0.final != nil })
+        let settledEarly = held.map { responder.isSettled($0.position) }
+        #expect(settledEarly == [false, false])
+        #expect(store.durableVersion == version, "nothing committed before the worker settles")
+        #expect(try flow.storedDevice()?.counter == 0)
+        #expect(flow.fixture.logs.count == logged + 2, "the two challenges' lines only")
+
+        let committed = responder.settle(ServiceContext.groupPosition)
+        #expect(committed)
+        #expect(store.durableVersion == version + 1, "one commit for both")
+        #expect(store.isDurable(store.durableVersion))
+        let answers = held.map { $0.final!() }
+        #expect(answers[0].status == 200)
+        #expect(try JSONParser.parse(answers[0].body)["token"]?.stringValue != nil)
+        // The second write saw the first's counter in the shared transaction: a replay, which
+        // invalidates the device as it would have alone.
+        #expect(answers[1].status == 409)
+        #expect(try JSONParser.parse(answers[1].body)["code"]?.stringValue == "reattest_required")
+        #expect(try flow.storedDevice()?.status == .invalidated)
+        held.forEach { $0.released() }
+        let lines = flow.fixture.logs.dropFirst(logged + 2)
+        #expect(lines.count == 2 && lines.first?.contains("status=200") == true && lines.last?.contains("status=409") == true, "\(lines)")
+    }
+
+    @Test func aRefreshThatFailsBeforeItsWriteIsAnsweredAtOnce() throws {
+        let flow = try DeviceFlow()
+        guard !Fixture.onPostgres else { return }
+        try flow.enroll()
+        var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
+        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: "{}", headers: Fixture.appHeaders))
+        #expect(response.status == 400)
+        let deferral = responder.deferral()
+        #expect(deferral == nil || deferral?.position != ServiceContext.groupPosition, "nothing queued")
+        #expect(flow.context.writeGroup.isEmpty)
+    }
+
+    @Test func withoutHoldingTheWriteCommitsAtOnce() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        #expect(!flow.context.groupsWrites)
+        #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
+        #expect(try flow.storedDevice()?.counter == 1)
+    }
+}
