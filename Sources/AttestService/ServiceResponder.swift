@@ -36,8 +36,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
 /// worker holds it while serving what is queued, sends it once `Store.isDurable` says so, and
 /// calls `settle` (`Store.awaitDurable`: one `fdatasync` at most) before it would idle. A
 /// failed sync turns every held answer into a 503. Without it, `respond` waits itself.
-/// Refresh's final write is grouped with those of the other answers held (`GroupCommit`):
-/// they are committed together when the worker settles, and their answers built then.
+/// Validate's and refresh's final writes are grouped with those of the other answers held
+/// (`GroupCommit`): committed together when the worker settles, their answers built then.
 public struct ServiceResponder: Responder {
     public let endpoint: Endpoint
     public let context: ServiceContext
