@@ -39,18 +39,22 @@ extension ServiceContext {
     }
 
     /// Commits the queued writes in one transaction and builds each one's answer. Durable on
-    /// return. - Throws: when the commit failed (none of them applied).
+    /// return. - Throws: when the commit or its sync failed (the answers must not leave).
     func commitGroup() throws {
         let group = writeGroup
         writeGroup = []
         guard !group.isEmpty else { return }
-        let outcomes = try store.writeBatch(group.map(\.queued.write))
+        // The commit synced its pages; its meta page may still be on its way. The answers
+        // (token signatures) are built meanwhile, and another process's commit often covers
+        // the meta page by then, which saves the sync.
+        let (outcomes, awaits) = try store.deferringDurabilityUnsettled { try store.writeBatch(group.map(\.queued.write)) }
         for (entry, failure) in zip(group, outcomes) {
             (entry.answer, entry.line) = finished(endpoint: entry.endpoint, requestID: entry.requestID, headers: { entry.headers }) {
                 if let failure { throw failure }
                 return try entry.queued.answer()
             }
         }
+        try store.awaitDurable(awaits)
     }
 
     /// Moves the request's queued write, if any, into the group; its answer, built at the
