@@ -41,7 +41,10 @@ let benchCommand = Command(
 
         bench store puts measures LMDB's floors: one small put per write transaction, synced
         (store.sync commit) and not synced. bench store load writes N synthetic device records
-        of APPID straight into the store (scaling benchmarks) and prints the bytes per device.
+        of APPID straight into the store (scaling benchmarks) and prints the bytes per device,
+        then compacts the durable environment as a restore would (bulk transactions leave
+        LMDB's free-page list large, and every later commit rewrites it). Nothing may have the
+        store open meanwhile.
 
         bench refresh measures one refresh inside the process (no nginx, no FastCGI): N
         software devices (default 200) enrolled in a scratch data directory (made under --dir,

@@ -326,7 +326,9 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   fi
   echo "## Scaling with the store ($SCALE_SYNC, $SCALE_WORKERS workers)"
   echo
-  echo "Devices preloaded with \`attestctl bench store load\`; the map sized 1 GiB + 2 KiB per device."
+  echo "Devices preloaded with \`attestctl bench store load\`, which then compacts the durable environment as a"
+  echo "restore would (its bulk transactions leave a large LMDB free-page list that every later commit"
+  echo "rewrites; see its help); the map sized 1 GiB + 2 KiB per device."
   echo
   echo "| devices | validate/s | validate p99 ms | validate µs/req | refresh/s | refresh p99 ms | refresh µs/req | durable bytes/device |"
   echo "|---|---|---|---|---|---|---|---|"
