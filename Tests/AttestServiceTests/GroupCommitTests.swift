@@ -1,6 +1,7 @@
 import AttestCore
 @testable import AttestService
 import AttestStore
+import AttestTesting
 import FastCGI
 import Testing
 
@@ -47,6 +48,37 @@ import Testing
         held.forEach { $0.released() }
         let lines = flow.fixture.logs.dropFirst(logged + 2)
         #expect(lines.count == 2 && lines.first?.contains("status=200") == true && lines.last?.contains("status=409") == true, "\(lines)")
+    }
+
+    /// One enrollment's write fails inside the group (a fault injected after it wrote its
+    /// device and events): only that write is rolled back, and only that request fails, with the
+    /// 500 it would have had alone (`WebhookEventTests`).
+    @Test func aWriteThatFailsInTheGroupIsRolledBackAlone() throws {
+        let flow = try DeviceFlow()
+        guard !Fixture.onPostgres else { return }
+        struct Injected: Error {}
+        final class Calls { var n = 0 }
+        let calls = Calls()
+        flow.context.faults.afterValidateWrites = {
+            calls.n += 1
+            if calls.n == 2 { throw Injected() }
+        }
+        var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
+        let devices = [flow.device, try SoftwareDevice.generate(), try SoftwareDevice.generate()]
+        var held: [Deferral] = []
+        for device in devices {
+            let body = try flow.validateBody(challenge: try flow.fixture.challenge(), device: device)
+            _ = responder.respond(to: Fixture.request("POST", Endpoint.validate.path, body: body.jsonText, headers: Fixture.appHeaders))
+            let deferral = responder.deferral()
+            held.append(try #require(deferral))
+        }
+        let version = flow.context.store.durableVersion
+        let committed = responder.settle(ServiceContext.groupPosition)
+        #expect(committed)
+        #expect(flow.context.store.durableVersion == version + 1, "one commit for the group")
+        #expect(held.map { $0.final!().status } == [200, 500, 200])
+        let stored = try flow.context.store.read { txn in try devices.map { try txn.device(keyID: $0.keyID) != nil } }
+        #expect(stored == [true, false, true], "the failed write left nothing; the others are stored")
     }
 
     @Test func aRefreshThatFailsBeforeItsWriteIsAnsweredAtOnce() throws {
