@@ -122,7 +122,7 @@ public final class ServiceContext {
                 return response
             }
             let ((response, line), awaits) = try store.deferringDurabilityUnsettled { respondNow(request, endpoint: endpoint, started: started, body) }
-            if let grouped = groupQueuedWrite(request, endpoint: endpoint, started: started, placeholder: response) {
+            if let grouped = groupQueuedWrite(request, endpoint: endpoint, placeholder: response) {
                 // Answered once the group's commit is durable (`commitGroup`).
                 heldAnswer = HeldAnswer(awaits: Self.groupPosition, requestID: request.requestID, endpoint: endpoint, started: started,
                                         line: nil, grouped: grouped)

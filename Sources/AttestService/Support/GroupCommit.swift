@@ -59,11 +59,10 @@ extension ServiceContext {
 
     /// Moves the request's queued write, if any, into the group; its answer, built at the
     /// commit, replaces `placeholder` (whose headers, the request's rate-limit headers, it keeps).
-    func groupQueuedWrite(_ request: Request, endpoint: String, started: Int64, placeholder: Response) -> GroupedWrite? {
+    func groupQueuedWrite(_ request: Request, endpoint: String, placeholder: Response) -> GroupedWrite? {
         guard let queued = queuedWrite else { return nil }
         queuedWrite = nil
-        let entry = GroupedWrite(queued: queued, requestID: request.requestID, endpoint: endpoint, started: started,
-                                 headers: placeholder.headers)
+        let entry = GroupedWrite(queued: queued, requestID: request.requestID, endpoint: endpoint, headers: placeholder.headers)
         writeGroup.append(entry)
         return entry
     }
@@ -81,16 +80,14 @@ final class GroupedWrite {
     let queued: QueuedWrite
     let requestID: String
     let endpoint: String
-    let started: Int64
     let headers: [Header]
     var answer: Response?
     var line: ServiceContext.RequestLogLine?
 
-    init(queued: QueuedWrite, requestID: String, endpoint: String, started: Int64, headers: [Header]) {
+    init(queued: QueuedWrite, requestID: String, endpoint: String, headers: [Header]) {
         self.queued = queued
         self.requestID = requestID
         self.endpoint = endpoint
-        self.started = started
         self.headers = headers
     }
 }

@@ -109,31 +109,24 @@ final class LMDBStore: StoreBackend {
     /// durable on return, or, inside `deferringDurability`, awaited by the scope.
     func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?] {
         guard !writes.isEmpty else { return [] }
-        let parent = try durable.beginWrite()
-        var outcomes: [(any Error)?] = []
-        for write in writes {
-            let txn = LMDBTransaction(durable: durable, ephemeral: ephemeral)
-            do {
-                txn.setSlot(.durable, .writing(try durable.beginNested(in: parent)))
-                try write(Transaction(txn, writable: [.durable]))
-                try txn.finish(commit: true)  // into the parent
-                outcomes.append(nil)
-            } catch {
-                try? txn.finish(commit: false)
-                outcomes.append(error)
+        // One `write` (its commit, durability bookkeeping and wait), each write nested in it.
+        return try write([.durable]) { batch in
+            guard let parent = (batch.engine as? LMDBTransaction)?.durableSlot.txn else {
+                throw StoreError(.io, "a grouped write outside an LMDB write transaction")
+            }
+            return writes.map { write in
+                let txn = LMDBTransaction(durable: durable, ephemeral: ephemeral)
+                do {
+                    txn.setSlot(.durable, .writing(try durable.beginNested(in: parent)))
+                    try write(Transaction(txn, writable: [.durable]))
+                    try txn.finish(commit: true)  // into the parent
+                    return nil
+                } catch {
+                    try? txn.finish(commit: false)
+                    return error
+                }
             }
         }
-        let id = mdb_txn_id(parent)
-        let rc = mdb_txn_commit(parent)
-        guard rc == 0 else { throw storeError(rc, "committing \(writes.count) grouped writes") }
-        // Nothing changed (every write rolled back): no meta page; the snapshot is what was read.
-        let committed = min(id, durable.lastTransactionID)
-        if committed == id { barrier?.covered(through: id - 1) }
-        if let barrier {
-            pendingTxnID = max(pendingTxnID, committed)
-            if deferrals == 0 { try barrier.wait(for: pendingTxnID); pendingTxnID = 0 }
-        }
-        return outcomes
     }
 
     /// In `commit` mode, a durable write returns once it is durable (see `DurabilityBarrier`),
