@@ -395,11 +395,16 @@ t_jwks() {
 check "JWKS served from the data directory at both paths, application/json, Cache-Control max-age=300" t_jwks
 
 t_429() {
-  local i
+  local i attempt
   for i in $(seq 1 40); do echo "url = $BASE/api/v1/attestation/challenge"; done > "$DIR/urls"
-  curl -s -o /dev/null -w '%{http_code}\n' -K "$DIR/urls" > "$DIR/codes"
-  grep -q 429 "$DIR/codes" || fail "no 429 in 40 quick requests: $(sort "$DIR/codes" | uniq -c | tr '\n' ' ')" || return 1
-  http GET /api/v1/attestation/challenge
+  # The bucket refills one request per 100 ms: on a loaded box the request after the flood can
+  # find a fresh token, so flood again (at most 3 times) until it is the one refused.
+  for attempt in 1 2 3; do
+    curl -s -o /dev/null -w '%{http_code}\n' -K "$DIR/urls" > "$DIR/codes"
+    grep -q 429 "$DIR/codes" || fail "no 429 in 40 quick requests: $(sort "$DIR/codes" | uniq -c | tr '\n' ' ')" || return 1
+    http GET /api/v1/attestation/challenge
+    [ "$STATUS" = 429 ] && break
+  done
   expect_json_error 429 rate_limited || return 1
   [ "$(header "$HEADERS" Retry-After)" = 1 ] || fail "Retry-After '$(header "$HEADERS" Retry-After)'"
 }
