@@ -84,7 +84,7 @@ public struct ConfigurationKey: Sendable {
         .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
         .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
         .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; on power loss up to that window, and the store can be left corrupt: see the README).", .choice(["commit", "interval"]), \.sync),
-        .int("store.syncIntervalMs", "Background sync period when store.sync is \"interval\".", 1...10_000, \.syncIntervalMs),
+        .int("store.syncIntervalMs", "With store.sync \"interval\": how long after a process's first unsynced commit its background sync runs.", 1...10_000, \.syncIntervalMs),
         .int("challenge.ttlSeconds", "How long a challenge stays valid.", 10...3600, \.challengeTTLSeconds),
         .int("challenge.usedRetentionSeconds", "How long a used challenge is remembered past its expiry (a wall clock stepping back by up to this much cannot revive it).", 0...86_400, \.usedChallengeRetentionSeconds),
         .text("tokens.issuer", "The iss claim of issued tokens.", .string, \.tokenIssuer),

@@ -66,6 +66,15 @@ final class DurabilityBarrier {
         if txnID < environment.lastTransactionID || awaitCommitInFlight(after: txnID) {
             if coveredSoon(txnID) { return }
         }
+        try sync(covering: txnID)
+    }
+
+    /// `fdatasync`s the environment unless another process reports `txnID` durable meanwhile
+    /// (checked under `flock` on `sync.state`, so concurrent callers share one sync), then
+    /// reports everything committed before the sync began durable. Used by `wait` and, in
+    /// `interval` mode, by the background `SyncThread`.
+    /// - Throws: `StoreError(.io)` when `fdatasync` fails.
+    func sync(covering txnID: Int) throws {
         if fd >= 0 { while flock(fd, LOCK_EX) != 0 && errno == EINTR {} }
         defer { if fd >= 0 { flock(fd, LOCK_UN) } }
         if reportedDurable(txnID) { return }

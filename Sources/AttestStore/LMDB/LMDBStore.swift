@@ -61,6 +61,9 @@ final class LMDBStore: StoreBackend {
 
     deinit { syncThread?.stop() }
 
+    /// `interval` mode: stops the background sync after one last sync (as closing does).
+    func stopBackgroundSync() { syncThread?.stop() }
+
     /// Runs `body` in a read-only snapshot. Inside `deferringDurability` the answer waits
     /// until the snapshot is durable, unless `awaitDurable` is false: for reads of what only
     /// a command that waits for its own sync writes (orgs, apps), whose answers change no
@@ -90,6 +93,7 @@ final class LMDBStore: StoreBackend {
             let result = try body(Transaction(txn, writable: environments))
             try txn.finish(commit: true)
             barrier?.covered(through: txn.durableSyncedThrough)
+            if environments.contains(.durable) { syncThread?.committed() }
             try settle(txn)
             return result
         } catch {
@@ -174,6 +178,10 @@ final class LMDBStore: StoreBackend {
 
     /// `fdatasync`s this process made for answers in `commit` mode (tests, benchmarks).
     var durabilitySyncs: Int { barrier?.syncs ?? 0 }
+
+    /// `interval` mode: the `fdatasync`s the background thread made, those that failed, and
+    /// how often it woke.
+    var backgroundSyncs: (syncs: Int, failures: Int, wakeUps: Int) { syncThread?.counts ?? (0, 0, 0) }
 }
 
 extension LMDBStore {
