@@ -54,6 +54,9 @@ public struct ServiceResponder: Responder {
         endpoint.handle(request, context)
     }
 
+    /// `server.maxHeldAnswers`.
+    public var heldAnswerLimit: Int { context.configuration.maxHeldAnswers }
+
     public mutating func deferral() -> Deferral? {
         guard let held = context.heldAnswer else { return nil }
         context.heldAnswer = nil

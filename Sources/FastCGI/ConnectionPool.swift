@@ -3,12 +3,13 @@ final class ConnectionPool {
     private let listenFD: Int32
     private let maxConnections: Int
     private(set) var current: Connection
-    private(set) var held = HeldAnswers<Connection>()
+    private(set) var held: HeldAnswers<Connection>
     private var spares: [Connection] = []
 
-    init(listenFD: Int32, maxConnections: Int) {
+    init(listenFD: Int32, maxConnections: Int, heldLimit: Int = HeldAnswers<Connection>.defaultLimit) {
         self.listenFD = listenFD
         self.maxConnections = maxConnections
+        held = HeldAnswers(limit: heldLimit)
         current = Connection(listenFD: listenFD, maxConnections: maxConnections)
     }
 

@@ -2,20 +2,28 @@
 /// with the slot it goes out on (the worker's `Connection`; anything in tests).
 ///
 /// At most `limit` are held: a worker that reaches it settles them all before it accepts again,
-/// so a held answer waits for at most `limit` other requests and never for an idle queue.
+/// so a held answer waits for at most `limit` − 1 other requests and never for an idle queue.
 struct HeldAnswers<Slot> {
-    /// Eight. Answers awaiting a sync are usually settled by the next request's commit, so one
-    /// or two are held; answers whose writes wait to be committed together (the service's group
-    /// commit) are all settled at once when the limit is reached, so it is also the largest
-    /// group: 8 halved the syncs per refresh against 4 (0.33 against 0.50 with their
-    /// meta-page sync) and raised refresh throughput 10–25% (issue #12), while bounding the
-    /// wait of a held answer to 7 other requests.
-    static var limit: Int { 8 }
+    /// Eight unless the responder says otherwise (`Responder.heldAnswerLimit`; the service's
+    /// `server.maxHeldAnswers`). Answers awaiting a sync are usually settled by the next
+    /// request's commit, so one or two are held; answers whose writes wait to be committed
+    /// together (the service's group commit) are all settled at once when the limit is reached,
+    /// so it is also the largest group: 8 halved the syncs per refresh against 4 (0.33 against
+    /// 0.50 with their meta-page sync) and raised refresh throughput 10–25% (issue #12).
+    static var defaultLimit: Int { 8 }
+    /// Largest accepted limit (each held answer keeps a connection from nginx open).
+    static var maxLimit: Int { 64 }
+
+    let limit: Int
+
+    init(limit: Int = defaultLimit) {
+        self.limit = min(max(1, limit), Self.maxLimit)
+    }
 
     private var entries: [(slot: Slot, response: Response, deferral: Deferral)] = []
 
     var isEmpty: Bool { entries.isEmpty }
-    var isFull: Bool { entries.count >= Self.limit }
+    var isFull: Bool { entries.count >= limit }
     var count: Int { entries.count }
 
     mutating func hold(_ slot: Slot, _ response: Response, _ deferral: Deferral) {

@@ -20,9 +20,13 @@ public protocol Responder {
     /// Waits until everything up to `position` is settled; `false` when that failed, and then
     /// every answer held for a position up to it is replaced by its `failure` (default: true).
     mutating func settle(_ position: Int) -> Bool
+    /// How many answers a worker may hold before it settles them all (default 8, clamped to
+    /// 1...64; 1 holds none past the request that made it). Read once, when the worker starts.
+    var heldAnswerLimit: Int { get }
 }
 
 extension Responder {
+    public var heldAnswerLimit: Int { HeldAnswers<Void>.defaultLimit }
     public mutating func deferral() -> Deferral? { nil }
     public mutating func isSettled(_ position: Int) -> Bool { true }
     public mutating func settle(_ position: Int) -> Bool { true }

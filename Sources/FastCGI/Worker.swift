@@ -47,7 +47,7 @@ struct Worker {
         } catch {
             fatal("\(error)")
         }
-        let pool = ConnectionPool(listenFD: listenFD, maxConnections: options.workers)
+        let pool = ConnectionPool(listenFD: listenFD, maxConnections: options.workers, heldLimit: responder.heldAnswerLimit)
 
         var served = 0
         var failures = 0

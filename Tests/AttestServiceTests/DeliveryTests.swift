@@ -18,7 +18,7 @@ import Testing
         }
 
         func enqueue(_ event: String, org: String = "acme") throws {
-            try fixture.context.store.write([.durable]) { txn in
+            _ = try fixture.context.store.write([.durable]) { txn in
                 try txn.enqueue(OutboxEvent(id: "evt_\(event)", event: event, org: org, createdAt: fixture.clock.now(), dataJSON: #"{"n":1}"#))
             }
         }

@@ -186,7 +186,7 @@ import Testing
             while !full {
                 i += 1
                 do {
-                    try flow.context.store.write([.durable]) { txn in
+                    _ = try flow.context.store.write([.durable]) { txn in
                         try txn.put(.receipts, Array("filler-\(i)".utf8), [UInt8](repeating: 7, count: size))
                     }
                 } catch { full = true }

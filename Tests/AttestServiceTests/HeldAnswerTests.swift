@@ -12,6 +12,12 @@ import Testing
         responder.respond(to: Fixture.request(body == nil ? "GET" : "POST", endpoint.path, body: body?.jsonText, headers: Fixture.appHeaders))
     }
 
+    @Test func theWorkerHoldsAsManyAnswersAsConfigured() throws {
+        #expect(ServiceResponder(endpoint: .refresh, context: try DeviceFlow().context, holdsAnswers: true).heldAnswerLimit == 8)
+        let flow = try DeviceFlow { $0.maxHeldAnswers = 3 }
+        #expect(ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true).heldAnswerLimit == 3)
+    }
+
     /// In `commit` mode an enrollment's write waits for the group's commit (`GroupCommit`): the
     /// answer is held at the group position, and built once that commit is durable.
     @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {

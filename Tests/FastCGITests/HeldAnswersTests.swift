@@ -163,12 +163,12 @@ import Testing
         #expect(ledger.released == [9])
     }
 
-    @Test("at most HeldAnswers.limit are held; one settled position answers those below it")
-    func limitAndOrder() {
-        var held = HeldAnswers<Int>()
+    @Test("at most the limit are held; one settled position answers those below it", arguments: [HeldAnswers<Int>.defaultLimit, 3, 1])
+    func limitAndOrder(limit: Int) {
+        var held = HeldAnswers<Int>(limit: limit)
         let ledger = Ledger()
         var responder: any Responder = DeferringResponder(ledger: ledger)
-        for i in 0..<HeldAnswers<Int>.limit {
+        for i in 0..<limit {
             #expect(!held.isFull)
             // Positions out of order: a read-only request awaits an older commit.
             held.hold(i, .json(200, "{}"), Deferral(position: [5, 3, 7, 4][i % 4]) { .json(503, "{}") })
@@ -176,8 +176,15 @@ import Testing
         #expect(held.isFull)
         ledger.settledThrough = 5
         let sent = held.takeSettled(&responder).map(\.slot)
-        let unsettled = (0..<HeldAnswers<Int>.limit).filter { $0 % 4 == 2 }
-        #expect(sent == (0..<HeldAnswers<Int>.limit).filter { !unsettled.contains($0) }, "5, 3 and 4 are settled; 7 is not")
+        let unsettled = (0..<limit).filter { $0 % 4 == 2 }
+        #expect(sent == (0..<limit).filter { !unsettled.contains($0) }, "5, 3 and 4 are settled; 7 is not")
         #expect(held.count == unsettled.count)
+    }
+
+    @Test("a responder's limit is clamped to 1...64")
+    func limitBounds() {
+        #expect(HeldAnswers<Int>(limit: 0).limit == 1)
+        #expect(HeldAnswers<Int>(limit: 1000).limit == HeldAnswers<Int>.maxLimit)
+        #expect(HeldAnswers<Int>().limit == 8)
     }
 }

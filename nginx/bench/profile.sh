@@ -9,6 +9,7 @@
 # Also counts the pool's fdatasync and pwrite calls per request (perf stat), its context switches
 # per request (voluntary: it waited) and how idle the box was while loaded.
 # PRELOAD=N first writes N synthetic devices into the store (bench store load).
+# SETTINGS="key value;key value" sets more configuration keys (e.g. "server.maxHeldAnswers 1").
 # CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
 # instructions its workers execute per request (deterministic: compare with the in-process
 # figure of `attestctl bench refresh` under callgrind); use a small COUNT (valgrind is ~50× slower).
@@ -34,7 +35,9 @@ DIR=$(mktemp -d /tmp/attestedge-profile.XXXXXX)
 trap 'bench_cleanup; rm -rf "$DIR"' EXIT
 DATA=$DIR/data
 "$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
-for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0"; do
+IFS=';' read -r -a extra <<< "${SETTINGS:-}"
+for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" "${extra[@]}"; do
+  [ -n "$kv" ] || continue
   "$BIN/attestctl" config set $kv --data "$DATA" > /dev/null
 done
 "$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null

@@ -5,8 +5,8 @@ import FastCGI
 /// lock, so one commit per request caps durable writes near 1 / sync time for the whole host.
 /// A pool worker (`holdsAnswers`) therefore queues a request's final durable write instead of
 /// committing it (`durableWrite`), holds the answer, serves the connections already queued,
-/// and when it would settle its held answers (nothing queued, `HeldAnswers.limit` held, or a
-/// stop) commits the queued writes together (`commitGroup`): each in a nested transaction of
+/// and when it would settle its held answers (nothing queued, `server.maxHeldAnswers` held, or
+/// a stop) commits the queued writes together (`commitGroup`): each in a nested transaction of
 /// one write transaction (`Store.writeBatch`), one commit, one sync. Only then does each
 /// request's answer get built from its write's result, and leave.
 ///
