@@ -142,3 +142,27 @@ import Testing
         }
     }
 }
+
+/// `DeliveryWorker.turn` says whether it found work, which sets how long the next turn waits
+/// (an idle deliverer backs off to `idleMilliseconds`).
+@Suite struct DeliveryWorkerIdleTests {
+    final class Answers200: WebhookTransport {
+        func post(url: String, headers: [(String, String)], body: [UInt8], timeoutSeconds: Int) -> AttemptResult {
+            AttemptResult(status: 200, durationMs: 1, excerpt: "ok", error: "")
+        }
+    }
+
+    @Test func aTurnReportsWorkUntilTheAttemptIsRecordedThenIdle() throws {
+        let s = try DeliveryTests.Setup()
+        let worker = DeliveryWorker(store: s.fixture.context.store, configuration: s.fixture.context.configuration,
+                                    clock: s.fixture.clock, pollMilliseconds: 5) { Answers200() }
+        #expect(try !worker.turn(), "an empty outbox and no deliveries: nothing to do")
+        _ = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        #expect(try worker.turn(), "the event fanned out and its attempt started")
+        var turns = 0
+        while worker.delivered == 0 && turns < 2_000 { _ = try worker.turn(waitMilliseconds: 5); turns += 1 }
+        #expect(worker.delivered == 1)
+        #expect(try !worker.turn(), "delivered and recorded: idle again")
+    }
+}

@@ -16,7 +16,8 @@ public protocol WebhookTransport: AnyObject {
 /// one endpoint at a time, so a slow endpoint holds up only its own deliveries.
 ///
 /// Each turn: fan out new outbox events, hand due jobs to idle threads, wait up to
-/// `pollMilliseconds` for results, record the results that arrived in one transaction.
+/// `pollMilliseconds` for results (longer while there is nothing to do, see
+/// `idleMilliseconds`), record the results that arrived in one transaction.
 public final class DeliveryWorker {
     let queue: DeliveryQueue
     let clock: any Clock
@@ -41,26 +42,40 @@ public final class DeliveryWorker {
         pool = SenderPool(threads: threads, timeoutSeconds: timeoutSeconds, transport: transport)
     }
 
+    /// A turn that finds nothing to do doubles the next turn's wait, up to this: an idle
+    /// deliverer makes 2 turns a second, not 20. Any work sets it back to `pollMilliseconds`.
+    /// The cost: the first event after a quiet spell (or a retry that falls due then) waits
+    /// up to this long before its attempt.
+    public static let idleMilliseconds = 500
+
     /// Runs turns until `shouldStop` says so, then waits for the attempts in flight (at most
     /// the timeout) and records them.
     public func run(shouldStop: () -> Bool) {
+        var wait = pollMilliseconds
         while !shouldStop() {
-            do { try turn() } catch {
+            do {
+                let busy = try turn(waitMilliseconds: wait)
+                wait = busy ? pollMilliseconds : min(wait * 2, max(pollMilliseconds, Self.idleMilliseconds))
+            } catch {
                 log("deliver: \(error)")
                 usleep(500_000)
             }
         }
         let deadline = monotonicMilliseconds() + timeoutSeconds * 1000 + 1000
         while !inFlight.isEmpty && monotonicMilliseconds() < deadline {
-            try? collect(waitMilliseconds: 100)
+            _ = try? collect(waitMilliseconds: 100)
         }
         pool.shutdown()
     }
 
-    /// One turn of the loop.
-    public func turn() throws {
+    /// One turn of the loop, waiting up to `waitMilliseconds` (default `pollMilliseconds`) for
+    /// results; whether it found anything to do (events to fan out, jobs due, attempts in
+    /// flight or finished).
+    @discardableResult
+    public func turn(waitMilliseconds: Int? = nil) throws -> Bool {
         let now = clock.now()
-        try queue.fanOut(limit: 512, now: now)
+        let fanned = try queue.fanOut(limit: 512, now: now)
+        var submitted = 0
         let free = threads - inFlight.count
         if free > 0 {
             var counts = [String: Int]()
@@ -71,13 +86,17 @@ public final class DeliveryWorker {
                 inFlight[job.key] = job.endpointID
                 pool.submit(job)
             }
+            submitted = jobs.count
         }
-        try collect(waitMilliseconds: pollMilliseconds)
+        let collected = try collect(waitMilliseconds: waitMilliseconds ?? pollMilliseconds)
+        return fanned > 0 || submitted > 0 || collected > 0 || !inFlight.isEmpty
     }
 
-    private func collect(waitMilliseconds: Int) throws {
-        let results = pool.results(waitMilliseconds: inFlight.isEmpty ? min(waitMilliseconds, pollMilliseconds) : waitMilliseconds)
-        guard !results.isEmpty else { return }
+    /// Records the results that arrive within `waitMilliseconds`; how many.
+    @discardableResult
+    private func collect(waitMilliseconds: Int) throws -> Int {
+        let results = pool.results(waitMilliseconds: waitMilliseconds)
+        guard !results.isEmpty else { return 0 }
         delivered += try queue.record(results, at: clock.now())
         attempts += results.count
         for (job, result) in results {
@@ -86,6 +105,7 @@ public final class DeliveryWorker {
                 log("deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) error=\"\(result.error)\"")
             }
         }
+        return results.count
     }
 }
 
