@@ -61,8 +61,8 @@ public final class DeliveryWorker {
                 usleep(500_000)
             }
         }
-        let deadline = monotonicMilliseconds() + timeoutSeconds * 1000 + 1000
-        while !inFlight.isEmpty && monotonicMilliseconds() < deadline {
+        let deadline = ServiceContext.monotonicMicroseconds() + Int64(timeoutSeconds + 1) * 1_000_000
+        while !inFlight.isEmpty && ServiceContext.monotonicMicroseconds() < deadline {
             _ = try? collect(waitMilliseconds: 100)
         }
         pool.shutdown()
@@ -107,11 +107,4 @@ public final class DeliveryWorker {
         }
         return results.count
     }
-}
-
-/// Milliseconds of a monotonic clock.
-func monotonicMilliseconds() -> Int {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }

@@ -51,17 +51,17 @@ final class SyncThread {
             wakeUps += 1
         }
 
-        /// Syncs unless every transaction committed so far is known durable. Not under `lock`.
-        func syncIfBehind() -> Bool {
+        /// Syncs unless every transaction committed so far is known durable (a failure is
+        /// counted; the next commit or sweep tries again). Not under `lock`.
+        func syncIfBehind() {
             let last = barrier.environment.lastTransactionID
-            guard !barrier.isDurable(last) else { return true }
+            guard !barrier.isDurable(last) else { return }
             let before = barrier.syncs
             let ok = (try? barrier.sync(covering: last)) != nil
             pthread_mutex_lock(&lock)
             syncs += barrier.syncs - before
             if !ok { failures += 1 }
             pthread_mutex_unlock(&lock)
-            return ok
         }
     }
 
@@ -92,7 +92,7 @@ final class SyncThread {
             }
             // A commit after this point sets `pendingSince` again: the next round covers it.
             pthread_mutex_unlock(&state.lock)
-            _ = state.syncIfBehind()
+            state.syncIfBehind()
             pthread_mutex_lock(&state.lock)
         }
         pthread_mutex_unlock(&state.lock)
@@ -124,13 +124,6 @@ final class SyncThread {
         pthread_cond_signal(&state.wake)
         pthread_mutex_unlock(&state.lock)
         pthread_join(thread, nil)
-        _ = state.syncIfBehind()
+        state.syncIfBehind()
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-private func monotonicNanoseconds() -> Int {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return now.tv_sec * 1_000_000_000 + now.tv_nsec
 }

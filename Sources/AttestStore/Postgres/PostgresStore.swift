@@ -182,8 +182,7 @@ final class PostgresStore: StoreBackend {
     /// at once, what another host or `attestctl` wrote within a second (an app disabled, an
     /// org's limit changed). Callers cache reads against it (`appContext`).
     var durableVersion: Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec << 24 | writes & 0xFF_FFFF
+        let second = monotonicNanoseconds() / 1_000_000_000
+        return second << 24 | writes & 0xFF_FFFF
     }
 }
