@@ -92,6 +92,12 @@ public final class ServiceContext {
         return try keyRing.signer(at: now)
     }
 
+    /// A quiet moment's step of token-signature preparation for the active key
+    /// (`PreparedES256Signer`); whether more would help. No key, no work.
+    func prepareTokenSignatures() -> Bool {
+        (try? keyRing.signer(at: clock.now()))?.prepareAhead() ?? false
+    }
+
     /// Once per clock second: rereads keys/index.json when `attestctl keys rotate` changed it
     /// and applies the key transitions due (`KeyRing.publish`: jwks.json, retired private
     /// keys). Failures are logged, not thrown: requests go on with the keys already read.

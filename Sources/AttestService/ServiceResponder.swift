@@ -54,6 +54,14 @@ public struct ServiceResponder: Responder {
         endpoint.handle(request, context)
     }
 
+    /// Validate and refresh workers prepare token signatures while nothing is queued.
+    public mutating func idle() -> Bool {
+        switch endpoint {
+        case .validate, .refresh: return context.prepareTokenSignatures()
+        case .challenge, .mad, .webhooks: return false
+        }
+    }
+
     /// `server.maxHeldAnswers`.
     public var heldAnswerLimit: Int { context.configuration.maxHeldAnswers }
 

@@ -70,9 +70,9 @@ static inline int attest_fcgi_worker_events(int listen_fd) {
 
 /* Waits on a worker's event set. Returns a bit set (1: a connection is queued, 2: a stop
  * signal is pending; both can be set), 0 when interrupted, or -1 with errno set. */
-static inline int attest_fcgi_worker_wait(int epfd) {
+static inline int attest_fcgi_worker_wait(int epfd, int timeout_ms) {
     struct epoll_event events[2];
-    int n = epoll_wait(epfd, events, 2, -1);
+    int n = epoll_wait(epfd, events, 2, timeout_ms);
     if (n < 0) return errno == EINTR ? 0 : -1;
     int ready = 0;
     for (int i = 0; i < n; i++) ready |= (int)events[i].data.u32;

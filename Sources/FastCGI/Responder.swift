@@ -20,6 +20,10 @@ public protocol Responder {
     /// Waits until everything up to `position` is settled; `false` when that failed, and then
     /// every answer held for a position up to it is replaced by its `failure` (default: true).
     mutating func settle(_ position: Int) -> Bool
+    /// One short piece of work for a quiet moment (at most a few hundred µs: a request that
+    /// arrives meanwhile waits for it), called while nothing is queued and nothing is held,
+    /// again as long as it returns true and nothing arrives. Default: nothing to do.
+    mutating func idle() -> Bool
     /// How many answers a worker may hold before it settles them all (default 8, clamped to
     /// 1...64; 1 holds none past the request that made it). Read once, when the worker starts.
     var heldAnswerLimit: Int { get }
@@ -30,6 +34,7 @@ extension Responder {
     public mutating func deferral() -> Deferral? { nil }
     public mutating func isSettled(_ position: Int) -> Bool { true }
     public mutating func settle(_ position: Int) -> Bool { true }
+    public mutating func idle() -> Bool { false }
 }
 
 /// What a held answer waits for (see `Responder`).

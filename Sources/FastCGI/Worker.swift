@@ -51,6 +51,7 @@ struct Worker {
 
         var served = 0
         var failures = 0
+        var idleWork = true
         while !stop {
             if !pool.held.isEmpty {
                 // Answers wait for something (their commit reaching the disk): serve the
@@ -58,7 +59,7 @@ struct Worker {
                 // nothing queued, or too many held, settle them now rather than idle.
                 if !pool.held.isFull {
                     switch serveOne(pool, &responder) {
-                    case .served: served += 1; failures = 0; continue
+                    case .served: served += 1; failures = 0; idleWork = true; continue
                     case .dropped: failures = 0; continue
                     case .nothingQueued, .failed: break
                     }
@@ -66,14 +67,20 @@ struct Worker {
                 pool.settleAll(&responder)
                 continue
             }
-            guard let ready = events.wait() else {
+            // After a request the responder may have quiet-moment work (`Responder.idle`): look
+            // without blocking, and do a piece of it only if nothing is queued.
+            guard let ready = events.wait(milliseconds: idleWork ? 0 : -1) else {
                 failures = backOff(after: failures, "epoll_wait: \(errnoDescription())")
                 continue
             }
             stop = ready.stop
+            if idleWork, !ready.connection, !stop {
+                idleWork = responder.idle()
+                continue
+            }
             guard ready.connection, !stop else { continue }
             switch serveOne(pool, &responder) {
-            case .served: served += 1; failures = 0
+            case .served: served += 1; failures = 0; idleWork = true
             case .dropped: failures = 0
             case .nothingQueued: break
             case .failed(let code): failures = backOff(after: failures, "accept: \(errnoDescription(code))")

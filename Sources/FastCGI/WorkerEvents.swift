@@ -36,9 +36,10 @@ struct WorkerEvents {
         guard epoll >= 0 else { throw FastCGIError(.socket, "epoll/signalfd: \(errnoDescription())") }
     }
 
-    /// Blocks until a connection is queued or a stop is pending; `nil` on an error (`errno`).
-    func wait() -> Ready? {
-        let ready = attest_fcgi_worker_wait(epoll)
+    /// Blocks until a connection is queued or a stop is pending, or for at most `milliseconds`
+    /// (-1: no limit; 0: only looks); `nil` on an error (`errno`).
+    func wait(milliseconds: Int32 = -1) -> Ready? {
+        let ready = attest_fcgi_worker_wait(epoll, milliseconds)
         guard ready >= 0 else { return nil }
         return Ready(connection: ready & 1 != 0, stop: ready & 2 != 0)
     }

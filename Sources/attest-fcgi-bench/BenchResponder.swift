@@ -6,7 +6,9 @@ import Glibc
 enum BenchMode: String, Sendable {
     /// `{"ok":true}`: the FastCGI floor.
     case trivial
-    /// Echoes what arrived (method, path, query, ids, a header, body length, worker pid).
+    /// Echoes what arrived (method, path, query, ids, a header, body length, worker pid), and
+    /// how many quiet-moment steps the worker has run (`idleSteps`: `echoIdleSteps` after each
+    /// request, when nothing else arrives).
     case echo
     /// One P-256 ECDSA verification with a key parsed once per worker, then `{"ok":true}`.
     case p256Verify = "p256-verify"
@@ -23,6 +25,10 @@ struct BenchResponder: Responder {
     private let key: ECPublicKey?
     private let signature: [UInt8]
     private static let message = Array("attest-fcgi-bench p256-verify".utf8)
+    /// Quiet-moment steps an echo worker runs after each request (`Responder.idle`).
+    static let echoIdleSteps = 3
+    private var idleSteps = 0
+    private var idleStepsLeft = 0
 
     init(mode: BenchMode) throws {
         self.mode = mode
@@ -36,7 +42,15 @@ struct BenchResponder: Responder {
         }
     }
 
+    mutating func idle() -> Bool {
+        guard idleStepsLeft > 0 else { return false }
+        idleStepsLeft -= 1
+        idleSteps += 1
+        return idleStepsLeft > 0
+    }
+
     mutating func respond(to request: Request) -> Response {
+        if mode == .echo { idleStepsLeft = Self.echoIdleSteps }
         if request.bodyTooLarge {
             return .json(413, #"{"error":"request body too large","code":"payload_too_large","requestId":"\#(JSON.escape(request.requestID))","reason":"request body too large"}"#)
         }
@@ -63,6 +77,7 @@ struct BenchResponder: Responder {
                 ("contentType", request.header("Content-Type").map(JSON.string) ?? "null"),
                 ("bodyLength", "\(request.body.count)"),
                 ("pid", "\(getpid())"),
+                ("idleSteps", "\(idleSteps)"),
             ]
             return .json(200, "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
         }

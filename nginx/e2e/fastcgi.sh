@@ -119,6 +119,30 @@ t_params() {
 }
 check "params arrive: method, path, query, header, REMOTE_ADDR, body, REQUEST_ID = access log id" t_params
 
+t_idle_work() {
+  # The echo responder asks for 3 quiet-moment steps after each request (Responder.idle): a
+  # worker runs exactly those once nothing is queued, then blocks instead of spinning.
+  local first second pid ticks0 ticks1 i
+  for i in $(seq 1 20); do
+    http GET /api/v1/attestation/challenge
+    parse_json "$BODY" || return 1
+    first=${J[idleSteps]} pid=${J[pid]}
+    sleep 0.3
+    http GET /api/v1/attestation/challenge
+    parse_json "$BODY" || return 1
+    [ "${J[pid]}" = "$pid" ] || continue
+    second=${J[idleSteps]}
+    [ "$second" = $((first + 3)) ] || fail "idle steps went from $first to $second between two requests (expected +3)" || return 1
+    ticks0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    sleep 1
+    ticks1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    [ $((ticks1 - ticks0)) -le 1 ] || fail "an idle worker used $((ticks1 - ticks0)) clock ticks in 1 s" || return 1
+    return 0
+  done
+  fail "no two requests in a row reached the same worker"
+}
+check "quiet-moment work: a worker runs the steps its responder asks for after a request, then blocks" t_idle_work
+
 t_socket_mode() {
   [ "$(stat -c %a "$RUN/challenge.sock")" = 660 ] || fail "mode $(stat -c %a "$RUN/challenge.sock")"
 }

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Issue #11 items 3 end to end: backup under write load, restore, serve the restored copy;
 `attestctl doctor` passes on a healthy stack and names each problem on a broken one (a missing
-key, a wrong mode, a stopped pool). Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+key, a wrong mode, a stopped pool). Issue #12's prepared ES256 nonces: tokens signed by the
+workers at once all verify, and no two share a nonce. Prints PASS/FAIL per check and a
+summary; exits 1 on a failure."""
+import base64
+import concurrent.futures
 import json
 import os
 import shutil
@@ -11,7 +15,9 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import run_suite, BIN, Stack, Tally  # noqa: E402
+from stack import run_suite, app_headers, BIN, Stack, Tally  # noqa: E402
+
+import jwt  # PyJWT, from PyPI: an independent verifier
 
 T = Tally()
 
@@ -76,6 +82,37 @@ def backup_restore(s):
         shutil.rmtree(target, ignore_errors=True)
 
 
+def token_nonces(s):
+    """Refreshes from four devices at once, through both refresh workers (each prepares its own
+    nonces, in quiet moments or a step at a time): every token verifies against the JWKS and
+    every signature's r, which is x(k·G) for its nonce k, is distinct."""
+    keys = {k["kid"]: k for k in s.http("GET", "/.well-known/jwks.json").json["keys"]}
+    plans = []
+    for d in range(4):
+        st = s.state(f"nonce{d}")
+        p = s.device(st, "enroll")
+        T.check(f"nonce device {d} enrolls", p.returncode == 0, p.stderr)
+        plans.append([json.loads(s.device(st, "body", "refresh", "--counter", str(i)).stdout) for i in range(1, 13)])
+
+    def refresh_in_order(bodies):
+        return [s.http("POST", "/api/v1/attestation/refresh", app_headers(), b) for b in bodies]
+
+    with concurrent.futures.ThreadPoolExecutor(len(plans)) as pool:
+        results = [r for rs in pool.map(refresh_in_order, plans) for r in rs]
+    tokens = [r.json["token"] for r in results if r.status == 200]
+    T.check("48 refreshes from four devices at once: all 200", len(tokens) == 48, str(sorted({r.status for r in results})))
+    bad = []
+    for token in tokens:
+        try:
+            key = jwt.PyJWK.from_dict(keys[jwt.get_unverified_header(token)["kid"]]).key
+            jwt.decode(token, key=key, algorithms=["ES256"], audience="com.example.app", issuer="attestedge")
+        except Exception as e:  # noqa: BLE001 - any failure is the finding
+            bad.append(repr(e))
+    T.check("every token verifies with PyJWT against the served JWKS", not bad, str(bad[:3]))
+    rs = {base64.urlsafe_b64decode(t.rsplit(".", 1)[1] + "==")[:32] for t in tokens}
+    T.check("no two signatures share r (each nonce used once, in one worker)", len(rs) == len(tokens), f"{len(rs)} of {len(tokens)}")
+
+
 def doctor(s):
     d = s.ctl("doctor", check=False)
     T.check("doctor passes on the healthy stack", d.returncode == 0 and "healthy" in d.stdout, d.stdout + d.stderr)
@@ -110,7 +147,7 @@ def doctor(s):
 
 
 def main():
-    return run_suite(T, "ops end-to-end", Stack(setup=setup), [backup_restore, doctor])
+    return run_suite(T, "ops end-to-end", Stack(setup=setup), [backup_restore, token_nonces, doctor])
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ public struct JWTSigner: Sendable {
     public let key: SigningKey
     public let keyID: String
     private let encodedHeader: String
+    /// ES256 with nonces prepared ahead (`PreparedES256Signer`); `nil` for RS256.
+    private let prepared: PreparedES256Signer?
 
     public init(key: SigningKey) throws(AttestError) {
         guard key.kind != .p384 else { throw AttestError(.keyInvalid, "token keys are P-256 (ES256) or RSA (RS256)") }
@@ -16,13 +18,22 @@ public struct JWTSigner: Sendable {
         keyID = try JWK.thumbprint(of: key)
         let header: JSONValue = ["alg": .string(key.jwtAlgorithm), "typ": "JWT", "kid": .string(keyID)]
         encodedHeader = Base64.encode(header.jsonBytes, url: true)
+        prepared = key.kind == .p256 ? try PreparedES256Signer(key: key) : nil
     }
+
+    /// One step of signature preparation for a quiet moment (`PreparedES256Signer.prepareAhead`);
+    /// returns whether more would help (never for RS256).
+    public func prepareAhead() -> Bool { prepared?.prepareAhead() ?? false }
 
     /// The compact serialisation of a token carrying `claims`.
     public func sign(_ claims: JSONValue) throws(AttestError) -> String {
         let signingInput = encodedHeader + "." + Base64.encode(claims.jsonBytes, url: true)
-        var signature = try key.sign(signingInput.utf8)
-        if key.kind == .p256 { signature = try ECDSASignature.raw(fromDER: signature, width: 32) }
+        let signature: [UInt8]
+        if let prepared {
+            signature = try prepared.sign(digest: SHA256.hash(signingInput.utf8))
+        } else {
+            signature = try key.sign(signingInput.utf8)
+        }
         return signingInput + "." + Base64.encode(signature, url: true)
     }
 }
