@@ -49,7 +49,7 @@ public final class PreparedES256Signer: @unchecked Sendable {
     /// `r ‖ s` (32 bytes each, RFC 7518 §3.4) over a SHA-256 `digest`.
     public func sign(digest: [UInt8]) throws(AttestError) -> [UInt8] {
         guard digest.count == 32 else { throw AttestError(.crypto, "ES256 signs a 32-byte digest") }
-        return try state.withLock { state throws(AttestError) -> [UInt8] in try state.sign(digest, batch: Self.step) }
+        return try state.withLock { state throws(AttestError) -> [UInt8] in try state.sign(digest, refill: Self.step) }
     }
 
     /// One step of preparation for a quiet moment (a few hundred µs at most): prepares up to
@@ -84,7 +84,7 @@ public final class PreparedES256Signer: @unchecked Sendable {
             BN_set_flags(scalar, BN_FLG_CONSTTIME)
             guard BN_is_zero(scalar) == 0, BN_cmp(scalar, state.order) < 0 else { throw AttestError(.crypto, "nonce out of range") }
             state.reserve += try state.prepare([scalar])
-            return try state.sign(digest, batch: 1)
+            return try state.sign(digest, refill: 1)
         }
     }
 
@@ -117,16 +117,10 @@ public final class PreparedES256Signer: @unchecked Sendable {
             guard let context, let group, let order, let montgomery, let point, let privateMontgomery,
                   BN_MONT_CTX_set(montgomery, order, context) == 1,
                   EVP_PKEY_get_bn_param(pkey, "priv", &privateKey) == 1, let d = privateKey,
-                  BN_cmp(d, order) < 0 else {
-                EC_POINT_free(point)
-                BN_clear_free(privateMontgomery)
-                BN_MONT_CTX_free(montgomery)
-                BN_free(order)
-                EC_GROUP_free(group)
-                BN_CTX_free(context)
+                  BN_cmp(d, order) < 0, BN_to_montgomery(privateMontgomery, d, montgomery, context) == 1 else {
+                Self.free(group, order, montgomery, privateMontgomery, context, point)
                 throw AttestError.openSSL(.keyInvalid, "preparing the ES256 signer")
             }
-            BN_set_flags(d, BN_FLG_CONSTTIME)
             BN_set_flags(privateMontgomery, BN_FLG_CONSTTIME)
             self.group = group
             self.order = order
@@ -136,15 +130,16 @@ public final class PreparedES256Signer: @unchecked Sendable {
             self.point = point
             self.processID = processID
             owner = processID()
-            guard BN_to_montgomery(privateMontgomery, d, montgomery, context) == 1 else {
-                release()
-                throw AttestError.openSSL(.crypto, "BN_to_montgomery")
-            }
         }
 
         /// Frees everything (the class's `deinit`).
         mutating func release() {
             discardReserve()
+            Self.free(group, order, montgomery, privateMontgomery, context, point)
+        }
+
+        private static func free(_ group: OpaquePointer?, _ order: OpaquePointer?, _ montgomery: OpaquePointer?,
+                                 _ privateMontgomery: OpaquePointer?, _ context: OpaquePointer?, _ point: OpaquePointer?) {
             EC_POINT_free(point)
             BN_clear_free(privateMontgomery)
             BN_MONT_CTX_free(montgomery)
@@ -181,14 +176,15 @@ public final class PreparedES256Signer: @unchecked Sendable {
             }
         }
 
-        mutating func sign(_ digest: [UInt8], batch: Int) throws(AttestError) -> [UInt8] {
+        /// Signs with the last prepared nonce, preparing `refill` first when none is left.
+        mutating func sign(_ digest: [UInt8], refill: Int) throws(AttestError) -> [UInt8] {
             claim()
             guard let e = BN_bin2bn(digest, 32, nil) else { throw AttestError.openSSL(.crypto, "BN_bin2bn") }
             defer { BN_free(e) }
             // e < 2^256 < 2n: one subtraction reduces it (e is public).
             if BN_cmp(e, order) >= 0 { BN_sub(e, e, order) }
             while true {
-                if reserve.isEmpty { try fill(upTo: batch) }
+                if reserve.isEmpty { try fill(upTo: refill) }
                 let nonce = reserve.removeLast()
                 defer {
                     BN_free(nonce.r)
