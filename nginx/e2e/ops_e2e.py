@@ -35,15 +35,19 @@ def backup_restore(s):
     T.check("a device enrolls before the backup", p.returncode == 0, p.stderr)
     stop = threading.Event()
     written = {"enrolled": 0, "failed": 0}
+    errors = []
 
-    def load():
+    def load(n):
         i = 0
         while not stop.is_set():
             i += 1
-            r = s.device(s.state(f"load{i}"), "enroll")
+            # One state file per device: two threads enrolling into the same file raced on it.
+            r = s.device(s.state(f"load{n}-{i}"), "enroll")
             written["enrolled" if r.returncode == 0 else "failed"] += 1
+            if r.returncode != 0:
+                errors.append(r.stderr.strip())
 
-    threads = [threading.Thread(target=load) for _ in range(2)]
+    threads = [threading.Thread(target=load, args=(n,)) for n in range(2)]
     for t in threads:
         t.start()
     file = os.path.join(s.dir, "backup.aebk")
@@ -56,7 +60,7 @@ def backup_restore(s):
         for t in threads:
             t.join()
     T.check(f"attestctl backup under write load ({written['enrolled']} enrollments around it)", b.returncode == 0 and written["failed"] == 0,
-            b.stdout + b.stderr)
+            b.stdout + b.stderr + "".join(f"\nenrollment failed: {e}" for e in errors[:3]))
     T.check("the backup file is 0600", os.stat(file).st_mode & 0o777 == 0o600)
     target = tempfile.mkdtemp(prefix="attestedge-restored-")
     os.chmod(target, 0o755)
