@@ -69,18 +69,22 @@ import Testing
         #expect(signer.prepared == step - 1)
     }
 
-    @Test func quietMomentsPrepareAStepAtATimeUpToTheCapacity() throws {
-        let signer = try PreparedES256Signer(key: try SigningKey.generate(.p256), capacity: 20)
+    @Test func quietMomentsPrepareWholeStepsUpToTheCapacity() throws {
         let step = PreparedES256Signer.step
+        let signer = try PreparedES256Signer(key: try SigningKey.generate(.p256), capacity: 3 * step)
         #expect(signer.prepareAhead(), "below capacity after one step")
         #expect(signer.prepared == step)
         #expect(signer.prepareAhead())
         #expect(!signer.prepareAhead(), "the third step reaches the capacity")
-        #expect(signer.prepared == 20, "never beyond the capacity")
+        #expect(signer.prepared == 3 * step)
         #expect(!signer.prepareAhead(), "nothing more to do")
-        #expect(signer.prepared == 20)
-        _ = try signer.sign(digest: SHA256.hash([1]))
-        #expect(signer.prepareAhead() == false && signer.prepared == 20, "a used nonce is replaced at the next quiet moment")
+        for used in 1..<step {
+            _ = try signer.sign(digest: SHA256.hash([UInt8(used)]))
+            #expect(!signer.prepareAhead() && signer.prepared == 3 * step - used, "less than a step used: nothing prepared")
+        }
+        _ = try signer.sign(digest: SHA256.hash([0]))
+        #expect(!signer.prepareAhead(), "a whole step used: one step prepared, full again")
+        #expect(signer.prepared == 3 * step)
     }
 
     @Test func aForkedChildDiscardsTheReserveItInherited() throws {

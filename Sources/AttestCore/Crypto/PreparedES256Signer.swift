@@ -52,16 +52,18 @@ public final class PreparedES256Signer: @unchecked Sendable {
         return try state.withLock { state throws(AttestError) -> [UInt8] in try state.sign(digest, refill: Self.step) }
     }
 
-    /// One step of preparation for a quiet moment (a few hundred µs at most): prepares up to
-    /// `step` nonces while fewer than `capacity` are ready. Returns whether more would help;
-    /// `false` also when preparing failed (signatures then prepare their own).
+    /// One step of preparation for a quiet moment (a few hundred µs at most): once a whole
+    /// `step` has been used (at most `capacity − step` ready), prepares `step` more, so each
+    /// step's inversion is shared by `step` nonces and a worker that answers one request at a
+    /// time does this after every `step`-th, not after each. Returns whether another step
+    /// would help; `false` also when preparing failed (signatures then prepare their own).
     public func prepareAhead() -> Bool {
-        let capacity = capacity
+        let low = capacity - Self.step
         return state.withLock { state -> Bool in
             let ready = state.preparedInThisProcess
-            guard ready < capacity else { return false }
-            do { try state.fill(upTo: min(capacity, ready + Self.step)) } catch { return false }
-            return state.reserve.count < capacity
+            guard ready <= low else { return false }
+            do { try state.fill(upTo: ready + Self.step) } catch { return false }
+            return state.reserve.count <= low
         }
     }
 
