@@ -3,6 +3,8 @@ import Glibc
 
 /// One worker process of a pool: makes its responder, then loops wait → accept → respond →
 /// finish (`Connection`) until asked to stop. Runs in the child after `fork` and never returns.
+/// When a request leaves nothing queued behind it, the worker gives its responder short
+/// quiet-moment steps (`Responder.idle`) before it blocks again.
 ///
 /// An answer the responder defers (the store's commit must reach the disk first) is held on
 /// its connection while the worker serves what is already queued, and sent once settled; a

@@ -114,5 +114,9 @@ func writeText(_ path: String, _ text: String, mode: mode_t) throws {
     }
     fchmod(fd, mode)
     close(fd)
-    guard rename(temp, path) == 0 else { throw DeviceFailure("cannot replace \(path)", status: 2) }
+    guard rename(temp, path) == 0 else {
+        // ENOENT: another process renamed our temporary file first (two devices, one --state).
+        let why = errno == ENOENT ? "another attest-device is writing the same --state file" : String(cString: strerror(errno))
+        throw DeviceFailure("cannot replace \(path): \(why)", status: 2)
+    }
 }
