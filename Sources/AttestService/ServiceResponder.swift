@@ -55,12 +55,14 @@ public struct ServiceResponder: Responder {
     }
 
     /// Validate and refresh workers prepare token signatures while nothing is queued.
-    public mutating func idle() -> Bool {
+    public var wantsIdle: Bool {
         switch endpoint {
-        case .validate, .refresh: return context.prepareTokenSignatures()
+        case .validate, .refresh: return true
         case .challenge, .mad, .webhooks: return false
         }
     }
+
+    public mutating func idle() -> Bool { context.prepareTokenSignatures() }
 
     /// `server.maxHeldAnswers`.
     public var heldAnswerLimit: Int { context.configuration.maxHeldAnswers }

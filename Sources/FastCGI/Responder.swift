@@ -24,6 +24,9 @@ public protocol Responder {
     /// arrives meanwhile waits for it), called while nothing is queued and nothing is held,
     /// again as long as it returns true and nothing arrives. Default: nothing to do.
     mutating func idle() -> Bool
+    /// Whether `idle` ever has work (default false): a worker whose responder has none never
+    /// looks at its queue between requests. Read once, when the worker starts.
+    var wantsIdle: Bool { get }
     /// How many answers a worker may hold before it settles them all (default 8, clamped to
     /// 1...64; 1 holds none past the request that made it). Read once, when the worker starts.
     var heldAnswerLimit: Int { get }
@@ -35,6 +38,7 @@ extension Responder {
     public mutating func isSettled(_ position: Int) -> Bool { true }
     public mutating func settle(_ position: Int) -> Bool { true }
     public mutating func idle() -> Bool { false }
+    public var wantsIdle: Bool { false }
 }
 
 /// What a held answer waits for (see `Responder`).

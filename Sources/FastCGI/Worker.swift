@@ -53,7 +53,8 @@ struct Worker {
 
         var served = 0
         var failures = 0
-        var idleWork = true
+        let wantsIdle = responder.wantsIdle
+        var idleWork = wantsIdle
         while !stop {
             if !pool.held.isEmpty {
                 // Answers wait for something (their commit reaching the disk): serve the
@@ -61,7 +62,7 @@ struct Worker {
                 // nothing queued, or too many held, settle them now rather than idle.
                 if !pool.held.isFull {
                     switch serveOne(pool, &responder) {
-                    case .served: served += 1; failures = 0; idleWork = true; continue
+                    case .served: served += 1; failures = 0; idleWork = wantsIdle; continue
                     case .dropped: failures = 0; continue
                     case .nothingQueued, .failed: break
                     }
@@ -82,7 +83,7 @@ struct Worker {
             }
             guard ready.connection, !stop else { continue }
             switch serveOne(pool, &responder) {
-            case .served: served += 1; failures = 0; idleWork = true
+            case .served: served += 1; failures = 0; idleWork = wantsIdle
             case .dropped: failures = 0
             case .nothingQueued: break
             case .failed(let code): failures = backOff(after: failures, "accept: \(errnoDescription(code))")

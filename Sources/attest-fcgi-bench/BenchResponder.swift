@@ -42,6 +42,8 @@ struct BenchResponder: Responder {
         }
     }
 
+    var wantsIdle: Bool { mode == .echo }
+
     mutating func idle() -> Bool {
         guard idleStepsLeft > 0 else { return false }
         idleStepsLeft -= 1

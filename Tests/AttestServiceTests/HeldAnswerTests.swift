@@ -18,6 +18,15 @@ import Testing
         #expect(ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true).heldAnswerLimit == 3)
     }
 
+    @Test func onlyTokenIssuingWorkersAskForQuietMoments() throws {
+        let flow = try DeviceFlow()
+        let asking = Endpoint.allCases.filter { ServiceResponder(endpoint: $0, context: flow.context).wantsIdle }
+        #expect(asking == [.validate, .refresh], "they prepare token signatures; the others have nothing to do")
+        var refresh = ServiceResponder(endpoint: .refresh, context: flow.context)
+        let moreWouldHelp = refresh.idle()
+        #expect(moreWouldHelp, "a quiet moment prepares a step of nonces for the active key, and more would help")
+    }
+
     /// In `commit` mode an enrollment's write waits for the group's commit (`GroupCommit`): the
     /// answer is held at the group position, and built once that commit is durable.
     @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {
