@@ -36,7 +36,7 @@ public protocol StoreBackend: AnyObject {
     var kind: String { get }
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T
-    /// Whether sharing one commit between writes (`writeBatch`) saves a sync per write.
+    /// Whether sharing one commit between writes (`writeBatch`) saves work per write (a sync, page writes).
     var groupsWrites: Bool { get }
     /// Durable writes, each rolled back alone when it throws (its error returned in its place).
     func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?]

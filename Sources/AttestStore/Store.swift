@@ -72,9 +72,10 @@ public final class Store {
         try backend.write(environments, body)
     }
 
-    /// Whether grouping durable writes pays (LMDB in `commit` mode, where each commit makes a
-    /// sync under the writer lock): pool workers then gather the final writes of the requests
-    /// they hold and commit them together (`writeBatch`, group commit).
+    /// Whether grouping durable writes pays (LMDB, where each commit writes its pages and meta
+    /// page under the writer lock, and in `commit` mode syncs them): pool workers then gather
+    /// the final writes of the requests they hold and commit them together (`writeBatch`,
+    /// group commit). Not PostgreSQL, where each write is its own serializable transaction.
     public var groupsWrites: Bool { backend.groupsWrites }
 
     /// Runs each of `writes` as a durable write, rolled back alone when it throws (its error is

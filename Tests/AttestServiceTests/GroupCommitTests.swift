@@ -5,7 +5,7 @@ import AttestTesting
 import FastCGI
 import Testing
 
-/// Group commit (`GroupCommit`): a pool worker in LMDB's `commit` mode queues each refresh's
+/// Group commit (`GroupCommit`): a pool worker on LMDB (either sync mode) queues each refresh's
 /// final write, holds its answer, and commits the held ones together when it settles; the
 /// answers are built from what each write did.
 @Suite struct GroupCommitTests {
@@ -48,6 +48,30 @@ import Testing
         held.forEach { $0.released() }
         let lines = flow.fixture.logs.dropFirst(logged + 2)
         #expect(lines.count == 2 && lines.first?.contains("status=200") == true && lines.last?.contains("status=409") == true, "\(lines)")
+    }
+
+    /// `store.sync = interval`: the commit syncs nothing, but the worker still groups (one
+    /// commit's page writes for the whole group); the answers leave after that commit.
+    @Test func inIntervalModeRefreshesAreGroupedWithoutASync() throws {
+        let flow = try DeviceFlow(configure: { $0.sync = "interval"; $0.syncIntervalMs = 10_000 })
+        guard !Fixture.onPostgres else { return }
+        try flow.enroll()
+        var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
+        let store = flow.context.store
+        let version = store.durableVersion
+        let (_, first) = try refresh(&responder, flow, counter: 1)
+        let (_, second) = try refresh(&responder, flow, counter: 2)
+        let held = [try #require(first), try #require(second)]
+        #expect(held.allSatisfy { $0.position == ServiceContext.groupPosition })
+        let settledEarly = held.map { responder.isSettled($0.position) }
+        #expect(settledEarly == [false, false], "a grouped answer waits for its group's commit in this mode too")
+        #expect(try flow.storedDevice()?.counter == 0)
+        let committed = responder.settle(ServiceContext.groupPosition)
+        #expect(committed)
+        #expect(store.durableVersion == version + 1, "one commit for both")
+        #expect(store.durabilitySyncs == 0, "answers in interval mode never wait for a sync")
+        #expect(held.map { $0.final!().status } == [200, 200])
+        #expect(try flow.storedDevice()?.counter == 2)
     }
 
     /// One enrollment's write fails inside the group (a fault injected after it wrote its

@@ -21,8 +21,9 @@ public struct Configuration: Sendable, Equatable {
     /// `server.keyCacheEntries`: parsed device keys each worker keeps (about 3 KB each, most
     /// of it OpenSSL's key and verify context); 0 parses the key on every refresh.
     public var keyCacheEntries = 10_000
-    /// `server.maxHeldAnswers`: answers a pool worker holds while their commit reaches the
-    /// disk (`store.sync = commit`), and so the largest group commit; 1 holds none.
+    /// `server.maxHeldAnswers`: answers a pool worker holds while it serves queued requests
+    /// (their commit reaching the disk, or their group's commit), and so the largest group
+    /// commit; 1 holds none.
     public var maxHeldAnswers = 8
     /// `store.backend`: `lmdb` (embedded, one host) or `postgres` (shared by several hosts).
     public var storeBackend = "lmdb"

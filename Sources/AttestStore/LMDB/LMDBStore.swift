@@ -103,8 +103,11 @@ final class LMDBStore: StoreBackend {
         }
     }
 
-    /// `commit` mode: each commit syncs under the writer lock, so grouping writes pays.
-    var groupsWrites: Bool { barrier != nil }
+    /// Grouping pays in both modes: in `commit` mode each commit syncs under the writer lock;
+    /// in `interval` mode each commit still writes its pages and meta page (`pwrite`) and
+    /// takes the writer lock, so a group of 8 makes about a third of the page writes of 8
+    /// commits (issue #12: 6.3 against 9.9 per refresh, worker CPU −8%).
+    var groupsWrites: Bool { true }
 
     /// Runs each of `writes` in its own nested transaction (`mdb_txn_begin` with a parent) of
     /// one durable write transaction, and commits that once: one data sync under the writer
