@@ -19,7 +19,7 @@
 #   SCALES="" skips the scaling part; SYNCS="commit interval" skips PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source nginx/scripts/deps.sh
+ATTEST_NEED_PYATTEST=1 source nginx/scripts/deps.sh
 source nginx/scripts/bench-lib.sh
 
 WORKERS_LIST=${WORKERS_LIST:-1 2 4}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools (libpq for the
 # PostgreSQL store, the postgresql server for the tests' throwaway cluster), and (for the
-# end-to-end tests) PyJWT and standardwebhooks from PyPI. Installs only what is missing; safe to run again.
+# end-to-end tests) PyJWT and standardwebhooks from PyPI, and (for nginx/bench/all.sh) pyattest.
+# Installs only what is missing; safe to run again.
 set -euo pipefail
 
 packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps)
@@ -30,4 +31,9 @@ if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import standardwebhooks' 2
   echo "==> installing standardwebhooks from PyPI (the end-to-end webhook signature checks)"
   python3 -m pip install --quiet --disable-pip-version-check standardwebhooks 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages standardwebhooks
+fi
+if [ "${ATTEST_NEED_PYATTEST:-0}" = 1 ] && ! python3 -c 'import pyattest, pyhanko_certvalidator' 2>/dev/null; then
+  echo "==> installing pyattest from PyPI (the benchmark's peer verifier)"
+  python3 -m pip install --quiet --disable-pip-version-check pyattest==1.0.5 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyattest==1.0.5
 fi
