@@ -5,11 +5,12 @@
 #     bench refresh), LMDB durable and no-sync puts (attestctl bench store puts),
 #     nginx → trivial FastCGI handler and → one-P-256-verify handler at each worker count,
 #     and one-verify handlers (P-384, P-256) under the validate and refresh replays, each
-#     interleaved with the endpoint's own replay chunk by chunk (replay_pairs);
+#     interleaved with the endpoint's own replay chunk by chunk (replay_pairs), and the trivial
+#     handler under challenge GETs, interleaved round by round (wrk_pairs);
 #   - the peer: pyattest (PyPI) verifying Apple's guide sample on one core (pyattest_peer.py);
 #   - through nginx with wrk and pre-generated attest-device bodies, for each store (LMDB with
 #     store.sync commit and interval; PostgreSQL, a throwaway cluster or $POSTGRES_URL) and
-#     worker count: challenge (GET, wrk -d), validate and refresh (each body replayed once),
+#     worker count: challenge (GET, wrk rounds), validate and refresh (each body replayed once),
 #     heartbeat (one device's token, wrk -d); throughput, p50/p99, pool CPU µs per request;
 #   - scaling: validate and refresh against stores preloaded with N devices (bench store load).
 # Ratios are against floors measured in this run. Not part of the test suite (minutes).
@@ -48,6 +49,9 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t }' /proc/stat; }
 read -r STEAL0 TOTAL0 < <(cpu_ticks)
 ROWS=() FLOOR_ROWS=() REPLAY_ROWS=() SCALE_ROWS=() LOST_NOTES=()
+# median / highest of the space-separated numbers on stdin.
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+highest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(next(r['$2'] for r in d['results'] if $1))"; }
 
@@ -90,6 +94,47 @@ wrk_measure() {
   M_P50=$(bench_latency_ms 50 <<< "$BENCH_WRK_OUT") M_P99=$(bench_latency_ms 99 <<< "$BENCH_WRK_OUT")
   M_US=$(awk -v ms="$(( $(bench_pool_cpu_ms "$master") - cpu0 ))" -v n="$(bench_requests)" 'BEGIN { printf "%.0f", ms * 1000 / n }')
   if grep -q Non-2xx <<< "$BENCH_WRK_OUT"; then echo "error: $1 answered non-2xx" >&2; exit 1; fi
+}
+
+# wrk_pairs URL MASTER FLOOR_URL FLOOR_MASTER: after 1 s of warm-up each, PAIRS rounds of wrk
+# for DURATION ÷ PAIRS seconds (at least 1) against the endpoint, then against its floor handler,
+# so both meet the same minute of the machine. Sets M_* for the endpoint and F_* for the floor
+# over all rounds (req/s = requests ÷ seconds, p50 the rounds' median, p99 their highest, pool
+# CPU µs per request), and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX: the rounds' floor µs ÷ endpoint µs.
+wrk_pairs() {
+  local chunk=$(( (DURATION + PAIRS - 1) / PAIRS )) i side url master cpu0
+  local -A reqs=() secs=() ms=() p50s=() p99s=()
+  local ratios=() us=()
+  bench_wrk "$1" "$THREADS" "$CONNECTIONS" 1 > /dev/null
+  bench_wrk "$3" "$THREADS" "$CONNECTIONS" 1 > /dev/null
+  BENCH_WRK_EXTRA+=(--latency)
+  for ((i = 0; i < PAIRS; i++)); do
+    us=()
+    for side in ours floor; do
+      if [ "$side" = ours ]; then url=$1 master=$2; else url=$3 master=$4; fi
+      cpu0=$(bench_pool_cpu_ms "$master")
+      bench_wrk "$url" "$THREADS" "$CONNECTIONS" "$chunk"
+      if grep -q Non-2xx <<< "$BENCH_WRK_OUT"; then echo "error: $url answered non-2xx" >&2; exit 1; fi
+      local n cpu
+      n=$(bench_requests) cpu=$(( $(bench_pool_cpu_ms "$master") - cpu0 ))
+      reqs[$side]=$(( ${reqs[$side]:-0} + n )) ms[$side]=$(( ${ms[$side]:-0} + cpu ))
+      secs[$side]=$(awk -v a="${secs[$side]:-0}" -v n="$n" -v r="$BENCH_RPS" 'BEGIN { printf "%.6f", a + n / r }')
+      p50s[$side]+="$(bench_latency_ms 50 <<< "$BENCH_WRK_OUT") " p99s[$side]+="$(bench_latency_ms 99 <<< "$BENCH_WRK_OUT") "
+      us+=("$(awk -v ms="$cpu" -v n="$n" 'BEGIN { printf "%.4f", ms * 1000 / n }')")
+    done
+    ratios+=("$(awk -v f="${us[1]}" -v o="${us[0]}" 'BEGIN { printf "%.4f", (o > 0 ? f / o : 0) }')")
+  done
+  unset 'BENCH_WRK_EXTRA[${#BENCH_WRK_EXTRA[@]}-1]'
+  for side in ours floor; do
+    local rps avg p50 p99
+    rps=$(awk -v n="${reqs[$side]}" -v t="${secs[$side]}" 'BEGIN { printf "%.1f", n / t }')
+    avg=$(awk -v n="${reqs[$side]}" -v m="${ms[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
+    p50=$(median <<< "${p50s[$side]}") p99=$(highest <<< "${p99s[$side]}")
+    if [ "$side" = ours ]; then M_RPS=$rps M_US=$avg M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$avg F_P50=$p50 F_P99=$p99; fi
+  done
+  PAIR_MEDIAN=$(median <<< "${ratios[*]}")
+  PAIR_MIN=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1 | xargs printf '%.2f')
+  PAIR_MAX=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1 | xargs printf '%.2f')
 }
 
 # replay_measure URL BODIES MASTER [MARKER]: each body once; sets M_RPS M_P50 M_P99 M_US.
@@ -136,10 +181,11 @@ start_pools() { # start_pools DATA WORKERS: the endpoints' pools and, beside the
   for e in challenge validate refresh mad; do
     bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$2" --data "$1"
   done
+  bench_start_pool POOL_fchallenge "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode trivial --socket "$DIR/run/floor-challenge.sock" --workers "$2"
   bench_start_pool POOL_fvalidate "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p384-verify --socket "$DIR/run/floor-validate.sock" --workers "$2"
   bench_start_pool POOL_frefresh "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p256-verify --socket "$DIR/run/floor-refresh.sock" --workers "$2"
 }
-stop_pools() { local e; for e in challenge validate refresh mad fvalidate frefresh; do v=POOL_$e; bench_stop_pool "${!v}" || true; done; }
+stop_pools() { local e; for e in challenge validate refresh mad fchallenge fvalidate frefresh; do v=POOL_$e; bench_stop_pool "${!v}" || true; done; }
 device() { "$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --test-ca "$1/test-ca/ca.pem" --state "$2" "${@:3}"; }
 
 # replay_pairs ENDPOINT MASTER FLOOR_MASTER: the endpoint's bodies ($DIR/ENDPOINT.jsonl) in
@@ -172,8 +218,6 @@ replay_pairs() {
     ratios+=("$(awk -v a="${chunk_rps[0]}" -v b="${chunk_rps[1]}" 'BEGIN { printf "%.4f", a / b }')")
   done
   rm -f "$DIR/chunk."*
-  median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-  highest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
   for side in ours floor; do
     local rps us p50 p99
     rps=$(awk -v n="${ok[$side]}" -v t="${secs[$side]}" 'BEGIN { printf "%.1f", n / t }')
@@ -198,8 +242,9 @@ for sync in $SYNCS; do
     device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
 
     BENCH_WRK_EXTRA=(-H "X-Bundle-ID: $BUNDLE" -H "X-Team-ID: $TEAM")
-    wrk_measure challenge "$BASE/api/v1/attestation/challenge" "$POOL_challenge"
-    ROWS+=("| challenge | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "${TRIVIAL_US[$w]}" "$M_US") (trivial handler µs ÷ ours) |")
+    wrk_pairs "$BASE/api/v1/attestation/challenge" "$POOL_challenge" "$BASE/bench-floor/challenge" "$POOL_fchallenge"
+    ROWS+=("| challenge | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "${TRIVIAL_US[$w]}" "$M_US") (trivial handler µs ÷ ours); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (trivial handler µs ÷ ours, interleaved) |")
+    REPLAY_ROWS+=("| trivial FastCGI handler, challenge GETs | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
     cores=$(( w < $(nproc) ? w : $(nproc) ))
     replay_pairs validate "$POOL_validate" "$POOL_fvalidate"
     ROWS+=("| validate | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "$(awk -v r="$RAW_P384" -v c="$cores" 'BEGIN { print r * c }')") (÷ raw P-384 × $cores cores); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (÷ P-384 handler, same replay, interleaved) |")
@@ -279,10 +324,11 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   printf '%s\n' "${FLOOR_ROWS[@]}"
   echo
   echo "The same handlers driven exactly as the endpoints are (each pre-generated validate or"
-  echo "refresh body POSTed once through nginx by replay.lua), per pass of the endpoint table. The"
-  echo "bodies go in $PAIRS chunks, each replayed against the endpoint and then against its floor"
-  echo "handler, so both meet the same minute of the machine (its speed drifts by tens of percent"
-  echo "within a run); req/s is answers ÷ time answering, p50 the chunks' median, p99 their highest:"
+  echo "refresh body POSTed once through nginx by replay.lua; challenge GETs by wrk), per pass of"
+  echo "the endpoint table. The bodies go in $PAIRS chunks, each replayed against the endpoint and then"
+  echo "against its floor handler, and the GETs in $PAIRS rounds of $(( (DURATION + PAIRS - 1) / PAIRS ))s each way, so both meet"
+  echo "the same minute of the machine (its speed drifts by tens of percent within a run); req/s is"
+  echo "answers ÷ time answering, p50 the chunks' median, p99 their highest:"
   echo
   echo "| handler | store.sync pass | workers | req/s | p50 ms | p99 ms | pool CPU µs/req |"
   echo "|---|---|---|---|---|---|---|"
@@ -290,15 +336,15 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo
   echo "## Endpoints through nginx"
   echo
-  echo "challenge and heartbeat: wrk for ${DURATION}s; validate and refresh: every pre-generated body"
-  echo "sent once (bench_replay). Latencies are wrk's; a replay's include a few idle polls of"
+  echo "challenge: wrk in $PAIRS rounds of $(( (DURATION + PAIRS - 1) / PAIRS ))s; heartbeat: wrk for ${DURATION}s; validate and refresh: every"
+  echo "pre-generated body sent once (bench_replay). Latencies are wrk's; a replay's include a few idle polls of"
   echo "threads that finished first (nginx 404s). Aims (issue #12, 2 workers): refresh ÷ verify"
   echo "handler ≥ 0.5 commit / 0.75 interval; validate ÷ raw P-384 × cores ≥ 0.6 / 0.75;"
-  echo "challenge trivial-µs ÷ ours ≥ 0.95. Validate and refresh show two ratios: the issue's"
-  echo "floor (a GET wrk loop, or OpenSSL in-process with no HTTP at all) and the one-verify"
-  echo "handler under the very same replay, interleaved with ours chunk by chunk: the median of"
-  echo "the $PAIRS chunks' ratios, their range in brackets. p50 and p99 of validate and refresh"
-  echo "are the chunks' median p50 and highest p99."
+  echo "challenge trivial-µs ÷ ours ≥ 0.95. Challenge, validate and refresh show two ratios: the issue's"
+  echo "floor (the floor table above, measured once at the start; or OpenSSL in-process with no HTTP at all) and the"
+  echo "floor handler under the very same load, interleaved with ours round by round: the median of"
+  echo "the $PAIRS rounds' ratios, their range in brackets. p50 and p99 of challenge, validate and refresh"
+  echo "are the rounds' median p50 and highest p99."
   echo
   echo "| path | store | workers | req/s | p50 ms | p99 ms | pool CPU µs/req | ratio |"
   echo "|---|---|---|---|---|---|---|---|"

@@ -8,7 +8,7 @@
 #   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
 #                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
 #                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
-#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{validate,refresh})
+#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh})
 #   bench_start_nginx DIR               nginx in the foreground as a child; waits until it answers
 #   bench_stop_nginx                    graceful stop (SIGQUIT), then wait
 #   bench_start_pool VAR LOG BIN ARGS…  start a FastCGI pool (BIN ARGS… must include --socket);
@@ -61,12 +61,12 @@ bench_render_nginx() {
   if [ "${BENCH_NO_RATE_LIMIT:-0}" = 1 ]; then
     sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
   fi
-  # Benchmark floors beside the endpoints (the rendered copy only): /bench-floor/validate and
-  # /bench-floor/refresh go to RUN_DIR/floor-validate.sock and floor-refresh.sock (fixed
-  # upstreams, as the endpoints have), so a floor handler and an endpoint's pool run side by side.
+  # Benchmark floors beside the endpoints (the rendered copy only): /bench-floor/NAME goes to
+  # RUN_DIR/floor-NAME.sock for challenge, validate and refresh (fixed upstreams, as the
+  # endpoints have), so a floor handler and an endpoint's pool run side by side.
   if [ "${BENCH_FLOOR_LOCATIONS:-0}" = 1 ]; then
     local floors="" name
-    for name in validate refresh; do
+    for name in challenge validate refresh; do
       floors+="    location = /bench-floor/$name {\n        fastcgi_pass unix:$dir/run/floor-$name.sock;\n    }\n"
     done
     sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||$floors&|" "$dir/conf/site.conf"
