@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Profile (issue #12): one endpoint's pool under a replay through nginx, `perf record -g` on
 # its workers, and a per-request breakdown by shared object (µs of worker CPU per request).
-# Needs perf (Debian linux-perf) and root or perf_event_paranoid <= 1. Not part of the tests.
+# Installs perf (Debian linux-perf) and valgrind when missing; needs root or perf_event_paranoid <= 1.
+# Not part of the tests.
 #   bash nginx/bench/profile.sh                       # refresh, interval, 2 workers
 #   ENDPOINT=validate SYNC=commit COUNT=3000 WORKERS=2 OUT=/tmp/prof bash nginx/bench/profile.sh
 #   ENDPOINT=challenge SECONDS_LOAD=5 bash nginx/bench/profile.sh   # wrk GETs instead of a replay
@@ -17,7 +18,7 @@
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source nginx/scripts/deps.sh
+ATTEST_EXTRA_PACKAGES="linux-perf valgrind" source nginx/scripts/deps.sh
 source nginx/scripts/bench-lib.sh
 
 ENDPOINT=${ENDPOINT:-refresh}

@@ -6,6 +6,9 @@
 set -euo pipefail
 
 packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps)
+# ATTEST_EXTRA_PACKAGES: more Debian packages a caller needs (the profiler's perf and valgrind).
+read -r -a deps_extra <<< "${ATTEST_EXTRA_PACKAGES:-}"
+packages+=("${deps_extra[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
