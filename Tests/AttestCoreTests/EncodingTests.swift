@@ -51,6 +51,22 @@ struct Base64Vectors: Decodable {
         #expect(Hex.decode("") == [], "empty")
     }
 
+    /// Arrays and slices take the buffer path, other collections the generic one: same answers.
+    @Test func constantTimeEqualComparesEveryByte() {
+        let a: [UInt8] = Array(0..<32)
+        var last = a, first = a
+        last[31] ^= 1
+        first[0] ^= 0x80
+        #expect(constantTimeEqual(a, a))
+        #expect(!constantTimeEqual(a, last), "a difference in the last byte")
+        #expect(!constantTimeEqual(a, first), "a difference in the first byte")
+        #expect(!constantTimeEqual(a, a.prefix(31)), "different lengths")
+        #expect(constantTimeEqual(a[4..<20], Array(4..<20) as [UInt8]), "a slice against an array")
+        #expect(constantTimeEqual(a.lazy.map { $0 }, a), "a collection without contiguous storage")
+        #expect(!constantTimeEqual(last.lazy.map { $0 }, a))
+        #expect(constantTimeEqual([UInt8](), [UInt8]()), "empty")
+    }
+
     @Test(arguments: ["0", "abc", "0g", "zz", " 00", "00 ", "0x00", "é0"])
     func hexRejectsNonHex(_ text: String) {
         #expect(Hex.decode(text) == nil, "\"\(text)\" is not hex")

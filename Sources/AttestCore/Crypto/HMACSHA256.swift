@@ -48,9 +48,13 @@ public final class HMACSHA256: @unchecked Sendable {
 }
 
 /// Compares two byte sequences in time that depends only on their lengths.
+/// Arrays and slices take the direct path: the generic loop, not specialised across modules,
+/// cost about 480 instructions per byte (a challenge's tag check, 16 bytes, was 1% of a refresh).
 public func constantTimeEqual<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
 where A.Element == UInt8, B.Element == UInt8 {
     guard a.count == b.count else { return false }
+    let direct: Bool?? = a.withContiguousStorageIfAvailable { x in b.withContiguousStorageIfAvailable { y in constantTimeEqual(x, y) } }
+    if let direct = direct ?? nil { return direct }
     var diff: UInt8 = 0
     var i = a.startIndex, j = b.startIndex
     while i != a.endIndex {
@@ -58,5 +62,12 @@ where A.Element == UInt8, B.Element == UInt8 {
         a.formIndex(after: &i)
         b.formIndex(after: &j)
     }
+    return diff == 0
+}
+
+/// `constantTimeEqual` on two buffers of the same length: every byte is read, whatever differs.
+private func constantTimeEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    var diff: UInt8 = 0
+    for i in 0..<a.count { diff |= a[i] ^ b[i] }
     return diff == 0
 }

@@ -62,20 +62,25 @@ public enum Base64 {
         while n > 0, input[n - 1] == UInt8(ascii: "=") { n -= 1; pad += 1 }
         if pad > 2 || n % 4 == 1 { return nil }
         if pad > 0, (n + pad) % 4 != 0 { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(n * 3 / 4)
-        var acc: UInt32 = 0
-        var bits = 0
-        for i in 0..<n {
-            let v = table[Int(input[i])]
-            if v == 0xFF { return nil }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+        var valid = true
+        let out = table.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: n * 3 / 4) { out, written in
+                var acc: UInt32 = 0
+                var bits = 0, o = 0
+                for i in 0..<n {
+                    let v = table[Int(input[i])]
+                    if v == 0xFF { valid = false; break }
+                    acc = acc << 6 | UInt32(v)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[o] = UInt8(truncatingIfNeeded: acc >> UInt32(bits))
+                        o += 1
+                    }
+                }
+                written = o
             }
         }
-        return out
+        return valid ? out : nil
     }
 }
