@@ -125,16 +125,24 @@ wrk_pairs() {
     ratios+=("$(awk -v f="${us[1]}" -v o="${us[0]}" 'BEGIN { printf "%.4f", (o > 0 ? f / o : 0) }')")
   done
   unset 'BENCH_WRK_EXTRA[${#BENCH_WRK_EXTRA[@]}-1]'
+  pair_totals reqs secs ms p50s p99s ratios
+}
+
+# pair_totals ANSWERS SECONDS CPU_MS P50S P99S RATIOS: names of the caller's arrays (per side,
+# ours and floor: answers, seconds answering, pool CPU ms, the rounds' p50s and p99s; and the
+# rounds' ratios). Sets M_* (ours), F_* (floor) and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX.
+pair_totals() {
+  local -n answers_=$1 seconds_=$2 cpu_=$3 p50s_=$4 p99s_=$5 ratios_=$6
+  local side rps us p50 p99
   for side in ours floor; do
-    local rps avg p50 p99
-    rps=$(awk -v n="${reqs[$side]}" -v t="${secs[$side]}" 'BEGIN { printf "%.1f", n / t }')
-    avg=$(awk -v n="${reqs[$side]}" -v m="${ms[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
-    p50=$(median <<< "${p50s[$side]}") p99=$(highest <<< "${p99s[$side]}")
-    if [ "$side" = ours ]; then M_RPS=$rps M_US=$avg M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$avg F_P50=$p50 F_P99=$p99; fi
+    rps=$(awk -v n="${answers_[$side]}" -v t="${seconds_[$side]}" 'BEGIN { printf "%.1f", n / t }')
+    us=$(awk -v n="${answers_[$side]}" -v m="${cpu_[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
+    p50=$(median <<< "${p50s_[$side]}") p99=$(highest <<< "${p99s_[$side]}")
+    if [ "$side" = ours ]; then M_RPS=$rps M_US=$us M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$us F_P50=$p50 F_P99=$p99; fi
   done
-  PAIR_MEDIAN=$(median <<< "${ratios[*]}")
-  PAIR_MIN=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1 | xargs printf '%.2f')
-  PAIR_MAX=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1 | xargs printf '%.2f')
+  PAIR_MEDIAN=$(median <<< "${ratios_[*]}")
+  PAIR_MIN=$(printf '%s\n' "${ratios_[@]}" | sort -g | head -1 | xargs printf '%.2f')
+  PAIR_MAX=$(printf '%s\n' "${ratios_[@]}" | sort -g | tail -1 | xargs printf '%.2f')
 }
 
 # replay_measure URL BODIES MASTER [MARKER]: each body once; sets M_RPS M_P50 M_P99 M_US.
@@ -218,16 +226,7 @@ replay_pairs() {
     ratios+=("$(awk -v a="${chunk_rps[0]}" -v b="${chunk_rps[1]}" 'BEGIN { printf "%.4f", a / b }')")
   done
   rm -f "$DIR/chunk."*
-  for side in ours floor; do
-    local rps us p50 p99
-    rps=$(awk -v n="${ok[$side]}" -v t="${secs[$side]}" 'BEGIN { printf "%.1f", n / t }')
-    us=$(awk -v n="${ok[$side]}" -v m="${ms[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
-    p50=$(median <<< "${p50s[$side]}") p99=$(highest <<< "${p99s[$side]}")
-    if [ "$side" = ours ]; then M_RPS=$rps M_US=$us M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$us F_P50=$p50 F_P99=$p99; fi
-  done
-  PAIR_MEDIAN=$(median <<< "${ratios[*]}")
-  PAIR_MIN=$(printf '%s\n' "${ratios[@]}" | sort -g | head -1 | xargs printf '%.2f')
-  PAIR_MAX=$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1 | xargs printf '%.2f')
+  pair_totals ok secs ms p50s p99s ratios
 }
 
 for sync in $SYNCS; do
