@@ -40,7 +40,7 @@ extension ServiceContext {
             let bucket = ipBucket(request, endpoint)
             guard let bucket else { throw error }
             let charged = try? store.write([.ephemeral]) { txn in
-                try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
+                try sweepExpiredIfDue(in: txn, now: now)
                 return try charge([bucket], in: txn, now: now)
             }
             if let charged {
@@ -85,8 +85,7 @@ extension ServiceContext {
         let retention = Int64(configuration.usedChallengeRetentionSeconds)
         // A failing `read` must not abort the charge and the consumption: it is rethrown after the commit.
         let (charged, fresh, value) = try store.write([.ephemeral]) { txn -> (Charged, Bool, Result<T, any Error>?) in
-            try txn.sweepExpired(.rates, now: now.seconds, limit: 4)
-            try txn.sweepExpired(.challenges, now: now.seconds, limit: 4)
+            try sweepExpiredIfDue(in: txn, now: now)
             let charged = try charge(buckets, in: txn, now: now)
             let fresh = try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention)
             return (charged, fresh, charged.over == nil && fresh ? Result { try read(txn) } : nil)
@@ -95,6 +94,19 @@ extension ServiceContext {
         rateHeaders = Self.headers(charged.tightest, now: now)
         guard fresh, let value else { throw ServiceError.challengeAlreadyUsed }
         return try value.get()
+    }
+
+    /// Expired rate windows and used challenges are swept by one ephemeral write in
+    /// `sweepInterval` of each process, up to `sweepLimit` entries of each: on average 4 a
+    /// write, as when every write swept 4, but the other writes no longer rewrite the oldest
+    /// leaf page (LMDB) or run two DELETEs (PostgreSQL). A process's first write sweeps.
+    static let sweepInterval = 16, sweepLimit = 64
+
+    func sweepExpiredIfDue(in txn: Transaction, now: Timestamp) throws {
+        defer { ephemeralWritesSinceSweep += 1 }
+        guard ephemeralWritesSinceSweep % Self.sweepInterval == 0 else { return }
+        try txn.sweepExpired(.rates, now: now.seconds, limit: Self.sweepLimit)
+        try txn.sweepExpired(.challenges, now: now.seconds, limit: Self.sweepLimit)
     }
 
     private func ipBucket(_ request: Request, _ endpoint: DeviceEndpoint) -> (name: String, limit: UInt32)? {
