@@ -26,8 +26,9 @@ public final class ServiceContext {
     /// The current request's `X-RateLimit-*` headers, set where its buckets are charged
     /// (`Admission`) and added to whatever it answers. One request at a time per process.
     var rateHeaders: [Header] = []
-    /// Ephemeral writes of device requests since this process last swept (`sweepExpiredIfDue`).
-    var ephemeralWritesSinceSweep = 0
+    /// Ephemeral writes of device requests this process has made: every `sweepInterval`-th
+    /// also sweeps (`sweepExpiredIfDue`).
+    var ephemeralWrites = 0
     /// A pool worker's context (`ServiceResponder(holdsAnswers: true)`): `respond` returns
     /// answers without waiting for their durability and leaves that wait to the worker,
     /// which holds them (`Responder.deferral`). Off: `respond` waits itself.

@@ -102,7 +102,7 @@ wrk_measure() {
 # over all rounds (req/s = requests ÷ seconds, p50 the rounds' median, p99 their highest, pool
 # CPU µs per request), and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX: the rounds' floor µs ÷ endpoint µs.
 wrk_pairs() {
-  local chunk=$(( (DURATION + PAIRS - 1) / PAIRS )) i side url master cpu0
+  local chunk=$(( (DURATION + PAIRS - 1) / PAIRS )) i side url master cpu0 n cpu
   local -A reqs=() secs=() ms=() p50s=() p99s=()
   local ratios=() us=()
   bench_wrk "$1" "$THREADS" "$CONNECTIONS" 1 > /dev/null
@@ -115,7 +115,6 @@ wrk_pairs() {
       cpu0=$(bench_pool_cpu_ms "$master")
       bench_wrk "$url" "$THREADS" "$CONNECTIONS" "$chunk"
       if grep -q Non-2xx <<< "$BENCH_WRK_OUT"; then echo "error: $url answered non-2xx" >&2; exit 1; fi
-      local n cpu
       n=$(bench_requests) cpu=$(( $(bench_pool_cpu_ms "$master") - cpu0 ))
       reqs[$side]=$(( ${reqs[$side]:-0} + n )) ms[$side]=$(( ${ms[$side]:-0} + cpu ))
       secs[$side]=$(awk -v a="${secs[$side]:-0}" -v n="$n" -v r="$BENCH_RPS" 'BEGIN { printf "%.6f", a + n / r }')

@@ -25,18 +25,18 @@ if ! command -v swift >/dev/null; then
     echo "swift is not on PATH: install the Swift 6 toolchain first (https://swift.org/install)" >&2; exit 1
   fi
 fi
-if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import jwt, cryptography' 2>/dev/null; then
-  echo "==> installing PyJWT and cryptography from PyPI (for the end-to-end token checks)"
-  python3 -m pip install --quiet --disable-pip-version-check pyjwt cryptography 2>/dev/null \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyjwt cryptography
+# pip_need IMPORTS WHY PACKAGE…: installs PACKAGE… from PyPI unless `python3 -c IMPORTS` works
+# (Debian's pip refuses system-wide installs without --break-system-packages).
+pip_need() {
+  python3 -c "$1" 2>/dev/null && return 0
+  echo "==> installing ${*:3} from PyPI ($2)"
+  python3 -m pip install --quiet --disable-pip-version-check "${@:3}" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${@:3}"
+}
+if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ]; then
+  pip_need 'import jwt, cryptography' "the end-to-end token checks" pyjwt cryptography
+  pip_need 'import standardwebhooks' "the end-to-end webhook signature checks" standardwebhooks
 fi
-if [ "${ATTEST_NEED_PYJWT:-0}" = 1 ] && ! python3 -c 'import standardwebhooks' 2>/dev/null; then
-  echo "==> installing standardwebhooks from PyPI (the end-to-end webhook signature checks)"
-  python3 -m pip install --quiet --disable-pip-version-check standardwebhooks 2>/dev/null \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages standardwebhooks
-fi
-if [ "${ATTEST_NEED_PYATTEST:-0}" = 1 ] && ! python3 -c 'import pyattest, pyhanko_certvalidator' 2>/dev/null; then
-  echo "==> installing pyattest from PyPI (the benchmark's peer verifier)"
-  python3 -m pip install --quiet --disable-pip-version-check pyattest==1.0.5 2>/dev/null \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pyattest==1.0.5
+if [ "${ATTEST_NEED_PYATTEST:-0}" = 1 ]; then
+  pip_need 'import pyattest, pyhanko_certvalidator' "the benchmark's peer verifier" pyattest==1.0.5
 fi

@@ -103,8 +103,8 @@ extension ServiceContext {
     static let sweepInterval = 16, sweepLimit = 64
 
     func sweepExpiredIfDue(in txn: Transaction, now: Timestamp) throws {
-        defer { ephemeralWritesSinceSweep += 1 }
-        guard ephemeralWritesSinceSweep % Self.sweepInterval == 0 else { return }
+        defer { ephemeralWrites += 1 }
+        guard ephemeralWrites % Self.sweepInterval == 0 else { return }
         try txn.sweepExpired(.rates, now: now.seconds, limit: Self.sweepLimit)
         try txn.sweepExpired(.challenges, now: now.seconds, limit: Self.sweepLimit)
     }
