@@ -22,6 +22,8 @@ public final class ServiceContext {
     var publicKeys: [[UInt8]: ECPublicKey] = [:]
     /// App lookups by App ID, with the durable version they were read at (see `appContext`).
     var appCache: [String: (version: Int, generation: UInt64, context: AppContext)] = [:]
+    /// The last successful app lookup: the raw header values it was for, and its cache entry.
+    var lastAppLookup: (bundle: String?, team: String?, version: Int, context: AppContext)?
     private var lastKeyCheck = Timestamp(seconds: 0)
     /// The current request's `X-RateLimit-*` headers, set where its buckets are charged
     /// (`Admission`) and added to whatever it answers. One request at a time per process.

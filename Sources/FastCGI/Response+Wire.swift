@@ -36,8 +36,13 @@ extension Response {
     }
 
     private static func appendSanitized(_ text: String, to out: inout [UInt8]) {
-        for byte in text.utf8 {
-            out.append(byte == 0x0D || byte == 0x0A ? 0x20 : byte)
+        let start = out.count
+        var text = text
+        text.withUTF8 { out.append(contentsOf: $0) }
+        // Copied whole, then CR and LF replaced: a byte-by-byte append cost as much again
+        // as the rest of a trivial response's serialisation.
+        out.withUnsafeMutableBufferPointer { buffer in
+            for i in start..<buffer.count where buffer[i] == 0x0D || buffer[i] == 0x0A { buffer[i] = 0x20 }
         }
     }
 }

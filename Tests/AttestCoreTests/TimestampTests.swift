@@ -61,4 +61,19 @@ struct TimestampVectors: Decodable {
         let c = Timestamp(seconds: -86_401).civil
         #expect([c.year, c.month, c.day, c.hour, c.minute, c.second] == [1969, 12, 30, 23, 59, 59], "floor division before the epoch")
     }
+
+    @Test func writingIntoABufferMatchesTheTextOrWritesNothingOutsideYearsZeroTo9999() {
+        var buffer = [UInt8](repeating: 0xEE, count: 24)
+        for seconds: Int64 in [0, 1_780_315_200, 253_402_300_799, -62_167_219_200] {
+            let t = Timestamp(seconds: seconds)
+            let n = buffer.withUnsafeMutableBufferPointer { t.writeISO8601(into: $0) }
+            #expect(n == 20 && String(decoding: buffer[0..<20], as: UTF8.self) == t.iso8601, "\(t.iso8601)")
+            #expect(buffer[20...].allSatisfy { $0 == 0xEE }, "nothing past the 20 bytes")
+        }
+        buffer = [UInt8](repeating: 0xEE, count: 24)
+        for seconds: Int64 in [253_402_300_800, -62_167_219_201, .max, .min] {
+            #expect(buffer.withUnsafeMutableBufferPointer { Timestamp(seconds: seconds).writeISO8601(into: $0) } == 0)
+        }
+        #expect(buffer.allSatisfy { $0 == 0xEE }, "out of range: nothing written")
+    }
 }

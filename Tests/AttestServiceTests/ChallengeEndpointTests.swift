@@ -72,6 +72,32 @@ import Testing
         #expect(status == 403 && body["code"]?.stringValue == "app_not_registered")
     }
 
+    @Test func theLastLookupAnswersOnlyTheSameHeaders() throws {
+        let f = try Fixture()
+        let ours = ["X-Bundle-ID": Fixture.bundleID, "X-Team-ID": Fixture.teamID]
+        #expect(f.call(.challenge, "GET", headers: ours).0 == 200)
+        let other = f.call(.challenge, "GET", headers: ["X-Bundle-ID": "com.other", "X-Team-ID": Fixture.teamID])
+        #expect(other.0 == 403 && other.1["code"]?.stringValue == "app_not_registered", "another bundle after ours")
+        let bad = f.call(.challenge, "GET", headers: ["X-Bundle-ID": Fixture.bundleID, "X-Team-ID": Fixture.teamID.lowercased()])
+        #expect(bad.0 == 400, "an invalid Team ID is checked, not taken from the last lookup")
+        let padded = try f.challenge(headers: ["X-Bundle-ID": " \(Fixture.bundleID) ", "X-Team-ID": Fixture.teamID])
+        #expect(try f.context.challenges.check(padded, appID: Fixture.appID, now: f.clock.now()).boundToApp)
+        let again = try f.challenge(headers: ours)
+        #expect(try f.context.challenges.check(again, appID: Fixture.appID, now: f.clock.now()).boundToApp)
+        let unbound = try f.challenge(headers: [:])
+        #expect(try !f.context.challenges.check(unbound, appID: Fixture.appID, now: f.clock.now(), requireBinding: false).boundToApp,
+                "no headers after ours: unbound, not ours")
+    }
+
+    @Test func aClockBeyondYear9999StillAnswersJSONWithItsExpiry() throws {
+        let f = try Fixture()
+        f.clock.set(Timestamp(seconds: 253_402_300_700))
+        let (status, body) = f.call(.challenge, "GET")
+        #expect(status == 200)
+        #expect(body["expiresAt"]?.stringValue == Timestamp(seconds: 253_402_301_000).iso8601)
+        #expect(body["expiresIn"]?.intValue == 300 && body["challenge"]?.stringValue?.count == 56)
+    }
+
     @Test func postIs405() throws {
         let f = try Fixture()
         #expect(f.call(.challenge, "POST").0 == 405)

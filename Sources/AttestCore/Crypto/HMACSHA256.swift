@@ -1,12 +1,18 @@
 import COpenSSL
+import Synchronization
 
 /// HMAC-SHA-256 (RFC 2104) with the keyed inner and outer states computed once.
 ///
-/// Each `authenticate` copies the two prepared digest states instead of re-keying, which
-/// keeps a challenge MAC to a couple of microseconds. Immutable after `init`: safe to share.
+/// Each `authenticate` copies the two prepared digest states into one working context
+/// instead of re-keying, which keeps a challenge MAC to a couple of microseconds. The keyed
+/// states are immutable after `init` and the working context is
+/// taken and put back atomically: safe to share.
 public final class HMACSHA256: @unchecked Sendable {
     private let inner: OpaquePointer
     private let outer: OpaquePointer
+    /// The working context's address (0: none), reused by every `authenticate` instead of
+    /// one allocated per tag.
+    private let working = Atomic<Int>(0)
 
     public init<C: Collection>(key: C) where C.Element == UInt8 {
         var block = [UInt8](repeating: 0, count: 64)
@@ -24,6 +30,7 @@ public final class HMACSHA256: @unchecked Sendable {
     deinit {
         EVP_MD_CTX_free(inner)
         EVP_MD_CTX_free(outer)
+        EVP_MD_CTX_free(OpaquePointer(bitPattern: working.load(ordering: .acquiring)))
     }
 
     /// The 32-byte tag of `message`.
@@ -33,17 +40,28 @@ public final class HMACSHA256: @unchecked Sendable {
 
     /// The tag of the concatenation `a ‖ b`, without building it.
     public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B) -> [UInt8] where A.Element == UInt8, B.Element == UInt8 {
-        let ctx = EVP_MD_CTX_new()
-        defer { EVP_MD_CTX_free(ctx) }
-        var digest = [UInt8](repeating: 0, count: 32)
+        [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            authenticate(a, b, into: UnsafeMutableBufferPointer(rebasing: digest[0..<32]))
+            count = 32
+        }
+    }
+
+    /// The tag of `a ‖ b` written into `digest` (32 bytes), allocating nothing.
+    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B, into digest: UnsafeMutableBufferPointer<UInt8>)
+    where A.Element == UInt8, B.Element == UInt8 {
+        precondition(digest.count == 32)
+        // Taken out of its slot while in use; a concurrent caller finding it empty uses its own.
+        let ctx = OpaquePointer(bitPattern: working.exchange(0, ordering: .acquiring)) ?? EVP_MD_CTX_new()
         EVP_MD_CTX_copy_ex(ctx, inner)
         SHA256.update(ctx, a)
         if !b.isEmpty { SHA256.update(ctx, b) }
-        EVP_DigestFinal_ex(ctx, &digest, nil)
+        EVP_DigestFinal_ex(ctx, digest.baseAddress, nil)
         EVP_MD_CTX_copy_ex(ctx, outer)
-        EVP_DigestUpdate(ctx, digest, 32)
-        EVP_DigestFinal_ex(ctx, &digest, nil)
-        return digest
+        EVP_DigestUpdate(ctx, digest.baseAddress, 32)
+        EVP_DigestFinal_ex(ctx, digest.baseAddress, nil)
+        if !working.compareExchange(expected: 0, desired: Int(bitPattern: ctx), ordering: .releasing).exchanged {
+            EVP_MD_CTX_free(ctx)
+        }
     }
 }
 

@@ -42,15 +42,26 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     public var iso8601: String {
         let c = civil
         guard (0...9999).contains(c.year) else { return "\(c.year)-\(c.month)-\(c.day)T\(c.hour):\(c.minute):\(c.second)Z" }
-        return String(unsafeUninitializedCapacity: 20) { out in
-            func put(_ v: Int, _ at: Int, _ digits: Int) {
-                var v = v
-                for i in stride(from: at + digits - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
-            }
-            put(c.year, 0, 4); out[4] = 0x2D; put(c.month, 5, 2); out[7] = 0x2D; put(c.day, 8, 2); out[10] = 0x54
-            put(c.hour, 11, 2); out[13] = 0x3A; put(c.minute, 14, 2); out[16] = 0x3A; put(c.second, 17, 2); out[19] = 0x5A
-            return 20
+        return String(unsafeUninitializedCapacity: 20) { out in Self.write(c, into: out) }
+    }
+
+    /// Writes `iso8601`'s 20 bytes at the start of `out` and returns 20; writes nothing and
+    /// returns 0 for a year outside 0…9999 (use `iso8601`).
+    public func writeISO8601(into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let c = civil
+        guard (0...9999).contains(c.year) else { return 0 }
+        return Self.write(c, into: out)
+    }
+
+    private static func write(_ c: Civil, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        precondition(out.count >= 20)
+        func put(_ v: Int, _ at: Int, _ digits: Int) {
+            var v = v
+            for i in stride(from: at + digits - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
         }
+        put(c.year, 0, 4); out[4] = 0x2D; put(c.month, 5, 2); out[7] = 0x2D; put(c.day, 8, 2); out[10] = 0x54
+        put(c.hour, 11, 2); out[13] = 0x3A; put(c.minute, 14, 2); out[16] = 0x3A; put(c.second, 17, 2); out[19] = 0x5A
+        return 20
     }
 
     public var description: String { iso8601 }

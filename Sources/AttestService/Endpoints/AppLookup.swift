@@ -27,8 +27,14 @@ extension ServiceContext {
     /// where another host's writes are not visible cheaply.
     func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
         // The FastCGI param names nginx gives these headers, looked up directly (hot path).
-        let bundle = request.params["HTTP_X_BUNDLE_ID"]?.trimmedNonEmpty
-        let team = request.params["HTTP_X_TEAM_ID"]?.trimmedNonEmpty
+        let rawBundle = request.params["HTTP_X_BUNDLE_ID"], rawTeam = request.params["HTTP_X_TEAM_ID"]
+        // The same header values as the last lookup, and nothing written since: its answer,
+        // without trimming, validating and hashing them again (a challenge flood for one app).
+        if let last = lastAppLookup, last.version == store.durableVersion, last.bundle == rawBundle, last.team == rawTeam {
+            return last.context
+        }
+        let bundle = rawBundle?.trimmedNonEmpty
+        let team = rawTeam?.trimmedNonEmpty
         guard let bundle, let team else {
             if !required && bundle == nil && team == nil { return nil }
             throw ServiceError(.badRequest, "The X-Bundle-ID and X-Team-ID headers are required.",
@@ -47,7 +53,10 @@ extension ServiceContext {
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
         let version = store.durableVersion
         let cached = appCache[appID]
-        if let cached, cached.version == version { return cached.context }
+        if let cached, cached.version == version {
+            lastAppLookup = (rawBundle, rawTeam, version, cached.context)
+            return cached.context
+        }
         // Orgs and apps are written only by attestctl, which returns after its own sync: a
         // lookup need not hold the answer (a challenge) for other requests' commits.
         let generation: UInt64, found: AppContext?
@@ -67,6 +76,7 @@ extension ServiceContext {
         }
         if let cached, found === cached.context {
             appCache[appID] = (version, generation, cached.context)
+            lastAppLookup = (rawBundle, rawTeam, version, cached.context)
             return cached.context
         }
         guard let found else {
@@ -80,6 +90,7 @@ extension ServiceContext {
         }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
         appCache[appID] = (version, generation, found)
+        lastAppLookup = (rawBundle, rawTeam, version, found)
         return found
     }
 }

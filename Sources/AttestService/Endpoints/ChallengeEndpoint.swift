@@ -19,17 +19,37 @@ public enum ChallengeEndpoint {
             let ttl = Int64(ctx.configuration.challengeTTLSeconds)
             let expiry = now + ttl
             let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry, id: ctx.random.bytes(16))
-            // Every part is base64url, digits or ISO 8601: nothing needs JSON escaping.
-            var body = [UInt8]()
-            body.reserveCapacity(128)
-            body += #"{"challenge":""#.utf8
-            body += challenge.utf8
-            body += #"","expiresAt":""#.utf8
-            body += expiry.iso8601.utf8
-            body += #"","expiresIn":"#.utf8
-            body += String(ttl).utf8
-            body.append(UInt8(ascii: "}"))
-            return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")], body: body)
+            return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
+                            body: body(challenge: challenge, expiry: expiry, ttl: ttl))
+        }
+    }
+
+    /// The 200 body, written in one allocation (every part is base64url, digits or ISO 8601:
+    /// nothing needs JSON escaping).
+    static func body(challenge: String, expiry: Timestamp, ttl: Int64) -> [UInt8] {
+        var challenge = challenge
+        return challenge.withUTF8 { token in
+            [UInt8](unsafeUninitializedCapacity: 96 + token.count) { out, count in
+                var at = 0
+                func copy(_ bytes: UnsafeRawPointer, _ n: Int) {
+                    UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: bytes, byteCount: n)
+                    at += n
+                }
+                func put(_ text: StaticString) { copy(text.utf8Start, text.utf8CodeUnitCount) }
+                put(#"{"challenge":""#)
+                copy(token.baseAddress!, token.count)
+                put(#"","expiresAt":""#)
+                var written = expiry.writeISO8601(into: UnsafeMutableBufferPointer(rebasing: out[at...]))
+                if written == 0 {
+                    // A clock beyond year 9999: the long form, still digits and signs.
+                    written = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: expiry.iso8601.utf8).1
+                }
+                at += written
+                put(#"","expiresIn":"#)
+                at += UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: String(ttl).utf8).1
+                out[at] = UInt8(ascii: "}")
+                count = at + 1
+            }
         }
     }
 }
