@@ -62,13 +62,15 @@ extension JSONValue {
     /// A JSON string literal: quotes, backslash and control characters escaped.
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Most strings need no escaping: copy them whole.
-        let plain: Bool = s.utf8.withContiguousStorageIfAvailable { bytes in
+        // Most strings need no escaping: checked and copied whole from their UTF-8 buffer
+        // (a token's claims are some 70 strings).
+        var text = s
+        let plain = text.withUTF8 { bytes -> Bool in
             for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+            out.append(contentsOf: bytes)
             return true
-        } ?? false
+        }
         if plain {
-            out.append(contentsOf: s.utf8)
             out.append(UInt8(ascii: "\""))
             return
         }
