@@ -1,5 +1,8 @@
 #ifndef ATTESTEDGE_CLMDB_SHIM_H
 #define ATTESTEDGE_CLMDB_SHIM_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* fallocate */
+#endif
 #include <lmdb.h>
 #include <stdint.h>
 
@@ -28,5 +31,34 @@ static inline int attest_lmdb_in_use(const char *path) {
     close(fd);
     if (rc != 0) return -1;
     return probe.l_type == F_UNLCK ? 0 : 1;
+}
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+/* Reserves the disk blocks of the file at `path` (created if missing) up to `bytes`, or its
+   size if larger, without changing its size (fallocate FALLOC_FL_KEEP_SIZE): an LMDB
+   environment opened with MDB_WRITEMAP then never stores into a page the disk cannot hold.
+   Only on file systems that overwrite allocated blocks in place (ext2/3/4, XFS, tmpfs); a
+   copy-on-write file system needs new blocks for every write. 0 when reserved, else an errno
+   (EOPNOTSUPP for another file system). Blocks allocated before a failure are given back. */
+static inline int attest_reserve_file(const char *path, long long bytes) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return errno;
+    struct statfs fs;
+    struct stat st;
+    int rc = 0;
+    if (fstatfs(fd, &fs) != 0 || fstat(fd, &st) != 0) {
+        rc = errno;
+    } else if (fs.f_type != EXT4_SUPER_MAGIC && fs.f_type != XFS_SUPER_MAGIC && fs.f_type != TMPFS_MAGIC) {
+        rc = EOPNOTSUPP;
+    } else {
+        if ((long long)st.st_size > bytes) bytes = (long long)st.st_size;
+        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) != 0) {
+            rc = errno;
+            (void)ftruncate(fd, st.st_size);
+        }
+    }
+    close(fd);
+    return rc;
 }
 #endif

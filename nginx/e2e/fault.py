@@ -7,8 +7,10 @@
   acknowledged enrollment is stored whole;
 - nginx reloaded (SIGHUP) and its workers killed under load: the same checks;
 - a full durable LMDB map: 503 `unavailable`, then recovery after growing the map;
-- a full data directory (a small tmpfs): clean answers and no dead worker, recovery after
-  space is freed; a read-only data directory: clean refusals, no corruption;
+- a full data directory (a small tmpfs), with the ephemeral map too large to reserve (written
+  with pwrite) and with it reserved (written through the map): clean answers and no dead
+  worker, recovery after space is freed; a read-only data directory: clean refusals, no
+  corruption;
 
 The wall clock stepping back under the running stack is its own suite (clock.sh: the pools
 under libfaketime, with the reason plain LD_PRELOAD emptied Swift's CommandLine.arguments);

@@ -83,7 +83,7 @@ public struct ConfigurationKey: Sendable {
         .text("store.postgres.url", "libpq connection string or URI of the shared database, e.g. \"host=db1 dbname=attestedge user=attestedge\" (keep passwords in ~/.pgpass or passfile=, not here).", .optionalString, \.postgresURL),
         .int("store.postgres.maxRetries", "How many times a transaction that lost a serialization conflict (to another host or worker) runs again. A run after 3 lost conflicts, and the last one, runs alone (every other writer held off), so conflicts alone do not end in 503.", 0...1000, \.postgresMaxRetries),
         .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
-        .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows).", 1...65_536, \.ephemeralMapSizeMiB),
+        .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows); reserved on disk when the store opens (ext4, XFS, tmpfs).", 1...65_536, \.ephemeralMapSizeMiB),
         .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; on power loss up to that window, and the store can be left corrupt: see the README).", .choice(["commit", "interval"]), \.sync),
         .int("store.syncIntervalMs", "With store.sync \"interval\": how long after a process's first unsynced commit its background sync runs.", 1...10_000, \.syncIntervalMs),
         .int("challenge.ttlSeconds", "How long a challenge stays valid.", 10...3600, \.challengeTTLSeconds),

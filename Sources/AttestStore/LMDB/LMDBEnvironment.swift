@@ -12,13 +12,21 @@ final class LMDBEnvironment {
     /// A read-only transaction kept reset between uses (`mdb_txn_renew` is cheaper than begin).
     private var idleReader: OpaquePointer?
 
-    /// Commits write pages with `pwrite` (no `MDB_WRITEMAP`), so a full or failing disk is
-    /// an error from the commit (503), never a SIGBUS: with a writable map LMDB extends the
-    /// file sparsely and a store into an unbacked page kills the process (found by the fault
-    /// suite on a full data directory; it was the ephemeral environment's setting).
+    /// Whether commits store pages through the memory map (`MDB_WRITEMAP`), not `pwrite`.
+    let writesThroughMap: Bool
+
+    /// Commits write pages with `pwrite` unless `writeThroughMap` is asked for and the map
+    /// can be reserved on disk. A writable map alone is not safe: LMDB extends the file
+    /// sparsely, and a store into a page a full disk cannot back is a SIGBUS that kills the
+    /// process (found by the fault suite on a full data directory; it was the ephemeral
+    /// environment's setting). With every block of the map reserved first
+    /// (`attest_reserve_file`: ext4, XFS or tmpfs, which overwrite reserved blocks in place)
+    /// no store can need a new block, so a full disk is again only an error from a commit.
+    /// Where the reservation fails (another file system, no room) it writes with `pwrite`.
     /// `noMetaSync` (`MDB_NOMETASYNC`): a commit syncs its pages but not its meta page; callers
     /// that need the commit durable wait on a `DurabilityBarrier`.
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, databases: [Database]) throws {
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, writeThroughMap: Bool = false,
+         databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
@@ -27,6 +35,7 @@ final class LMDBEnvironment {
         guard let created else { throw StoreError(.open, "mdb_env_create returned nothing") }
         env = created
         self.path = path
+        writesThroughMap = writeThroughMap && attest_reserve_file(path + "/data.mdb", Int64(mapSizeMiB) << 20) == 0
         // Every stored property is set by now: when a step below throws, Swift runs `deinit`,
         // which closes the environment. (A catch that closed it as well was a double free,
         // found by the fault suite: a read-only data directory aborted attestctl.)
@@ -36,6 +45,7 @@ final class LMDBEnvironment {
         var flags = UInt32(MDB_NOTLS)
         if noSync { flags |= UInt32(MDB_NOSYNC) }
         if noMetaSync { flags |= UInt32(MDB_NOMETASYNC) }
+        if writesThroughMap { flags |= UInt32(MDB_WRITEMAP) }
         try check(mdb_env_open(env, path, flags, 0o600), "opening \(path)")
         var dead: Int32 = 0
         _ = mdb_reader_check(env, &dead)  // clear reader slots of processes that died

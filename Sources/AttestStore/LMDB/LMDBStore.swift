@@ -45,8 +45,13 @@ final class LMDBStore: StoreBackend {
         let (resetAt, reset) = try EphemeralReset.prepare(store: directory, now: Int64(time(nil)))
         ephemeralResetAt = resetAt
         resetEphemeralOnOpen = reset
+        // Every device request writes here (its challenge, its rate windows): through the map,
+        // reserved on disk, a commit is memory stores instead of about four `pwrite`s
+        // (profile.sh, refresh in interval mode: 6.2 -> 2.0 pwrites and 315-416 -> 277-301 µs
+        // of worker CPU per refresh). The durable environment keeps `pwrite`: its map is
+        // larger and grows with the devices, and reserving it all would take that disk up front.
         ephemeral = try LMDBEnvironment(path: directory + "/ephemeral", mapSizeMiB: options.ephemeralMapSizeMiB,
-                                        maxReaders: options.maxReaders, noSync: true,
+                                        maxReaders: options.maxReaders, noSync: true, writeThroughMap: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         // Recreated by root (attestctl) in a store the service user owns: the files go to that user.
         if reset { FileOwner.match(paths: ["/ephemeral/data.mdb", "/ephemeral/lock.mdb"].map { directory + $0 }, of: directory) }

@@ -1,0 +1,70 @@
+@testable import AttestStore
+import CLMDB
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ephemeral environment writes through its memory map once every block of the map is
+/// reserved on disk; the durable one keeps `pwrite`.
+@Suite struct WriteMapTests {
+    let dir = TemporaryDirectory()
+
+    /// Whether the test directory's file system overwrites reserved blocks in place.
+    var reservable: Bool {
+        var fs = statfs()
+        guard statfs(dir.path, &fs) == 0 else { return false }
+        return [0xEF53, 0x5846_5342, 0x0102_1994].contains(Int(fs.f_type))
+    }
+
+    func allocatedBytes(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_blocks) * 512 : -1
+    }
+
+    @Test func theEphemeralMapIsReservedAndWrittenThroughTheDurableIsNot() throws {
+        let store = try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
+        let lmdb = try #require(store.backend as? LMDBStore)
+        #expect(lmdb.ephemeral.writesThroughMap == reservable, "ext4, XFS and tmpfs reserve; others write with pwrite")
+        #expect(!lmdb.durable.writesThroughMap)
+        if reservable {
+            #expect(allocatedBytes(dir.path + "/store/ephemeral/data.mdb") >= 8 << 20, "every block of the 8 MiB map")
+        }
+        #expect(allocatedBytes(dir.path + "/store/durable/data.mdb") < 16 << 20, "the durable map stays sparse")
+    }
+
+    @Test func writesThroughTheMapAreReadBackAfterReopening() throws {
+        let options = StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8)
+        let ids = (0..<500).map { i in [UInt8(i >> 8), UInt8(i & 0xFF)] + [UInt8](repeating: 0xA5, count: 14) }
+        do {
+            let store = try Store(directory: dir.path + "/store", options: options)
+            try store.write([.ephemeral]) { txn in
+                for id in ids {
+                    let fresh = try txn.consumeChallenge(id: id, expiry: 4_000_000_000)
+                    #expect(fresh)
+                }
+                for _ in 0..<3 { _ = try txn.hitRateWindow("ip:192.0.2.1", windowEnd: 4_000_000_000) }
+            }
+        }
+        let store = try Store(directory: dir.path + "/store", options: options)
+        try store.write([.ephemeral]) { txn in
+            let used = try ids.filter { try txn.isChallengeUsed(id: $0, expiry: 4_000_000_000) }.count
+            #expect(used == ids.count)
+            let again = try txn.consumeChallenge(id: ids[7], expiry: 4_000_000_000)
+            #expect(!again, "still used: single use holds")
+            let hits = try txn.hitRateWindow("ip:192.0.2.1", windowEnd: 4_000_000_000)
+            #expect(hits == 4)
+        }
+    }
+
+    @Test func aDataFileThatCannotBeReservedFailsToOpenCleanly() throws {
+        // A data.mdb that is a directory cannot be reserved (EISDIR): the environment then
+        // fails to open exactly as it did before reservations existed, without a crash.
+        #expect(mkdir(dir.path + "/store", 0o700) == 0 && mkdir(dir.path + "/store/ephemeral", 0o700) == 0
+                && mkdir(dir.path + "/store/ephemeral/data.mdb", 0o700) == 0)
+        #expect(attest_reserve_file(dir.path + "/store/ephemeral/data.mdb", 1 << 20) == EISDIR)
+        #expect(throws: StoreError.self) {
+            try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
+        }
+    }
+}
