@@ -1,8 +1,5 @@
 #ifndef ATTESTEDGE_CLMDB_SHIM_H
 #define ATTESTEDGE_CLMDB_SHIM_H
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* fallocate */
-#endif
 #include <lmdb.h>
 #include <stdint.h>
 
@@ -34,6 +31,8 @@ static inline int attest_lmdb_in_use(const char *path) {
 }
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/syscall.h>
+#include <linux/falloc.h>
 #include <linux/magic.h>
 /* Reserves the disk blocks of the file at `path` (created if missing) up to `bytes`, or its
    size if larger, without changing its size (fallocate FALLOC_FL_KEEP_SIZE): an LMDB
@@ -53,7 +52,9 @@ static inline int attest_reserve_file(const char *path, long long bytes) {
         rc = EOPNOTSUPP;
     } else {
         if ((long long)st.st_size > bytes) bytes = (long long)st.st_size;
-        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) != 0) {
+        /* The system call: glibc declares fallocate() only with _GNU_SOURCE, which would
+           make this module's view of the C library differ from Swift's Glibc module. */
+        if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)0, (off_t)bytes) != 0) {
             rc = errno;
             (void)ftruncate(fd, st.st_size);
         }
