@@ -51,8 +51,9 @@ public protocol StoreBackend: AnyObject {
     /// Unix second at which the used challenges and rate windows were forgotten (LMDB's
     /// ephemeral environment recreated after the machine restarted); 0: never.
     var ephemeralResetAt: Int64 { get }
-    /// Map size and bytes used per environment; empty for a backend without a map.
-    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)]
+    /// Map size and bytes used per environment, and whether its commits store through the
+    /// memory map; empty for a backend without a map.
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)]
     /// Changes whenever durable state may have changed (a backend that cannot tell cheaply
     /// returns a new value every time: callers then re-read).
     var durableVersion: Int { get }

@@ -145,9 +145,9 @@ public final class Store {
         }
     }
 
-    /// Map size and bytes in use of each LMDB environment (how close a `full` error is);
-    /// empty for PostgreSQL.
-    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { backend.usage() }
+    /// Map size and bytes in use of each LMDB environment (how close a `full` error is), and
+    /// whether it writes through its reserved map (`LMDBEnvironment`); empty for PostgreSQL.
+    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] { backend.usage() }
 
     /// Changes whenever durable state may have changed: callers cache reads against it.
     public var durableVersion: Int { backend.durableVersion }

@@ -17,6 +17,9 @@ let storeCommand = Command(
 
         stats and check read a consistent snapshot while the pools run. A map near full answers
         503 soon: raise store.durableMapSizeMiB / store.ephemeralMapSizeMiB and restart.
+        WRITES says how this process's commits reach each environment's file: through the
+        memory map, which is then reserved on disk (the ephemeral environment on ext4, XFS
+        and tmpfs), or with pwrite.
         check: every record decodes, indexes agree with what they index, counts match;
         exit 0 when consistent, 1 when not (each problem is listed) or unreadable.
         migrate: applies the PostgreSQL schema migrations the database lacks (store.postgres.url,
@@ -48,7 +51,9 @@ func storeStats(_ store: Store, json: Bool) throws -> Int32 {
     if json {
         Output.out(JSONValue.object([
             ("databases", .object(Database.allCases.map { ($0.rawValue, .int(Int64(counts[$0] ?? 0))) })),
-            ("environments", .object(usage.map { ($0.environment.rawValue, ["mapSize": .int(Int64($0.mapSize)), "used": .int(Int64($0.used))]) })),
+            ("environments", .object(usage.map {
+                ($0.environment.rawValue, ["mapSize": .int(Int64($0.mapSize)), "used": .int(Int64($0.used)), "writesThroughMap": .bool($0.throughMap)])
+            })),
         ]).prettyJSONText)
     } else {
         if store.kind == "postgres" { Output.out("backend: postgres (" + ((try? store.sqlSchemaVersion()).flatMap { $0 }.map { "schema version \($0.database)" } ?? "?") + ")\n") }
@@ -57,8 +62,9 @@ func storeStats(_ store: Store, json: Bool) throws -> Int32 {
         }))
         guard !usage.isEmpty else { return 0 }
         Output.out("")
-        Output.out(Output.table(["ENVIRONMENT", "USED", "MAP SIZE", "FULL"], usage.map {
-            [$0.environment.rawValue, mib($0.used), mib($0.mapSize), "\(($0.used * 1000 / max(1, $0.mapSize) + 5) / 10)%"]
+        Output.out(Output.table(["ENVIRONMENT", "USED", "MAP SIZE", "FULL", "WRITES"], usage.map {
+            [$0.environment.rawValue, mib($0.used), mib($0.mapSize), "\(($0.used * 1000 / max(1, $0.mapSize) + 5) / 10)%",
+             $0.throughMap ? "through the map (reserved on disk)" : "pwrite"]
         }))
     }
     return 0

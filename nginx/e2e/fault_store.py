@@ -107,6 +107,9 @@ def full_disk(T, faults, setup, consistent, batch, ephemeral_mib=None):
         reserved = ephemeral.st_blocks * 512 >= (ephemeral_mib or 256) << 20
         T.check(f"{label}: the ephemeral map is {'reserved' if ephemeral_mib else 'not reserved (it does not fit)'}: "
                 f"{ephemeral.st_blocks * 512 >> 20} MiB allocated", reserved == (ephemeral_mib is not None))
+        stats = s.ctl_json("store", "stats")["environments"]
+        T.check(f"{label}: store stats says the ephemeral environment writes {'through its map' if ephemeral_mib else 'with pwrite'}",
+                stats["ephemeral"]["writesThroughMap"] == (ephemeral_mib is not None) and not stats["durable"]["writesThroughMap"], str(stats))
         workers = {ep: s.pool_workers(ep) for ep in ("validate", "refresh")}
         refresh = batch(s, "refresh", 12, devices=2)
         validate = batch(s, "validate", 8)

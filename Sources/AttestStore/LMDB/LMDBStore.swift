@@ -194,8 +194,11 @@ final class LMDBStore: StoreBackend {
 
 extension LMDBStore {
     /// Map size and bytes in use of each environment (how close a `full` error is).
-    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] {
-        [(.durable, durable.usage().mapSize, durable.usage().used), (.ephemeral, ephemeral.usage().mapSize, ephemeral.usage().used)]
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] {
+        [durable, ephemeral].map { env in
+            let usage = env.usage()
+            return (env === durable ? .durable : .ephemeral, usage.mapSize, usage.used, env.writesThroughMap)
+        }
     }
 }
 

@@ -175,7 +175,7 @@ final class PostgresStore: StoreBackend {
         }
     }
 
-    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int)] { [] }
+    func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] { [] }
 
     /// Another host may write at any moment and nothing tells this one cheaply, so the version
     /// is the monotonic second plus this process's own writes: what this process wrote is seen
