@@ -29,37 +29,43 @@ static inline int attest_lmdb_in_use(const char *path) {
     if (rc != 0) return -1;
     return probe.l_type == F_UNLCK ? 0 : 1;
 }
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <linux/falloc.h>
 #include <linux/magic.h>
-/* Reserves the disk blocks of the file at `path` (created if missing) up to `bytes`, or its
-   size if larger, without changing its size (fallocate FALLOC_FL_KEEP_SIZE): an LMDB
-   environment opened with MDB_WRITEMAP then never stores into a page the disk cannot hold.
-   Only on file systems that overwrite allocated blocks in place (ext2/3/4, XFS, tmpfs); a
-   copy-on-write file system needs new blocks for every write. 0 when reserved, else an errno
-   (EOPNOTSUPP for another file system). Blocks allocated before a failure are given back. */
+/* Reserves the disk blocks of the file at `path` (created if missing) up to `bytes` without
+   changing its size (fallocate FALLOC_FL_KEEP_SIZE): an LMDB environment opened with
+   MDB_WRITEMAP then never stores into a page the disk cannot hold. Only on file systems that
+   overwrite allocated blocks in place (ext2/3/4, XFS, tmpfs); a copy-on-write file system
+   needs new blocks for every write.
+   Returns a descriptor holding an exclusive flock on the file: keep it until the environment
+   is open (LMDB sizes the file to its map then), so that no other process's reservation,
+   size check or give-back runs in between. Else -errno: -EOPNOTSUPP for another file system;
+   -EFBIG when the file is already larger than `bytes` (a smaller map than another process's:
+   LMDB would truncate the file to it on open, under that process's writable map); the errno
+   of a failed fallocate, after giving back what it allocated past the end of the file. */
 static inline int attest_reserve_file(const char *path, long long bytes) {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return errno;
+    if (fd < 0) return -errno;
     struct statfs fs;
     struct stat st;
     int rc = 0;
-    if (fstatfs(fd, &fs) != 0 || fstat(fd, &st) != 0) {
+    if (flock(fd, LOCK_EX) != 0 || fstatfs(fd, &fs) != 0 || fstat(fd, &st) != 0) {
         rc = errno;
     } else if (fs.f_type != EXT4_SUPER_MAGIC && fs.f_type != XFS_SUPER_MAGIC && fs.f_type != TMPFS_MAGIC) {
         rc = EOPNOTSUPP;
-    } else {
-        if ((long long)st.st_size > bytes) bytes = (long long)st.st_size;
+    } else if ((long long)st.st_size > bytes) {
+        rc = EFBIG;
+    } else if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)0, (off_t)bytes) != 0) {
         /* The system call: glibc declares fallocate() only with _GNU_SOURCE, which would
            make this module's view of the C library differ from Swift's Glibc module. */
-        if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)0, (off_t)bytes) != 0) {
-            rc = errno;
-            (void)ftruncate(fd, st.st_size);
-        }
+        rc = errno;
+        (void)ftruncate(fd, st.st_size);
     }
+    if (rc == 0) return fd;
     close(fd);
-    return rc;
+    return -rc;
 }
 #endif

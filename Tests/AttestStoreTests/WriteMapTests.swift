@@ -57,12 +57,44 @@ import Glibc
         }
     }
 
+    /// A process configured with a smaller map than the file's (the setting lowered while
+    /// pools still run with the old one) must not open it writable: LMDB would truncate the
+    /// file to its map under the others' writable maps. It writes with pwrite instead, and
+    /// the file keeps its size. (One store at a time: LMDB forbids opening an environment
+    /// twice in one process.)
+    @Test func aSmallerMapThanTheFileIsNotWrittenThroughAndDoesNotShrinkIt() throws {
+        guard reservable else { return }
+        let path = dir.path + "/store/ephemeral/data.mdb"
+        func open(_ mib: Int) throws -> Store {
+            try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: mib))
+        }
+        func size() -> Int { var st = stat(); return stat(path, &st) == 0 ? Int(st.st_size) : -1 }
+        do {
+            let store = try open(8)
+            try store.write([.ephemeral]) { txn in _ = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000) }
+        }
+        #expect(size() == 8 << 20)
+        #expect(attest_reserve_file(path, 4 << 20) == -EFBIG, "a smaller map than the file is refused")
+        do {
+            let store = try open(4)
+            #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap == false)
+            try store.write([.ephemeral]) { txn in _ = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000) }
+        }
+        #expect(size() == 8 << 20, "not truncated to the smaller map")
+        let store = try open(8)
+        #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap, "the file's size again: through the map")
+        try store.write([.ephemeral]) { txn in
+            let hits = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000)
+            #expect(hits == 3)
+        }
+    }
+
     @Test func aDataFileThatCannotBeReservedFailsToOpenCleanly() throws {
         // A data.mdb that is a directory cannot be reserved (EISDIR): the environment then
         // fails to open exactly as it did before reservations existed, without a crash.
         #expect(mkdir(dir.path + "/store", 0o700) == 0 && mkdir(dir.path + "/store/ephemeral", 0o700) == 0
                 && mkdir(dir.path + "/store/ephemeral/data.mdb", 0o700) == 0)
-        #expect(attest_reserve_file(dir.path + "/store/ephemeral/data.mdb", 1 << 20) == EISDIR)
+        #expect(attest_reserve_file(dir.path + "/store/ephemeral/data.mdb", 1 << 20) == -EISDIR)
         #expect(throws: StoreError.self) {
             try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
         }

@@ -22,7 +22,8 @@ final class LMDBEnvironment {
     /// environment's setting). With every block of the map reserved first
     /// (`attest_reserve_file`: ext4, XFS or tmpfs, which overwrite reserved blocks in place)
     /// no store can need a new block, so a full disk is again only an error from a commit.
-    /// Where the reservation fails (another file system, no room) it writes with `pwrite`.
+    /// Where the reservation fails (another file system, no room, a file already larger than
+    /// this process's map: opening would truncate it under the others) it writes with `pwrite`.
     /// `noMetaSync` (`MDB_NOMETASYNC`): a commit syncs its pages but not its meta page; callers
     /// that need the commit durable wait on a `DurabilityBarrier`.
     init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, writeThroughMap: Bool = false,
@@ -35,7 +36,10 @@ final class LMDBEnvironment {
         guard let created else { throw StoreError(.open, "mdb_env_create returned nothing") }
         env = created
         self.path = path
-        writesThroughMap = writeThroughMap && attest_reserve_file(path + "/data.mdb", Int64(mapSizeMiB) << 20) == 0
+        // Held (with its lock) until LMDB has opened the file and sized it to the map.
+        let reservation = writeThroughMap ? attest_reserve_file(path + "/data.mdb", Int64(mapSizeMiB) << 20) : -1
+        defer { if reservation >= 0 { close(reservation) } }
+        writesThroughMap = reservation >= 0
         // Every stored property is set by now: when a step below throws, Swift runs `deinit`,
         // which closes the environment. (A catch that closed it as well was a double free,
         // found by the fault suite: a read-only data directory aborted attestctl.)
