@@ -17,9 +17,10 @@ import Glibc
         return [0xEF53, 0x5846_5342, 0x0102_1994].contains(Int(fs.f_type))
     }
 
-    func allocatedBytes(_ path: String) -> Int {
+    /// The file's size and the bytes the disk has allocated to it; (-1, -1) when missing.
+    func sizes(_ path: String) -> (size: Int, allocated: Int) {
         var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_blocks) * 512 : -1
+        return stat(path, &st) == 0 ? (Int(st.st_size), Int(st.st_blocks) * 512) : (-1, -1)
     }
 
     @Test func theEphemeralMapIsReservedAndWrittenThroughTheDurableIsNot() throws {
@@ -28,9 +29,9 @@ import Glibc
         #expect(lmdb.ephemeral.writesThroughMap == reservable, "ext4, XFS and tmpfs reserve; others write with pwrite")
         #expect(!lmdb.durable.writesThroughMap)
         if reservable {
-            #expect(allocatedBytes(dir.path + "/store/ephemeral/data.mdb") >= 8 << 20, "every block of the 8 MiB map")
+            #expect(sizes(dir.path + "/store/ephemeral/data.mdb").allocated >= 8 << 20, "every block of the 8 MiB map")
         }
-        #expect(allocatedBytes(dir.path + "/store/durable/data.mdb") < 16 << 20, "the durable map stays sparse")
+        #expect(sizes(dir.path + "/store/durable/data.mdb").allocated < 16 << 20, "the durable map stays sparse")
     }
 
     @Test func writesThroughTheMapAreReadBackAfterReopening() throws {
@@ -68,19 +69,18 @@ import Glibc
         func open(_ mib: Int) throws -> Store {
             try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: mib))
         }
-        func size() -> Int { var st = stat(); return stat(path, &st) == 0 ? Int(st.st_size) : -1 }
         do {
             let store = try open(8)
             try store.write([.ephemeral]) { txn in _ = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000) }
         }
-        #expect(size() == 8 << 20)
+        #expect(sizes(path).size == 8 << 20)
         #expect(attest_reserve_file(path, 4 << 20) == -EFBIG, "a smaller map than the file is refused")
         do {
             let store = try open(4)
             #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap == false)
             try store.write([.ephemeral]) { txn in _ = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000) }
         }
-        #expect(size() == 8 << 20, "not truncated to the smaller map")
+        #expect(sizes(path).size == 8 << 20, "not truncated to the smaller map")
         let store = try open(8)
         #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap, "the file's size again: through the map")
         try store.write([.ephemeral]) { txn in

@@ -39,10 +39,12 @@ public struct ChallengeAuthority: Sendable {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.encodedLength + 16) { buffer in
             buffer[0] = 2
             buffer[1] = appID == nil ? 0 : 1
-            for (at, time) in [(2, issued), (6, expiry)] {
+            func put(_ time: Timestamp, at: Int) {
                 let seconds = UInt32(clamping: time.seconds)
                 for i in 0..<4 { buffer[at + i] = UInt8(truncatingIfNeeded: seconds >> UInt32(24 - 8 * i)) }
             }
+            put(issued, at: 2)
+            put(expiry, at: 6)
             for i in 0..<16 { buffer[10 + i] = id[i] }
             mac.authenticate(UnsafeBufferPointer(rebasing: buffer[0..<26]), (appID ?? "").utf8,
                              into: UnsafeMutableBufferPointer(rebasing: buffer[26..<58]))
