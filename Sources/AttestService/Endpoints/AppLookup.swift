@@ -28,10 +28,15 @@ extension ServiceContext {
     func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
         // The FastCGI param names nginx gives these headers, looked up directly (hot path).
         let rawBundle = request.params["HTTP_X_BUNDLE_ID"], rawTeam = request.params["HTTP_X_TEAM_ID"]
+        let version = store.durableVersion
         // The same header values as the last lookup, and nothing written since: its answer,
         // without trimming, validating and hashing them again (a challenge flood for one app).
-        if let last = lastAppLookup, last.version == store.durableVersion, last.bundle == rawBundle, last.team == rawTeam {
+        if let last = lastAppLookup, last.version == version, last.bundle == rawBundle, last.team == rawTeam {
             return last.context
+        }
+        func remember(_ context: AppContext) -> AppContext {
+            lastAppLookup = (rawBundle, rawTeam, version, context)
+            return context
         }
         let bundle = rawBundle?.trimmedNonEmpty
         let team = rawTeam?.trimmedNonEmpty
@@ -51,12 +56,8 @@ extension ServiceContext {
                                log: "X-Bundle-ID \(bundle)")
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
-        let version = store.durableVersion
         let cached = appCache[appID]
-        if let cached, cached.version == version {
-            lastAppLookup = (rawBundle, rawTeam, version, cached.context)
-            return cached.context
-        }
+        if let cached, cached.version == version { return remember(cached.context) }
         // Orgs and apps are written only by attestctl, which returns after its own sync: a
         // lookup need not hold the answer (a challenge) for other requests' commits.
         let generation: UInt64, found: AppContext?
@@ -76,8 +77,7 @@ extension ServiceContext {
         }
         if let cached, found === cached.context {
             appCache[appID] = (version, generation, cached.context)
-            lastAppLookup = (rawBundle, rawTeam, version, cached.context)
-            return cached.context
+            return remember(cached.context)
         }
         guard let found else {
             throw ServiceError(.appNotRegistered, "The app \(appID) is not registered with this server.",
@@ -90,8 +90,7 @@ extension ServiceContext {
         }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
         appCache[appID] = (version, generation, found)
-        lastAppLookup = (rawBundle, rawTeam, version, found)
-        return found
+        return remember(found)
     }
 }
 
