@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func theWorkerHoldsAsManyAnswersAsConfigured() throws {
-        #expect(ServiceResponder(endpoint: .refresh, context: try DeviceFlow().context, holdsAnswers: true).heldAnswerLimit == 8)
+        #expect(ServiceResponder(endpoint: .refresh, context: try DeviceFlow().context, holdsAnswers: true).heldAnswerLimit == 32)
         let flow = try DeviceFlow { $0.maxHeldAnswers = 3 }
         #expect(ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true).heldAnswerLimit == 3)
     }
