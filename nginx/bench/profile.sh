@@ -9,6 +9,8 @@
 # CALLGRAPH="--call-graph dwarf,16384" unwinds through libcrypto (built without frame pointers).
 # Also counts the pool's fdatasync, pwrite, flock and epoll_wait calls per request (perf stat),
 # its context switches per request (voluntary: it waited) and how idle the box was while loaded.
+# CONNECTIONS (default 64, as all.sh): wrk's connections, i.e. concurrent clients; in commit
+# mode they bound the groups (16 leaves workers waiting on syncs with cores idle).
 # PRELOAD=N first writes N synthetic devices into the store (bench store load).
 # SETTINGS="key value;key value" sets more configuration keys (e.g. "server.maxHeldAnswers 1").
 # CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
@@ -26,6 +28,7 @@ SYNC=${SYNC:-interval}
 COUNT=${COUNT:-20000}
 DEVICES=${DEVICES:-2000}
 WORKERS=${WORKERS:-2}
+CONNECTIONS=${CONNECTIONS:-64}
 OUT=${OUT:-/tmp/attestedge-profile}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 BIN=${BIN:-$PWD/.build/release}
@@ -109,10 +112,10 @@ sleep 0.5
 if [ "$ENDPOINT" = challenge ]; then
   # GETs for SECONDS (default 5); the figures below count wrk's requests.
   BENCH_WRK_EXTRA=(-H "X-Bundle-ID: $BUNDLE" -H "X-Team-ID: $TEAM")
-  bench_wrk "$BASE/api/v1/attestation/challenge" 2 16 "${SECONDS_LOAD:-5}"
+  bench_wrk "$BASE/api/v1/attestation/challenge" 2 "$CONNECTIONS" "${SECONDS_LOAD:-5}"
   BENCH_REPLAY_OK=$(bench_requests) BENCH_REPLAY_FAILED=0 BENCH_REPLAY_RPS=$BENCH_RPS
 else
-  bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 16 "$BUNDLE" "$TEAM"
+  bench_replay "$BASE/api/v1/attestation/$ENDPOINT" "$DIR/bodies.jsonl" 2 "$CONNECTIONS" "$BUNDLE" "$TEAM"
 fi
 cpu1=$(bench_pool_cpu_ms "${!pool}")
 read -r vol1 invol1 < <(ctxsw); read -r idle1 total1 < <(idle)
@@ -120,7 +123,7 @@ kill -INT "$PERF" "$STAT"; wait "$PERF" || true; wait "$STAT" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null > "$OUT/report-dso.txt" || true
 perf report -i "$OUT/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null > "$OUT/report-sym.txt" || true
 {
-  echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED rps=$BENCH_REPLAY_RPS"
+  echo "endpoint=$ENDPOINT sync=$SYNC workers=$WORKERS connections=$CONNECTIONS ok=$BENCH_REPLAY_OK failed=$BENCH_REPLAY_FAILED rps=$BENCH_REPLAY_RPS"
   echo "worker CPU ms=$((cpu1 - cpu0)) us/request=$(awk -v ms=$((cpu1 - cpu0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.1f", ms * 1000 / n }')"
   awk -v v=$((vol1 - vol0)) -v i=$((invol1 - invol0)) -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "context switches per request: voluntary=%.2f involuntary=%.2f\n", v / n, i / n }'
   awk -v i=$((idle1 - idle0)) -v t=$((total1 - total0)) 'BEGIN { printf "box idle while loaded (idle + iowait)=%.1f%%\n", 100 * i / t }'
