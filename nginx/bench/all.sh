@@ -400,7 +400,9 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo
   echo "Devices preloaded with \`attestctl bench store load\`, which then compacts the durable environment as a"
   echo "restore would (its bulk transactions leave a large LMDB free-page list that every later commit"
-  echo "rewrites; see its help); the map sized 1 GiB + 2 KiB per device."
+  echo "rewrites; see its help); the map sized 1 GiB + 2 KiB per device. The rows run one after the other,"
+  echo "minutes apart, on a machine whose speed drifts: for a fair comparison run the sizes back to back in"
+  echo "both orders (SYNCS=\"\" LOW_CONNECTIONS=\"\" WORKERS_LIST=2 SCALES=\"1000000 10000 1000000 10000\")."
   echo
   echo "| devices | validate/s | validate p99 ms | validate µs/req | refresh/s | refresh p99 ms | refresh µs/req | durable bytes/device |"
   echo "|---|---|---|---|---|---|---|---|"
