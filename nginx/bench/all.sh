@@ -259,6 +259,7 @@ for sync in $SYNCS; do
     REPLAY_ROWS+=("| one-P-256-verify handler, refresh replay | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
     STORE_RPS[$sync,$w,refresh]=$M_RPS
     if [ -n "$LOW_CONNECTIONS" ] && [ "$w" = 2 ] && [ "$sync" != postgres ]; then
+      HELD_LIMIT=$("$BIN/attestctl" config show --data "$DATA" | awk -F' = ' '$1 == "server.maxHeldAnswers" { print $2 }')
       CONC_ROWS+=("| $sync | $CONNECTIONS | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) |")
       device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
       CONNECTIONS_SET=$CONNECTIONS CONNECTIONS=$LOW_CONNECTIONS
@@ -382,7 +383,7 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
     echo "The refresh replay at the table's $CONNECTIONS connections and again, with fresh bodies, at"
     echo "$LOW_CONNECTIONS, each interleaved with the one-P-256-verify handler at the same count (ratio: ours ÷"
     echo "handler req/s, the chunks' median and range). A worker holds answers while it serves what"
-    echo "is queued and commits them as one group (at most server.maxHeldAnswers, 32); with few clients"
+    echo "is queued and commits them as one group (at most server.maxHeldAnswers, $HELD_LIMIT); with few clients"
     echo "the queue empties sooner, groups are smaller, and in commit mode more syncs are paid."
     echo
     echo "| store.sync | connections | req/s | p50 ms | p99 ms | pool CPU µs/req | handler req/s | ratio |"
