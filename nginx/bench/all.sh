@@ -234,6 +234,9 @@ replay_pairs() {
   pair_totals ok secs ms p50s p99s ratios
 }
 
+# conc_row CONNECTIONS: the last replay_pairs (refresh) as a row of the concurrency section.
+conc_row() { CONC_ROWS+=("| $sync | $1 | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) |"); }
+
 for sync in $SYNCS; do
   DATA=$DIR/data-$sync
   setup_data "$DATA" "$sync"
@@ -260,12 +263,10 @@ for sync in $SYNCS; do
     STORE_RPS[$sync,$w,refresh]=$M_RPS
     if [ -n "$LOW_CONNECTIONS" ] && [ "$w" = 2 ] && [ "$sync" != postgres ]; then
       HELD_LIMIT=$("$BIN/attestctl" config show --data "$DATA" | awk -F' = ' '$1 == "server.maxHeldAnswers" { print $2 }')
-      CONC_ROWS+=("| $sync | $CONNECTIONS | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) |")
+      conc_row "$CONNECTIONS"
       device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
-      CONNECTIONS_SET=$CONNECTIONS CONNECTIONS=$LOW_CONNECTIONS
-      replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
-      CONNECTIONS=$CONNECTIONS_SET
-      CONC_ROWS+=("| $sync | $LOW_CONNECTIONS | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) |")
+      CONNECTIONS=$LOW_CONNECTIONS replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
+      conc_row "$LOW_CONNECTIONS"
     fi
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
