@@ -20,6 +20,7 @@
 # touches (AssertionVerifier, Admission, RefreshEndpoint, ServiceResponder).
 #   bash nginx/bench/ablate.sh
 #   VARIANTS="base no-token no-write" ROUNDS=6 PER=5000 SYNC=commit CONNECTIONS=64 bash nginx/bench/ablate.sh
+# TABLE_OUT=path also writes the summary table there (all.sh puts it in BENCHMARKS.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -113,7 +114,7 @@ done
 median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 column_of() { awk -v v="$1" -v c="$2" '$1 == v { print $c }' "$RESULTS"; }
 base_cpu=$(column_of base 3 | median)
-echo
+{
 echo "| variant | ratio, median (spread) | worker CPU per refresh, median µs (user + system) | vs base |"
 echo "|---|---|---|---|"
 for variant in "${VARIANTS[@]}"; do
@@ -123,5 +124,9 @@ for variant in "${VARIANTS[@]}"; do
     "$(echo "$ratios" | awk '{ print $1 "–" $NF }')" "$cpu" "$(column_of "$variant" 4 | median)" \
     "$(column_of "$variant" 5 | median)" "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { print a - b }')"
 done
+} > "$DIR/table.md"
+echo
+cat "$DIR/table.md"
+[ -z "${TABLE_OUT:-}" ] || cp "$DIR/table.md" "$TABLE_OUT"
 echo
 echo "ratio: ours ÷ the one-P-256-verify handler on the same chunk, right after it; $ROUNDS rounds, $PER refreshes each."

@@ -12,12 +12,13 @@
 #     store.sync commit and interval; PostgreSQL, a throwaway cluster or $POSTGRES_URL) and
 #     worker count: challenge (GET, wrk rounds), validate and refresh (each body replayed once),
 #     heartbeat (one device's token, wrk -d); throughput, p50/p99, pool CPU µs per request;
-#   - scaling: validate and refresh against stores preloaded with N devices (bench store load).
+#   - scaling: validate and refresh against stores preloaded with N devices (bench store load);
+#   - where a refresh's cost goes: nginx/bench/ablate.sh for each store.sync in ABLATIONS.
 # Ratios are against floors measured in this run. Not part of the test suite (minutes).
 #   bash nginx/bench/all.sh
 #   WORKERS_LIST="1 2 4" SYNCS="commit interval" SCALES="10000 100000 1000000" DURATION=5 \
 #   VALIDATES=1500 REFRESHES=8000 DEVICES=1000 CONNECTIONS=64 LOW_CONNECTIONS=16 OUT=BENCHMARKS.md bash nginx/bench/all.sh
-#   SCALES="" skips the scaling part; SYNCS="commit interval" skips PostgreSQL.
+#   SCALES="" skips the scaling part; SYNCS="commit interval" skips PostgreSQL; ABLATIONS="" skips ablate.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ATTEST_NEED_PYATTEST=1 source nginx/scripts/deps.sh
@@ -26,6 +27,7 @@ source nginx/scripts/bench-lib.sh
 WORKERS_LIST=${WORKERS_LIST:-1 2 4}
 SYNCS=${SYNCS-commit interval postgres}
 SCALES=${SCALES-10000 100000 1000000}
+ABLATIONS=${ABLATIONS-interval commit}
 SCALE_WORKERS=${SCALE_WORKERS:-2}
 SCALE_SYNC=${SCALE_SYNC:-interval}
 DURATION=${DURATION:-5}
@@ -297,6 +299,11 @@ for n in $SCALES; do
   echo "${SCALE_ROWS[-1]}"
 done
 
+for sync in $ABLATIONS; do
+  echo "==> ablate.sh, store.sync=$sync"
+  SYNC=$sync CONNECTIONS=$CONNECTIONS TABLE_OUT=$DIR/ablate-$sync.md bash nginx/bench/ablate.sh | grep '^round'
+done
+
 read -r STEAL1 TOTAL1 < <(cpu_ticks)
 STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf "%.1f", t ? 100 * s / t : 0 }')
 {
@@ -409,5 +416,18 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo "| devices | validate/s | validate p99 ms | validate µs/req | refresh/s | refresh p99 ms | refresh µs/req | durable bytes/device |"
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${SCALE_ROWS[@]}"
+  for sync in $ABLATIONS; do
+    echo
+    echo "## Where a refresh's cost goes ($sync, 2 workers, $CONNECTIONS clients)"
+    echo
+    echo "\`nginx/bench/ablate.sh\`: parts of refresh switched off in a throwaway build (nginx/bench/ablation.patch,"
+    echo "never in the shipped binaries), each variant's pool replaying its own chunk of refreshes and the"
+    echo "one-P-256-verify handler the same chunk right after it, round by round. no-token: a same-size"
+    echo "placeholder instead of the token (no signature, no nonce preparation); no-write: no device write and"
+    echo "no monthly-active count; no-admit: no ephemeral write (rate windows, single use of the challenge);"
+    echo "no-verify: no check of the assertion's signature."
+    echo
+    cat "$DIR/ablate-$sync.md"
+  done
 } > "$OUT"
 echo "==> wrote $OUT"
