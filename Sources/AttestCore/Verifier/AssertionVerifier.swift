@@ -11,7 +11,13 @@
 public enum AssertionVerifier {
     public static func verify(assertion: ArraySlice<UInt8>, clientDataHash: [UInt8], publicKey: ECPublicKey,
                               appID: String, previousCounter: UInt32) throws(AttestError) -> VerifiedAssertion {
-        let parsed = try Assertion(cborEncoded: assertion)
+        try verify(try Assertion(cborEncoded: assertion), clientDataHash: clientDataHash, publicKey: publicKey,
+                   appID: appID, previousCounter: previousCounter)
+    }
+
+    /// Steps 2–5 for an assertion already decoded (a caller that checked its form first).
+    public static func verify(_ parsed: Assertion, clientDataHash: [UInt8], publicKey: ECPublicKey,
+                              appID: String, previousCounter: UInt32) throws(AttestError) -> VerifiedAssertion {
         // Only the fixed 37-byte head is read (rpIDHash, flags, signCount). Its flags are not
         // interpreted: no assertion carries attested credential data, and a device setting AT
         // anyway must not be refused for it; every byte is covered by the signature.

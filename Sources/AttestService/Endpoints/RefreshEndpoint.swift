@@ -34,7 +34,8 @@ public enum RefreshEndpoint {
     /// The body, decoded and checked before the challenge is looked at.
     struct Fields {
         let keyID: [UInt8]
-        let assertion: [UInt8]
+        /// Decoded here, so a body that is not CBOR is a 400 before the challenge is consumed.
+        let assertion: Assertion
         let clientDataHash: [UInt8]
         let challenge: String
         /// `nil`: keep the link; "": unlink; else link or move to it.
@@ -52,8 +53,8 @@ public enum RefreshEndpoint {
                 return bytes
             }
             keyID = try required("keyId", count: 32)
-            assertion = try required("assertion")
-            do { _ = try Assertion(cborEncoded: assertion[...]) } catch {
+            let encoded = try required("assertion")
+            do { assertion = try Assertion(cborEncoded: encoded[...]) } catch {
                 throw ServiceError(.badRequest, "assertion must be the base64-encoded CBOR from generateAssertion().", log: error.reason)
             }
             clientDataHash = try required("clientDataHash", count: 32)
@@ -88,7 +89,7 @@ public enum RefreshEndpoint {
         let publicKey = try ctx.publicKey(for: device)
         let verified: VerifiedAssertion
         do {
-            verified = try AssertionVerifier.verify(assertion: fields.assertion[...], clientDataHash: fields.clientDataHash,
+            verified = try AssertionVerifier.verify(fields.assertion, clientDataHash: fields.clientDataHash,
                                                     publicKey: publicKey, appID: app.app.appID,
                                                     previousCounter: device.counter)
         } catch where error.code == .signature || error.code == .assertionFormat {
