@@ -53,12 +53,7 @@ swift build -c release --package-path "$DIR/src" --product attest-refresh 2>&1 |
 ABIN=$DIR/src/.build/release
 
 DATA=$DIR/data
-"$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
-for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0"; do
-  "$BIN/attestctl" config set $kv --data "$DATA" > /dev/null
-done
-"$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
-"$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
+bench_data "$BIN" "$DATA" "$TEAM" "$BUNDLE" "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0"
 PORT=$(bench_free_port)
 BENCH_FLOOR_LOCATIONS=1 BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
@@ -69,6 +64,7 @@ done
 bench_start_pool FLOOR "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p256-verify --socket "$DIR/run/floor-refresh.sock" --workers "$WORKERS"
 
 TOTAL=$(( ${#VARIANTS[@]} * ROUNDS * PER ))
+DEVICES=$(( DEVICES < TOTAL ? DEVICES : TOTAL ))
 echo "==> $TOTAL refreshes for $DEVICES devices (enrolled through the unmodified parts of the ablation build)"
 bench_start_pool REFRESH "$DIR/logs/refresh.log" "$ABIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$WORKERS" --data "$DATA"
 "$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDLE" --state "$DIR/device.json" \

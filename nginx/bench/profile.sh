@@ -38,14 +38,8 @@ mkdir -p "$OUT"
 DIR=$(mktemp -d /tmp/attestedge-profile.XXXXXX)
 trap 'bench_cleanup; rm -rf "$DIR"' EXIT
 DATA=$DIR/data
-"$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
 IFS=';' read -r -a extra <<< "${SETTINGS:-}"
-for kv in "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" "${extra[@]}"; do
-  [ -n "$kv" ] || continue
-  "$BIN/attestctl" config set $kv --data "$DATA" > /dev/null
-done
-"$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
-"$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
+bench_data "$BIN" "$DATA" "$TEAM" "$BUNDLE" "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" "${extra[@]}"
 if [ "${PRELOAD:-0}" -gt 0 ]; then
   # Scaling: PRELOAD synthetic devices written straight into the store, the map by the
   # README's formula (1 GiB + 2 KiB per device), as all.sh's scaling part does.

@@ -26,12 +26,7 @@ trap 'bench_cleanup; [ -z "$DIR" ] || rm -rf "$DIR"' EXIT
 for outbox in true false; do
   DIR=$(mktemp -d /tmp/attestedge-webhooks-bench.XXXXXX)
   DATA=$DIR/data
-  "$BIN/attestctl" init --data "$DATA" --test-ca > /dev/null
-  for kv in "store.sync $SYNC" "webhooks.queueEvents $outbox" "rateLimits.validatePerIPPerMinute 0"; do
-    "$BIN/attestctl" config set $kv --data "$DATA" > /dev/null
-  done
-  "$BIN/attestctl" org add bench --tier enterprise --data "$DATA" > /dev/null
-  "$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$DATA" > /dev/null
+  bench_data "$BIN" "$DATA" "$TEAM" "$BUNDLE" "store.sync $SYNC" "webhooks.queueEvents $outbox" "rateLimits.validatePerIPPerMinute 0"
   PORT=$(bench_free_port)
   BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"
   bench_start_nginx "$DIR"

@@ -5,6 +5,10 @@
 #
 #   bench_root                          the repository root
 #   bench_free_port                     a free TCP port on 127.0.0.1
+#   bench_data BIN DATA TEAM BUNDLE ["KEY VALUE"…]
+#                                       a benchmark's data directory: attestctl init (with the
+#                                       test CA), each setting, org "bench" (enterprise) and the
+#                                       app TEAM.BUNDLE in it (empty settings are skipped)
 #   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
 #                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
 #                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
@@ -44,6 +48,18 @@ bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
 bench_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+bench_data() {
+  local bin=$1 data=$2 team=$3 bundle=$4 kv
+  shift 4
+  "$bin/attestctl" init --data "$data" --test-ca > /dev/null
+  for kv in "$@"; do
+    [ -n "$kv" ] || continue
+    "$bin/attestctl" config set $kv --data "$data" > /dev/null
+  done
+  "$bin/attestctl" org add bench --tier enterprise --data "$data" > /dev/null
+  "$bin/attestctl" app add --org bench --team "$team" --bundle "$bundle" --data "$data" > /dev/null
 }
 
 bench_render_nginx() {
