@@ -32,7 +32,7 @@ final class Connection {
 
     enum Accepted {
         /// A request's params; read its body, respond, finish.
-        case request([String: String])
+        case request(Params)
         /// No connection was queued (`EAGAIN`), or accepting was interrupted.
         case nothingQueued
         /// A connection was accepted and closed without a request: the peer closed or

@@ -8,36 +8,39 @@
 /// A declared length is compared with the bytes actually present before anything is sliced,
 /// and nothing is ever allocated from it: the bytes are the bound.
 enum NameValuePairs {
-    /// Calls `body` with each pair's name and value (slices of `bytes`), in order.
+    /// Calls `body` with each pair's name and value (views into `bytes`), in order.
     /// - Throws: `protocolViolation` when a length or a name or value runs past the end.
     static func decode(_ bytes: ArraySlice<UInt8>,
-                       _ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Void) throws(FastCGIError) {
-        var cursor = bytes
-        while !cursor.isEmpty {
-            let nameLength = try length(&cursor)
-            let valueLength = try length(&cursor)
-            guard nameLength <= cursor.count, valueLength <= cursor.count - nameLength else {
-                throw FastCGIError(.protocolViolation, "a name-value pair declares \(nameLength) + \(valueLength) bytes; \(cursor.count) remain")
-            }
-            let nameEnd = cursor.startIndex + nameLength
-            let valueEnd = nameEnd + valueLength
-            body(cursor[cursor.startIndex..<nameEnd], cursor[nameEnd..<valueEnd])
-            cursor = cursor[valueEnd...]
+                       _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) throws(FastCGIError) {
+        if let problem = bytes.withUnsafeBufferPointer({ walk($0, body) }) {
+            throw FastCGIError(.protocolViolation, problem)
         }
     }
 
-    /// The request's params from the whole `FCGI_PARAMS` stream. Invalid UTF-8 is repaired.
-    /// A name that repeats (nginx 1.22 passes a header sent twice as two `HTTP_*` params) is
-    /// combined into `first, second` as RFC 9110 §5.3 prescribes and nginx 1.23+ does
-    /// itself: the responder never silently picks one of two values (nginx logs the first),
-    /// and a single-valued header sent twice reads as malformed.
-    static func params(_ bytes: ArraySlice<UInt8>) throws(FastCGIError) -> [String: String] {
-        var params: [String: String] = [:]
-        params.reserveCapacity(32)
-        try decode(bytes) { name, value in
-            params[String(decoding: name, as: UTF8.self), default: ""].combine(String(decoding: value, as: UTF8.self))
+    /// Calls `body` with each pair in `bytes`, in order, until one runs past the end; returns
+    /// what was wrong then, `nil` when every byte was a whole pair. A plain walk: `Params` runs
+    /// it on every lookup.
+    static func walk(_ bytes: UnsafeBufferPointer<UInt8>,
+                     _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> String? {
+        var at = 0
+        while at < bytes.count {
+            guard let nameLength = length(bytes, &at), let valueLength = length(bytes, &at) else {
+                return "a name-value pair ends inside its lengths"
+            }
+            guard nameLength <= bytes.count - at, valueLength <= bytes.count - at - nameLength else {
+                return "a name-value pair declares \(nameLength) + \(valueLength) bytes; \(bytes.count - at) remain"
+            }
+            body(UnsafeBufferPointer(rebasing: bytes[at..<(at + nameLength)]),
+                 UnsafeBufferPointer(rebasing: bytes[(at + nameLength)..<(at + nameLength + valueLength)]))
+            at += nameLength + valueLength
         }
-        return params
+        return nil
+    }
+
+    /// The request's params from the whole `FCGI_PARAMS` stream (checked here, read when
+    /// looked up; repeated names and invalid UTF-8 as `Params` says).
+    static func params(_ bytes: ArraySlice<UInt8>) throws(FastCGIError) -> Params {
+        try Params(encoded: Array(bytes))
     }
 
     /// Appends one pair, each length in the shortest form.
@@ -48,18 +51,17 @@ enum NameValuePairs {
         out.append(contentsOf: value)
     }
 
-    private static func length(_ cursor: inout ArraySlice<UInt8>) throws(FastCGIError) -> Int {
-        guard let first = cursor.first else {
-            throw FastCGIError(.protocolViolation, "a name-value pair ends inside its lengths")
-        }
+    /// The length at `at` (1- or 4-byte form), moving past it; `nil` when cut short.
+    private static func length(_ bytes: UnsafeBufferPointer<UInt8>, _ at: inout Int) -> Int? {
+        guard at < bytes.count else { return nil }
+        let first = bytes[at]
         if first < 0x80 {
-            cursor = cursor.dropFirst()
+            at += 1
             return Int(first)
         }
-        guard cursor.count >= 4 else { throw FastCGIError(.protocolViolation, "a 4-byte length is cut short") }
-        let i = cursor.startIndex
-        let value = Int(first & 0x7F) << 24 | Int(cursor[i + 1]) << 16 | Int(cursor[i + 2]) << 8 | Int(cursor[i + 3])
-        cursor = cursor.dropFirst(4)
+        guard bytes.count - at >= 4 else { return nil }
+        let value = Int(first & 0x7F) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        at += 4
         return value
     }
 
@@ -70,12 +72,5 @@ enum NameValuePairs {
             out += [UInt8(truncatingIfNeeded: n >> 24) | 0x80, UInt8(truncatingIfNeeded: n >> 16),
                     UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)]
         }
-    }
-}
-
-extension String {
-    /// Appends a repeated field's value, comma-separated (RFC 9110 §5.3).
-    fileprivate mutating func combine(_ value: String) {
-        self = isEmpty ? value : self + ", " + value
     }
 }

@@ -11,8 +11,8 @@ public struct Request: Sendable {
     public var path: String
     /// `QUERY_STRING`, without the `?`; empty when there is none.
     public var query: String
-    /// Every FastCGI parameter as received.
-    public var params: [String: String]
+    /// Every FastCGI parameter as received, read by name (`Params`).
+    public var params: Params
     /// The request body; empty when `bodyTooLarge`.
     public var body: [UInt8]
     /// The body exceeded the server's body limit and was not read: `body` is empty and the
@@ -21,6 +21,10 @@ public struct Request: Sendable {
 
     public init(method: String = "GET", path: String = "/", query: String = "",
                 params: [String: String] = [:], body: [UInt8] = [], bodyTooLarge: Bool = false) {
+        self.init(method: method, path: path, query: query, params: Params(params), body: body, bodyTooLarge: bodyTooLarge)
+    }
+
+    init(method: String, path: String, query: String, params: Params, body: [UInt8], bodyTooLarge: Bool) {
         self.method = method
         self.path = path
         self.query = query
@@ -33,6 +37,11 @@ public struct Request: Sendable {
     /// from `REQUEST_METHOD`, `DOCUMENT_URI` (else `REQUEST_URI` up to the `?`) and
     /// `QUERY_STRING`.
     public init(fastCGIParams params: [String: String], body: [UInt8] = [], bodyTooLarge: Bool = false) {
+        self.init(fastCGIParams: Params(params), body: body, bodyTooLarge: bodyTooLarge)
+    }
+
+    /// As above, from the params the server received.
+    public init(fastCGIParams params: Params, body: [UInt8] = [], bodyTooLarge: Bool = false) {
         let path = params["DOCUMENT_URI"]
             ?? params["REQUEST_URI"].map { String($0.prefix { $0 != "?" }) }
             ?? "/"

@@ -25,7 +25,7 @@ struct RequestParser {
         /// Send these bytes now and keep reading.
         case reply([UInt8])
         /// The request's params: `BEGIN_REQUEST` and the whole `PARAMS` stream are in.
-        case params([String: String])
+        case params(Params)
         /// Body bytes (a slice of the parser's buffer: use it before the next `consume`).
         case stdin(ArraySlice<UInt8>)
         /// The empty `STDIN` record: the body is complete.

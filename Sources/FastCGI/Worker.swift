@@ -129,7 +129,7 @@ struct Worker {
     /// Reads the body of an accepted request, asks the responder and writes its response,
     /// settling first what it waits for (`SingleConnection`: no holding).
     @discardableResult
-    static func serve(_ connection: Connection, params: [String: String], bodyLimit: Int,
+    static func serve(_ connection: Connection, params: Params, bodyLimit: Int,
                       responder: inout any Responder) -> Response {
         var response = answer(connection, params: params, bodyLimit: bodyLimit, responder: &responder)
         if let deferral = responder.deferral() {
@@ -140,7 +140,7 @@ struct Worker {
     }
 
     /// Reads the body of an accepted request and asks the responder.
-    static func answer(_ connection: Connection, params: [String: String], bodyLimit: Int,
+    static func answer(_ connection: Connection, params: Params, bodyLimit: Int,
                        responder: inout any Responder) -> Response {
         let (body, tooLarge) = connection.readBody(contentLength: params["CONTENT_LENGTH"], limit: bodyLimit)
         return responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))

@@ -2,7 +2,7 @@
 import Testing
 
 @Suite("FastCGI params and body plan") struct ParamsTests {
-    private func params(_ pairs: [([UInt8], [UInt8])]) throws -> [String: String] {
+    private func params(_ pairs: [([UInt8], [UInt8])]) throws -> Params {
         var bytes = [UInt8]()
         for (name, value) in pairs { NameValuePairs.append(name: name, value: value, to: &bytes) }
         return try NameValuePairs.params(bytes[...])
@@ -26,6 +26,39 @@ import Testing
                                   (Array("HTTP_ACCEPT".utf8), Array("a".utf8))])
         #expect(decoded["HTTP_X_TEAM_ID"] == "ABCDE12345, OTHER12345", "hostile suite: X-Team-ID sent twice reads as malformed")
         #expect(decoded["HTTP_ACCEPT"] == "a", "a name sent once is unchanged")
+    }
+
+    @Test("a name is matched whole: not by a prefix, not by a longer name")
+    func wholeNames() throws {
+        let decoded = try params([(Array("HTTP_X_TEAM_ID".utf8), Array("T".utf8)), (Array("HTTP_X".utf8), Array("x".utf8))])
+        #expect(decoded["HTTP_X"] == "x")
+        #expect(decoded["HTTP_X_TEAM"] == nil)
+        #expect(decoded["HTTP_X_TEAM_ID_2"] == nil)
+        #expect(decoded["http_x"] == nil, "params are case-sensitive (Request.header upper-cases)")
+    }
+
+    @Test("repeats combine as the dictionary did: an empty first value gives way, an empty later one is kept")
+    func repeatedEmpty() throws {
+        let name = Array("HTTP_A".utf8)
+        #expect(try params([(name, []), (name, Array("x".utf8))])["HTTP_A"] == "x")
+        #expect(try params([(name, Array("x".utf8)), (name, [])])["HTTP_A"] == "x, ")
+        #expect(try params([(name, Array("x".utf8)), (name, Array("y".utf8)), (name, Array("z".utf8))]).dictionary == ["HTTP_A": "x, y, z"])
+    }
+
+    @Test("a stream whose lengths run past its end is refused when the params are made, not when read")
+    func truncated() {
+        var bytes = [UInt8]()
+        NameValuePairs.append(name: Array("HTTP_X".utf8), value: Array("value".utf8), to: &bytes)
+        #expect(throws: FastCGIError.self) { try NameValuePairs.params(bytes.dropLast()) }
+    }
+
+    @Test("params compare by content, whatever the order they came in")
+    func equality() throws {
+        let a = try params([(Array("A".utf8), Array("1".utf8)), (Array("B".utf8), Array("2".utf8))])
+        let b = try params([(Array("B".utf8), Array("2".utf8)), (Array("A".utf8), Array("1".utf8))])
+        #expect(a == b)
+        #expect(a == Params(["A": "1", "B": "2"]))
+        #expect(a != Params(["A": "1"]))
     }
 
     @Test("no pairs, no params")

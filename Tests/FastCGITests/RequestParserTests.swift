@@ -4,7 +4,7 @@ import Testing
 @Suite("FastCGI record stream → request events") struct RequestParserTests {
     static let params = [("REQUEST_METHOD", "POST"), ("DOCUMENT_URI", "/api/v1/attestation/validate"), ("CONTENT_LENGTH", "11")]
     static let body = Array(#"{"a":"bcd"}"#.utf8)
-    static let expected: [RequestParser.Event] = [.params(Dictionary(uniqueKeysWithValues: params)), .stdin(body[...]), .stdinEnd]
+    static let expected: [RequestParser.Event] = [.params(Params(Dictionary(uniqueKeysWithValues: params))), .stdin(body[...]), .stdinEnd]
 
     @Test("BEGIN_REQUEST, PARAMS, STDIN in one piece: params, body, end")
     func wholeRequest() {
