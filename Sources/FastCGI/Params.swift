@@ -25,18 +25,10 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     }
 
     /// Params with these names and values (tests, benchmarks, in-process requests).
-    public init(_ params: [String: String]) {
-        var bytes = [UInt8]()
-        for (name, value) in params { NameValuePairs.append(name: name.utf8, value: value.utf8, to: &bytes) }
-        encoded = bytes
-    }
+    public init(_ params: [String: String]) { encoded = Self.encode(params) }
 
     /// In order; a name given twice is combined as on the wire.
-    public init(dictionaryLiteral elements: (String, String)...) {
-        var bytes = [UInt8]()
-        for (name, value) in elements { NameValuePairs.append(name: name.utf8, value: value.utf8, to: &bytes) }
-        encoded = bytes
-    }
+    public init(dictionaryLiteral elements: (String, String)...) { encoded = Self.encode(elements) }
 
     /// The value of param `name` (repeats combined), or `nil` when nginx did not send it.
     public subscript(name: String) -> String? {
@@ -46,8 +38,7 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
             forEachPair { pairName, value in
                 guard pairName.count == key.count,
                       key.isEmpty || memcmp(pairName.baseAddress!, key.baseAddress!, key.count) == 0 else { return }
-                let text = String(decoding: value, as: UTF8.self)
-                found = found.map { $0.isEmpty ? text : $0 + ", " + text } ?? text
+                found = Self.combined(found, String(decoding: value, as: UTF8.self))
             }
         }
         return found
@@ -58,9 +49,9 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     /// Every param, repeats combined.
     public var dictionary: [String: String] {
         var all: [String: String] = [:]
-        forEachPair { name, _ in
+        forEachPair { name, value in
             let key = String(decoding: name, as: UTF8.self)
-            if all[key] == nil { all[key] = self[key] }
+            all[key] = Self.combined(all[key], String(decoding: value, as: UTF8.self))
         }
         return all
     }
@@ -68,6 +59,19 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     public static func == (lhs: Params, rhs: Params) -> Bool { lhs.dictionary == rhs.dictionary }
 
     public static func == (lhs: Params, rhs: [String: String]) -> Bool { lhs.dictionary == rhs }
+
+    /// A repeated name's values so far, with `value` added (RFC 9110 §5.3: `first, second`; an
+    /// empty first value gives way to the next).
+    private static func combined(_ earlier: String?, _ value: String) -> String {
+        guard let earlier, !earlier.isEmpty else { return value }
+        return earlier + ", " + value
+    }
+
+    private static func encode(_ pairs: some Sequence<(key: String, value: String)>) -> [UInt8] {
+        var bytes = [UInt8]()
+        for (name, value) in pairs { NameValuePairs.append(name: name.utf8, value: value.utf8, to: &bytes) }
+        return bytes
+    }
 
     /// Each pair's name and value, in order (checked on creation: the walk cannot stop early).
     private func forEachPair(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {

@@ -107,18 +107,17 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 column_of() { awk -v v="$1" -v c="$2" '$1 == v { print $c }' "$RESULTS"; }
-base_cpu=$(column_of base 3 | median)
+base_cpu=$(column_of base 3 | bench_median)
 {
 echo "| variant | ratio, median (spread) | worker CPU per refresh, median µs (user + system) | vs base |"
 echo "|---|---|---|---|"
 for variant in "${VARIANTS[@]}"; do
   ratios=$(column_of "$variant" 2 | sort -g | paste -sd' ')
-  cpu=$(column_of "$variant" 3 | median)
-  printf '| %s | %s (%s) | %.0f (%.0f + %.0f) | %+.0f µs |\n' "$variant" "$(column_of "$variant" 2 | median)" \
-    "$(echo "$ratios" | awk '{ print $1 "–" $NF }')" "$cpu" "$(column_of "$variant" 4 | median)" \
-    "$(column_of "$variant" 5 | median)" "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { print a - b }')"
+  cpu=$(column_of "$variant" 3 | bench_median)
+  printf '| %s | %s (%s) | %.0f (%.0f + %.0f) | %+.0f µs |\n' "$variant" "$(column_of "$variant" 2 | bench_median)" \
+    "$(echo "$ratios" | awk '{ print $1 "–" $NF }')" "$cpu" "$(column_of "$variant" 4 | bench_median)" \
+    "$(column_of "$variant" 5 | bench_median)" "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { print a - b }')"
 done
 } > "$DIR/table.md"
 echo

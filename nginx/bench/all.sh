@@ -57,8 +57,8 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t }' /proc/stat; }
 read -r STEAL0 TOTAL0 < <(cpu_ticks)
 ROWS=() FLOOR_ROWS=() REPLAY_ROWS=() SCALE_ROWS=() CONC_ROWS=() LOST_NOTES=()
-# median / highest of the space-separated numbers on stdin.
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# median (bench_median) / highest of the space-separated numbers on stdin.
+median() { bench_median; }
 highest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "n/a"; else printf "%.2f", a / b }'; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(next(r['$2'] for r in d['results'] if $1))"; }

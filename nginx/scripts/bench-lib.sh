@@ -5,6 +5,7 @@
 #
 #   bench_root                          the repository root
 #   bench_free_port                     a free TCP port on 127.0.0.1
+#   bench_median                        the median of the numbers on stdin (spaces or lines), %.2f
 #   bench_data BIN DATA TEAM BUNDLE ["KEY VALUE"…]
 #                                       a benchmark's data directory: attestctl init (with the
 #                                       test CA), each setting, org "bench" (enterprise) and the
@@ -48,6 +49,10 @@ bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
 bench_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+bench_median() {
+  tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 bench_data() {
