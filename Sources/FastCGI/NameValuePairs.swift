@@ -18,10 +18,12 @@ enum NameValuePairs {
     }
 
     /// Calls `body` with each pair in `bytes`, in order, until one runs past the end; returns
-    /// what was wrong then, `nil` when every byte was a whole pair. A plain walk: `Params` runs
-    /// it on every lookup.
+    /// what was wrong then, `nil` when every byte was a whole pair. `Params` indexes a
+    /// request's pairs with it.
+    @inline(__always)
     static func walk(_ bytes: UnsafeBufferPointer<UInt8>,
                      _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> String? {
+        guard let base = bytes.baseAddress else { return nil }
         var at = 0
         while at < bytes.count {
             guard let nameLength = length(bytes, &at), let valueLength = length(bytes, &at) else {
@@ -30,8 +32,9 @@ enum NameValuePairs {
             guard nameLength <= bytes.count - at, valueLength <= bytes.count - at - nameLength else {
                 return "a name-value pair declares \(nameLength) + \(valueLength) bytes; \(bytes.count - at) remain"
             }
-            body(UnsafeBufferPointer(rebasing: bytes[at..<(at + nameLength)]),
-                 UnsafeBufferPointer(rebasing: bytes[(at + nameLength)..<(at + nameLength + valueLength)]))
+            // Both ranges were just checked against the bytes: views without slicing again.
+            body(UnsafeBufferPointer(start: base + at, count: nameLength),
+                 UnsafeBufferPointer(start: base + at + nameLength, count: valueLength))
             at += nameLength + valueLength
         }
         return nil
@@ -52,6 +55,7 @@ enum NameValuePairs {
     }
 
     /// The length at `at` (1- or 4-byte form), moving past it; `nil` when cut short.
+    @inline(__always)
     private static func length(_ bytes: UnsafeBufferPointer<UInt8>, _ at: inout Int) -> Int? {
         guard at < bytes.count else { return nil }
         let first = bytes[at]
