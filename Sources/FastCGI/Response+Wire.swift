@@ -11,7 +11,13 @@ extension Response {
         let bodyless = code < 200 || code == 204 || code == 304
         var out: [UInt8] = []
         out.reserveCapacity(64 + headers.count * 40 + (bodyless ? 0 : body.count))
-        out.append(contentsOf: "Status: \(code) \(HTTPReason.phrase(for: code))\r\n".utf8)
+        // Written as bytes: interpolated lines cost eight string allocations per response.
+        out.append(contentsOf: "Status: ".utf8)
+        Self.appendDecimal(code, to: &out)
+        out.append(UInt8(ascii: " "))
+        var phrase = HTTPReason.phrase(for: code)
+        phrase.withUTF8 { out.append(contentsOf: $0) }
+        out.append(contentsOf: "\r\n".utf8)
         for header in headers {
             if header.name.isEmpty || Self.isComputed(header.name) { continue }
             Self.appendSanitized(header.name, to: &out)
@@ -19,10 +25,26 @@ extension Response {
             Self.appendSanitized(header.value, to: &out)
             out.append(contentsOf: "\r\n".utf8)
         }
-        if !bodyless { out.append(contentsOf: "Content-Length: \(body.count)\r\n".utf8) }
+        if !bodyless {
+            out.append(contentsOf: "Content-Length: ".utf8)
+            Self.appendDecimal(body.count, to: &out)
+            out.append(contentsOf: "\r\n".utf8)
+        }
         out.append(contentsOf: "\r\n".utf8)
         if !bodyless { out.append(contentsOf: body) }
         return out
+    }
+
+    /// The digits of `n` (not negative).
+    private static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
+        var divisor = 1
+        while divisor <= n / 10 { divisor *= 10 }
+        var rest = n
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 
     /// `Content-Length` or `Status`, in any case: written from `body` and `status` instead.

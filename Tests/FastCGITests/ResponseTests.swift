@@ -30,6 +30,13 @@ import Testing
         #expect(wire(Response(status: 404)) == "Status: 404 Not Found\r\nContent-Length: 0\r\n\r\n")
     }
 
+    @Test("Content-Length is written in decimal at every width", arguments: [9, 10, 99, 100, 101, 1_000, 65_536, 1_000_000])
+    func decimalWidths(size: Int) {
+        let bytes = Response(status: 200, body: [UInt8](repeating: 0x41, count: size)).serialized()
+        #expect(String(decoding: bytes.prefix(60), as: UTF8.self).hasPrefix("Status: 200 OK\r\nContent-Length: \(size)\r\n\r\nA"))
+        #expect(bytes.count == "Status: 200 OK\r\nContent-Length: \(size)\r\n\r\n".utf8.count + size)
+    }
+
     @Test("CR and LF in names and values cannot inject headers")
     func injection() {
         let response = Response(status: 200, headers: [Header("X-A", "1\r\nSet-Cookie: evil"), Header("X\nB", "2")])
