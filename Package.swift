@@ -1,6 +1,9 @@
 // swift-tools-version:6.0
 // AttestEdge: a self-hosted Apple App Attest backend. Only the toolchain and Debian's C
 // libraries (OpenSSL, LMDB, libcurl) are used; SwiftPM fetches nothing.
+// Every target lists each module it imports, even one a dependency already brings: SwiftPM
+// rebuilds a target only when a declared dependency changes, so a module imported without
+// being declared can stay compiled against an old layout of its types (PackageManifestTests).
 import PackageDescription
 
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
@@ -41,7 +44,7 @@ let package = Package(
         .target(name: "AttestFuzz", dependencies: ["AttestCore", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting"], swiftSettings: strict),
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
@@ -53,10 +56,10 @@ let package = Package(
 
         // Tests.
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),
-        .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore"], swiftSettings: strict),
+        .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore", "AttestCore", "CLMDB"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
-        .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore"], swiftSettings: strict),
+        .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore", "AttestCore", "FastCGI"], swiftSettings: strict),
         .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService"], swiftSettings: strict),
     ]
 )
