@@ -35,7 +35,8 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         index = try Self.index(bytes)
     }
 
-    /// Params with these names and values (tests, benchmarks, in-process requests).
+    /// Params with these names and values (tests, benchmarks, in-process requests). `encode`
+    /// writes whole pairs, so the check cannot fail.
     public init(_ params: [String: String]) { try! self.init(encoded: Self.encode(params)) }
 
     /// In order; a name given twice is combined as on the wire.
