@@ -46,6 +46,16 @@ struct Base64Vectors: Decodable {
         #expect(Hex.encode([UInt8]()) == "", "empty")
     }
 
+    /// Arrays and slices take the buffer path, other collections a copy: same answers.
+    @Test func hexEncodesEveryKindOfCollection() {
+        func digits(_ b: UInt8) -> String { (b < 16 ? "0" : "") + String(b, radix: 16) }
+        let bytes = (0...255).map { UInt8($0) }
+        #expect(Hex.encode(bytes) == bytes.map(digits).joined())
+        #expect(Hex.encode(bytes[16..<32]) == bytes[16..<32].map(digits).joined(), "a slice starting past its base")
+        #expect(Hex.encode(bytes.reversed()) == bytes.reversed().map(digits).joined(), "not contiguous")
+        #expect(Hex.encode(Set([UInt8(0xAB)])) == "ab")
+    }
+
     @Test func hexDecodesEitherCase() {
         #expect(Hex.decode("00fFa0Ff") == [0x00, 0xFF, 0xA0, 0xFF], "mixed case")
         #expect(Hex.decode("") == [], "empty")
