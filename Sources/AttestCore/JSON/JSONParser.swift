@@ -146,9 +146,21 @@ public struct JSONParser {
         i += 1  // opening quote
         let start = i
         // Fast path: no escapes.
-        while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 { i += 1 }
+        var ascii = true
+        while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 {
+            if bytes[i] >= 0x80 { ascii = false }
+            i += 1
+        }
         if i < bytes.count, bytes[i] == UInt8(ascii: "\"") {
-            guard let s = String(validating: bytes[start..<i], as: UTF8.self) else { throw fail("string is not UTF-8") }
+            // ASCII is valid UTF-8 as it stands: made without `String(validating:)`, whose generic
+            // path cost ~3k instructions a string (a token's claims are some 25 strings).
+            let s: String
+            if ascii {
+                s = bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<i]), as: UTF8.self) }
+            } else {
+                guard let valid = String(validating: bytes[start..<i], as: UTF8.self) else { throw fail("string is not UTF-8") }
+                s = valid
+            }
             i += 1
             return s
         }
