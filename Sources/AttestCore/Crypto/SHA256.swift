@@ -13,13 +13,7 @@ public enum SHA256 {
     /// SHA-256 of `data`.
     public static func hash<C: Collection>(_ data: C) -> [UInt8] where C.Element == UInt8 {
         var out = [UInt8](repeating: 0, count: byteCount)
-        let done: Int32? = data.withContiguousStorageIfAvailable { buf in
-            EVP_Digest(buf.baseAddress, buf.count, &out, nil, md, nil)
-        }
-        if done == nil {
-            let copy = Array(data)
-            _ = EVP_Digest(copy, copy.count, &out, nil, md, nil)
-        }
+        _ = withContiguousBytes(data) { EVP_Digest($0.baseAddress, $0.count, &out, nil, md, nil) }
         return out
     }
 
@@ -37,7 +31,6 @@ public enum SHA256 {
     }
 
     static func update<C: Collection>(_ ctx: OpaquePointer?, _ data: C) where C.Element == UInt8 {
-        let done: Int32? = data.withContiguousStorageIfAvailable { EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }
-        if done == nil { let copy = Array(data); EVP_DigestUpdate(ctx, copy, copy.count) }
+        _ = withContiguousBytes(data) { EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }
     }
 }

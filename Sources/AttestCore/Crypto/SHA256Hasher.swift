@@ -13,11 +13,7 @@ extension SHA256 {
         deinit { EVP_MD_CTX_free(ctx) }
 
         public func update<C: Collection>(_ data: C) where C.Element == UInt8 {
-            let done: Int32? = data.withContiguousStorageIfAvailable { EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }
-            if done == nil {
-                let copy = Array(data)
-                EVP_DigestUpdate(ctx, copy, copy.count)
-            }
+            SHA256.update(ctx, data)
         }
 
         /// The digest of everything so far; the hasher is spent afterwards.

@@ -18,8 +18,7 @@ public enum Base64 {
 
     /// Encodes bytes; `url` selects the base64url alphabet without padding.
     public static func encode<C: Collection>(_ bytes: C, url useURL: Bool = false) -> String where C.Element == UInt8 {
-        if let text = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0, url: useURL) }) { return text }
-        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, url: useURL) }
+        withContiguousBytes(bytes) { encode(buffer: $0, url: useURL) }
     }
 
     private static func encode(buffer input: UnsafeBufferPointer<UInt8>, url useURL: Bool) -> String {
