@@ -43,6 +43,8 @@ public final class ServiceContext {
     var writeGroup: [GroupedWrite] = []
     /// The heartbeat's token verifier and the key ids it was built from (see `tokenVerifier`).
     var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
+    /// Heartbeat tokens whose signature verified in this process (`server.tokenCacheEntries`).
+    lazy var verifiedTokens = VerifiedTokens(capacity: configuration.tokenCacheEntries)
     /// How webhook URLs' host names are resolved (the management API's SSRF check).
     public var resolveHost: (String) -> [IPAddress] = IPAddress.resolve
     /// Test-only failure injection (`FaultPoints`).

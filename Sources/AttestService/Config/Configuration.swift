@@ -21,6 +21,10 @@ public struct Configuration: Sendable, Equatable {
     /// `server.keyCacheEntries`: parsed device keys each worker keeps (about 3 KB each, most
     /// of it OpenSSL's key and verify context); 0 parses the key on every refresh.
     public var keyCacheEntries = 10_000
+    /// `server.tokenCacheEntries`: heartbeat tokens each worker remembers as verified, so a
+    /// device's next heartbeats with the same token skip the signature check
+    /// (`VerifiedTokens`); 0 checks every heartbeat's signature.
+    public var tokenCacheEntries = 96_000
     /// `server.maxHeldAnswers`: answers a pool worker holds while it serves queued requests
     /// (their commit reaching the disk, or their group's commit), and so the largest group
     /// commit; 1 holds none. 32: with many clients a group then spans a sync's worth of

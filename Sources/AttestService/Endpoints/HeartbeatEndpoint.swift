@@ -70,31 +70,54 @@ extension ServiceContext {
     }
 
     /// The stored device a heartbeat token speaks for (401 unless everything checks out).
+    /// The signature is checked the first time this worker sees the token (`VerifiedTokens`);
+    /// the expiry, the app and the device on every heartbeat.
     func deviceForToken(_ token: String, app: AppRecord, now: Timestamp) throws -> DeviceRecord {
-        let claims: JSONValue
-        do { claims = try tokenVerifier(at: now).verify(token) } catch {
-            throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
-        }
-        guard let exp = claims["exp"]?.intValue, now.seconds < exp else { throw HeartbeatEndpoint.unauthorized("token expired") }
-        guard claims["aud"]?.stringValue == app.bundleID, claims["team_id"]?.stringValue == app.teamID,
-              claims["iss"]?.stringValue == configuration.tokenIssuer else {
+        let verifier = tokenVerifier(at: now)
+        let digest = VerifiedTokens.Digest(token: token)
+        let claims = try verifiedTokens.claims(for: digest) ?? verifiedClaims(token, verifier, digest: digest, now: now)
+        guard now.seconds < claims.expires else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        guard claims.bundleID == app.bundleID, claims.teamID == app.teamID else {
             throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
         }
-        guard let deviceID = claims["device_id"]?.stringValue,
-              let device = try store.read({ try $0.device(deviceID: deviceID) }), device.appID == app.appID else {
+        guard let device = try store.read({ try $0.device(deviceID: claims.deviceID) }), device.appID == app.appID else {
             throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
         }
         guard device.status != .revoked else { throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is revoked") }
         return device
     }
 
-    /// A verifier for the keys the JWKS publishes at `now`, rebuilt when that set changes.
+    /// Checks the token's signature and issuer and reads the claims a heartbeat judges; an
+    /// unexpired one is remembered as verified.
+    private func verifiedClaims(_ token: String, _ verifier: JWKSVerifier, digest: VerifiedTokens.Digest,
+                                now: Timestamp) throws -> VerifiedTokens.Claims {
+        let claims: JSONValue
+        do { claims = try verifier.verify(token) } catch {
+            throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
+        }
+        guard let exp = claims["exp"]?.intValue, now.seconds < exp else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        guard let bundleID = claims["aud"]?.stringValue, let teamID = claims["team_id"]?.stringValue,
+              claims["iss"]?.stringValue == configuration.tokenIssuer else {
+            throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
+        }
+        guard let deviceID = claims["device_id"]?.stringValue else {
+            throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
+        }
+        let verified = VerifiedTokens.Claims(expires: exp, bundleID: bundleID, teamID: teamID, deviceID: deviceID)
+        verifiedTokens.insert(verified, for: digest)
+        return verified
+    }
+
+    /// A verifier for the keys the JWKS publishes at `now`, rebuilt (and `verifiedTokens`
+    /// emptied) when that set changes.
     func tokenVerifier(at now: Timestamp) -> JWKSVerifier {
         let published = keyRing.publishedEntries(at: now)
         let kids = published.map(\.kid)
         if let cached = tokenVerifierCache, cached.kids == kids { return cached.verifier }
         let verifier = JWKSVerifier(jwks: ["keys": .array(published.compactMap(\.jwk))])
         tokenVerifierCache = (kids, verifier)
+        // A key that left the set takes its tokens' standing with it.
+        verifiedTokens.removeAll()
         return verifier
     }
 }
