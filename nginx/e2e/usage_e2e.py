@@ -14,6 +14,7 @@ T = Tally()
 METERED = ("METERED001", "com.example.metered")
 RACE = ("RACETEAM01", "com.example.race")
 BUCKET = ("BUCKETTEAM", "com.example.bucket")
+BEATS = ("BEATSTEAM1", "com.example.beats")
 
 
 def setup(s):
@@ -26,6 +27,8 @@ def setup(s):
     s.ctl("app", "add", "--org", "racers", "--team", RACE[0], "--bundle", RACE[1])
     s.ctl("org", "add", "bucket", "--tier", "pro", "--rate-limit", "5")
     s.ctl("app", "add", "--org", "bucket", "--team", BUCKET[0], "--bundle", BUCKET[1])
+    s.ctl("org", "add", "beats", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "beats", "--team", BEATS[0], "--bundle", BEATS[1])
 
 
 def dev(s, name, *args, app=METERED):
@@ -49,6 +52,23 @@ def limits(s):
         T.check(f"counted device {name} keeps refreshing and heartbeating", r.returncode == 0 and h.returncode == 0, r.stderr + h.stderr)
     h = dev(s, "d3", "heartbeat")
     T.check("a device without a token cannot heartbeat", h.returncode != 0)
+
+
+def repeated_heartbeats(s):
+    """A device sends the same token with every heartbeat; each worker checks its signature
+    once (server.tokenCacheEntries) and the device on every heartbeat."""
+    p = dev(s, "beat", "enroll", app=BEATS)
+    T.check("a device enrolls for the heartbeat checks", p.returncode == 0, p.stderr)
+    state = json.load(open(s.state("beat")))
+    headers = {**app_headers(*BEATS), "Authorization": "Bearer " + state["fields"]["token"]}
+    codes = [s.http("POST", "/api/v1/heartbeat", headers, {"sdkVersion": "2.1.0", "appState": "active"}).status for _ in range(8)]
+    T.check("8 heartbeats with the same token over 2 workers: all 200", codes == [200] * 8, str(codes))
+    other = {**app_headers(*METERED), "Authorization": headers["Authorization"]}
+    r = s.http("POST", "/api/v1/heartbeat", other, {})
+    T.check("the same token with another app's headers: 401", r.status == 401, repr(r))
+    s.ctl("device", "revoke", state["keyId"])
+    codes = [s.http("POST", "/api/v1/heartbeat", headers, {}).status for _ in range(6)]
+    T.check("after attestctl device revoke, its token is 401 on every worker at once", codes == [401] * 6, str(codes))
 
 
 def bucket(s):
@@ -125,7 +145,7 @@ def race(s):
 
 
 def main():
-    return run_suite(T, "usage end-to-end", Stack(setup=setup), [limits, bucket, race, usage_agrees])
+    return run_suite(T, "usage end-to-end", Stack(setup=setup), [limits, repeated_heartbeats, bucket, race, usage_agrees])
 
 
 if __name__ == "__main__":
