@@ -14,9 +14,10 @@ import FastCGI
 /// A token must verify with a key the JWKS publishes now, be unexpired, be for the app in the
 /// headers, and name a device of that app that is not revoked; anything else is 401
 /// `unauthorized` (the SDK then refreshes its token and resends once). The signature is checked
-/// the first time a worker sees a token, the rest on every heartbeat (`VerifiedTokens`). API-key devices are
-/// counted apart and never billed. A device not yet counted this month can be refused with 402
-/// like at validate. A device already marked active today costs one read, no write.
+/// the first time a worker sees a token, the rest on every heartbeat (`VerifiedTokens`).
+/// API-key devices are counted apart and never billed. A device not yet counted this month can
+/// be refused with 402 like at validate. A device already marked active today costs one read
+/// transaction (the device and its day together), no write.
 public enum HeartbeatEndpoint {
     public static let path = "/api/v1/heartbeat"
 

@@ -89,15 +89,17 @@ struct VerifiedTokens {
             entry = old
         }
         guard let entry else { return nil }
-        let bytes = [entry.device.0, entry.device.1].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) } }
         let app = apps[Int(entry.app)]
-        return Claims(expires: entry.expires, bundleID: app.bundleID, teamID: app.teamID, deviceID: Hex.encode(bytes))
+        return Claims(expires: entry.expires, bundleID: app.bundleID, teamID: app.teamID,
+                      deviceID: Hex.encode(bigEndianBytes(entry.device.0) + bigEndianBytes(entry.device.1)))
     }
 
     /// Records a token whose signature verified with a key the JWKS publishes. A device id
     /// that is not 32 lowercase hex digits (no token of ours) is not kept.
     mutating func insert(_ claims: Claims, for digest: Digest) {
-        guard capacity > 0, let bytes = Hex.decode(claims.deviceID), bytes.count == 16, Hex.encode(bytes) == claims.deviceID else { return }
+        guard capacity > 0, let bytes = Hex.decode(claims.deviceID), bytes.count == 16, Hex.encode(bytes) == claims.deviceID else {
+            return
+        }
         let app = App(bundleID: claims.bundleID, teamID: claims.teamID)
         let index = appIndex[app] ?? {
             apps.append(app)
@@ -128,4 +130,9 @@ struct VerifiedTokens {
 /// The `i`-th big-endian 64-bit word of `bytes`.
 private func word(_ bytes: [UInt8], _ i: Int) -> UInt64 {
     bytes[(i * 8)..<(i * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) }
+}
+
+/// `value` as 8 big-endian bytes (the inverse of `word`).
+private func bigEndianBytes(_ value: UInt64) -> [UInt8] {
+    (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
 }
