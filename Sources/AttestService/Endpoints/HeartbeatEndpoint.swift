@@ -70,20 +70,15 @@ extension ServiceContext {
         return try store.write([.durable]) { txn in try countActive(identity, apiKey: apiKey, appID: appID, org: org, in: txn, now: now) }
     }
 
-    /// Whether `identity` is already counted for `now`'s day.
-    func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
-        let bit = UInt32(1) << UInt32(now.civil.day - 1)
-        return try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes).map { $0.days & bit != 0 } ?? false
-    }
-
     /// The monthly identity of the stored device a heartbeat token speaks for (401 unless
-    /// everything checks out), and whether it is already counted today (read in the same transaction: one round trip
-    /// fewer on PostgreSQL). The signature is checked the first time this worker sees the
-    /// token (`VerifiedTokens`); the expiry, the app and the device on every heartbeat.
+    /// everything checks out), and whether it is already counted today (read in the same
+    /// transaction: one round trip fewer on PostgreSQL). The signature is checked the first
+    /// time this worker sees the token (`VerifiedTokens`); the expiry, the app and the device
+    /// on every heartbeat.
     func deviceForToken(_ token: String, app: AppRecord, org: OrgRecord, now: Timestamp) throws -> (UsageIdentity, countedToday: Bool) {
         let verifier = tokenVerifier(at: now)
         let digest = VerifiedTokens.Digest(token: token)
-        let claims = try verifiedTokens.claims(for: digest) ?? verifiedClaims(token, verifier, digest: digest, now: now)
+        let claims = try verifiedTokens.claims(for: digest) ?? verifiedClaims(token, verifier, digest: digest)
         guard now.seconds < claims.expires else { throw HeartbeatEndpoint.unauthorized("token expired") }
         guard claims.bundleID == app.bundleID, claims.teamID == app.teamID else {
             throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
@@ -100,15 +95,14 @@ extension ServiceContext {
         return (identity, countedToday)
     }
 
-    /// Checks the token's signature and issuer and reads the claims a heartbeat judges; an
-    /// unexpired one is remembered as verified.
-    private func verifiedClaims(_ token: String, _ verifier: JWKSVerifier, digest: VerifiedTokens.Digest,
-                                now: Timestamp) throws -> VerifiedTokens.Claims {
+    /// Checks the token's signature and issuer and reads the claims a heartbeat judges, which
+    /// the set remembers (the caller judges the expiry, as for a token from the set).
+    private func verifiedClaims(_ token: String, _ verifier: JWKSVerifier, digest: VerifiedTokens.Digest) throws -> VerifiedTokens.Claims {
         let claims: JSONValue
         do { claims = try verifier.verify(token) } catch {
             throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
         }
-        guard let exp = claims["exp"]?.intValue, now.seconds < exp else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        guard let exp = claims["exp"]?.intValue else { throw HeartbeatEndpoint.unauthorized("token expired") }
         guard let bundleID = claims["aud"]?.stringValue, let teamID = claims["team_id"]?.stringValue,
               claims["iss"]?.stringValue == configuration.tokenIssuer else {
             throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")

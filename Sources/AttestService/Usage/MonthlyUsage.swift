@@ -23,11 +23,19 @@ enum MonthlyAdmission: Equatable {
 ///   queues `usage.grace_ended`.
 /// - API-key devices are counted apart (`apiKeyDevices`), never billed or refused.
 extension ServiceContext {
+    /// `now`'s day of the month as a bit of `Transaction.CountedDevice.days`.
+    static func dayBit(_ now: Timestamp) -> UInt32 { UInt32(1) << UInt32(now.civil.day - 1) }
+
+    /// Whether `identity` is already counted for `now`'s day (`countActive` would change nothing).
+    func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
+        try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes).map { $0.days & Self.dayBit(now) != 0 } ?? false
+    }
+
     func countActive(_ identity: UsageIdentity, apiKey: Bool = false, appID: String, org: OrgRecord,
                      in txn: Transaction, now: Timestamp) throws -> MonthlyAdmission {
         let month = now.monthKey
         let day = now.civil.day
-        let bit = UInt32(1) << UInt32(day - 1)
+        let bit = Self.dayBit(now)
         // The common case (counted, and already active today) reads one small record.
         let counted = try txn.countedDevice(org: org.name, month: month, identity: identity.bytes)
         if let counted, counted.days & bit != 0 { return .alreadyCounted }
