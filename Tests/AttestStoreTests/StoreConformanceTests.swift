@@ -31,6 +31,8 @@ import Testing
         let kind: Kind
         let dir = TemporaryDirectory()
         private var schema: String?
+        /// PostgreSQL: the schema holding this fixture's tables.
+        var schemaName: String? { schema }
         var options = StoreOptions(durableMapSizeMiB: 64, ephemeralMapSizeMiB: 16)
 
         init(_ kind: Kind) throws {
@@ -134,6 +136,19 @@ import Testing
         }
         #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("ip:2", windowEnd: 60) } == 1)
         #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("ip:1", windowEnd: 120) } == 1)
+    }
+
+    /// A counter is a u32 that wraps; a stored value of another length counts as 0.
+    @Test(arguments: kinds) func countersWrapAndAValueOfAnotherLengthCountsAsZero(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let counts = try store.write([.ephemeral]) { txn -> [UInt32] in
+            try txn.put(.rates, [1], [0xFF, 0xFF, 0xFF, 0xFE])
+            try txn.put(.rates, [2], [0, 7])
+            return [try txn.increment(.rates, [1]), try txn.increment(.rates, [1]), try txn.increment(.rates, [2]),
+                    try txn.increment(.rates, [3])]
+        }
+        #expect(counts == [0xFFFF_FFFF, 0, 1, 1])
+        #expect(try store.read { try $0.get(.rates, [1]) } == [0, 0, 0, 0])
     }
 
     @Test(arguments: kinds) func typedRecordsRoundTripAndTheCheckPasses(_ kind: Kind) throws {

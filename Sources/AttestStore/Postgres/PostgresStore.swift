@@ -10,7 +10,7 @@ import Glibc
 /// - `write` on the ephemeral databases alone (the rate-limit charge and the challenge's
 ///   single use, before any signature work): `READ COMMITTED`. It uses only atomic
 ///   operations: a challenge is consumed by `INSERT … ON CONFLICT DO NOTHING` (of two hosts
-///   presenting one challenge, exactly one inserts), a rate window by a compare-and-swap.
+///   presenting one challenge, exactly one inserts), a rate window by one upsert that adds 1.
 ///   Rate windows are therefore shared: a limit holds for the whole deployment, not per host.
 /// - every other `write`: `SERIALIZABLE`. Counters advance only upward, a month admits
 ///   exactly its limit, and one outbox event becomes one delivery, whatever the number of
@@ -85,17 +85,17 @@ final class PostgresStore: StoreBackend {
     }
 
     func read<T>(awaitDurable: Bool, _ body: (Transaction) throws -> T) throws -> T {
-        try run({ _ in "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" }, writable: [], body)
+        try run({ _ in ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"] }, writable: [], body)
     }
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
-        if environments == [.ephemeral] { return try run({ _ in "BEGIN ISOLATION LEVEL READ COMMITTED" }, writable: environments, body) }
-        // One round trip: the gate's lock is the transaction's first statement, before any
-        // query takes its snapshot.
+        if environments == [.ephemeral] { return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED"] }, writable: environments, body) }
+        // The gate's lock is the transaction's first statement, before any query takes its
+        // snapshot (both go out with the first query: `PGConnection.begin`).
         let options = options
         return try run({ attempt in
-            "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE \(PostgresSchema.writeGate) IN "
-                + (Self.runsAlone(attempt: attempt, options: options) ? "EXCLUSIVE MODE" : "ROW EXCLUSIVE MODE")
+            ["BEGIN ISOLATION LEVEL SERIALIZABLE", "LOCK TABLE \(PostgresSchema.writeGate) IN "
+                + (Self.runsAlone(attempt: attempt, options: options) ? "EXCLUSIVE MODE" : "ROW EXCLUSIVE MODE")]
         }, writable: environments, body)
     }
 
@@ -106,7 +106,7 @@ final class PostgresStore: StoreBackend {
     }
 
     /// Runs `body` in a transaction opened by `begin(attempt)`, again after each lost conflict.
-    private func run<T>(_ begin: (Int) -> String, writable: Set<Database.Environment>,
+    private func run<T>(_ begin: (Int) -> [String], writable: Set<Database.Environment>,
                         _ body: (Transaction) throws -> T) throws -> T {
         precondition(!open, "a store transaction opened inside another on the same connection")
         var attempt = 0
@@ -115,7 +115,7 @@ final class PostgresStore: StoreBackend {
             let txn = PostgresTransaction(connection)
             do {
                 try connection.ensure()
-                try connection.command(begin(attempt))
+                connection.begin(begin(attempt))
                 open = true
                 defer { open = false }
                 let result: T
@@ -126,19 +126,19 @@ final class PostgresStore: StoreBackend {
                     throw txn.failure ?? error
                 }
                 if let failure = txn.failure { throw failure }
-                try connection.command("COMMIT")
+                try connection.commit()
                 if !writable.isEmpty { writes &+= 1 }
                 return result
             } catch let failure as PGConnection.Failure where failure.isRetryable && attempt <= options.maxRetries {
-                try? connection.command("ROLLBACK")
+                connection.rollback()
                 usleep(Self.retryPause(attempt: attempt))
             } catch let failure as PGConnection.Failure {
-                try? connection.command("ROLLBACK")
+                connection.rollback()
                 throw failure.isRetryable
                     ? StoreError(.busy, "gave up after \(attempt) serialization conflicts: \(failure)")
                     : StoreError(.io, "database: \(failure)")
             } catch {
-                if connection.isConnected { try? connection.command("ROLLBACK") }
+                connection.rollback()
                 throw error
             }
         }

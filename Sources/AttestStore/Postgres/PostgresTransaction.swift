@@ -12,7 +12,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// The statements of one table, built once.
     struct Statements {
-        let get, insert, upsert, delete, scanFrom, scanAfter, last, count, sweep, swap: String
+        let get, insert, upsert, delete, scanFrom, scanAfter, last, count, sweep, bump: String
 
         init(_ table: String) {
             get = "SELECT v FROM \(table) WHERE k = $1"
@@ -24,7 +24,11 @@ final class PostgresTransaction: StoreTransaction {
             last = "SELECT k FROM \(table) ORDER BY k DESC LIMIT 1"
             count = "SELECT count(*) FROM \(table)"
             sweep = "DELETE FROM \(table) WHERE k IN (SELECT k FROM \(table) WHERE k < $1 ORDER BY k LIMIT $2)"
-            swap = "UPDATE \(table) SET v = $3 WHERE k = $1 AND v = $2"
+            // v + 1 as a u32, big-endian, wrapping; a value of another length counts as 0.
+            let plusOne = "substring(int8send(((get_byte(r.v, 0)::INT8 << 24) | (get_byte(r.v, 1)::INT8 << 16)"
+                + " | (get_byte(r.v, 2)::INT8 << 8) | get_byte(r.v, 3)::INT8) + 1) FROM 5 FOR 4)"
+            bump = "INSERT INTO \(table) AS r (k, v) VALUES ($1, '\\x00000001'::BYTEA) ON CONFLICT (k) DO UPDATE"
+                + " SET v = CASE WHEN length(r.v) = 4 THEN \(plusOne) ELSE '\\x00000001'::BYTEA END RETURNING v"
         }
     }
 
@@ -34,9 +38,14 @@ final class PostgresTransaction: StoreTransaction {
         Dictionary(uniqueKeysWithValues: Database.allCases.map { ($0, Statements(PostgresSchema.table($0))) })
 
     private func run(_ db: Database, _ sql: KeyPath<Statements, String>, _ parameters: [PGConnection.Parameter]) throws -> PGResult {
+        try recording { try connection.run(Self.statements[db]![keyPath: sql], parameters) }
+    }
+
+    /// `body`, unless the transaction already failed; its failure poisons the transaction.
+    private func recording<T>(_ body: () throws -> T) throws -> T {
         if let failure { throw failure }
         do {
-            return try connection.run(Self.statements[db]![keyPath: sql], parameters)
+            return try body()
         } catch {
             failure = error
             throw error
@@ -48,9 +57,13 @@ final class PostgresTransaction: StoreTransaction {
         return result.rows == 0 ? nil : result.bytes(0, 0)
     }
 
+    /// An upsert waits for no answer: it goes out with the next statement (`PGConnection.enqueue`).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
-        let result = try run(db, noOverwrite ? \.insert : \.upsert, [.bytes(key), .bytes(value)])
-        return !noOverwrite || result.affected == 1
+        guard noOverwrite else {
+            try recording { try connection.enqueue(Self.statements[db]!.upsert, [.bytes(key), .bytes(value)]) }
+            return true
+        }
+        return try run(db, \.insert, [.bytes(key), .bytes(value)]).affected == 1
     }
 
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
@@ -81,19 +94,14 @@ final class PostgresTransaction: StoreTransaction {
         try run(db, \.sweep, [.bytes(BigEndian.bytes(now)), .text(String(limit))]).affected
     }
 
-    /// A compare-and-swap loop: exact under `READ COMMITTED` (an `UPDATE` re-reads the row a
-    /// concurrent transaction committed, and then matches nothing) and under `SERIALIZABLE`
-    /// (where the conflict is a serialization failure and the transaction runs again).
+    /// One atomic upsert that returns the new value: under `READ COMMITTED` it waits for a
+    /// concurrent writer of the row and adds to what that one committed; under `SERIALIZABLE`
+    /// such a conflict is a serialization failure and the transaction runs again.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
-        while true {
-            let current = try get(db, key)
-            let value = (current.flatMap(BigEndian.uint32) ?? 0) &+ 1
-            let next = BigEndian.bytes(value)
-            if let current {
-                if try run(db, \.swap, [.bytes(key), .bytes(current), .bytes(next)]).affected == 1 { return value }
-            } else if try put(db, key, next, noOverwrite: true) {
-                return value
-            }
+        let result = try run(db, \.bump, [.bytes(key)])
+        guard result.rows == 1, let value = BigEndian.uint32(result.bytes(0, 0)) else {
+            throw StoreError(.io, "database: incrementing \(db) returned no 4-byte value")
         }
+        return value
     }
 }

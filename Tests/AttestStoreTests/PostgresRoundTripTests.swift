@@ -1,0 +1,99 @@
+import AttestCore
+@testable import AttestStore
+import Foundation
+import Testing
+
+/// PostgreSQL only: what a transaction sends in one round trip (`PGConnection`'s queue). A
+/// write's `BEGIN` (and the gate's `LOCK`) go out with its first query and its upserts with
+/// the next statement or the `COMMIT`, in order, and a queued statement that fails still
+/// fails the write and leaves nothing behind.
+@Suite(.enabled(if: StoreConformance.kinds.contains(.postgres), "needs ATTEST_TEST_POSTGRES_URL"))
+struct PostgresRoundTripTests {
+    /// A fresh PostgreSQL store (its schema lives as long as the fixture) and its connection.
+    static func open() throws -> (StoreConformance.Fixture, Store, PGConnection) {
+        let f = try StoreConformance.Fixture(.postgres)
+        let store = try f.open()
+        _ = try store.read { try $0.get(.meta, [0]) }
+        let connection = try #require((store.backend as? PostgresStore)?.connection)
+        return (f, store, connection)
+    }
+
+    /// Round trips `body` costs on `connection`.
+    static func roundTrips(_ connection: PGConnection, _ body: () throws -> Void) rethrows -> Int {
+        let before = connection.roundTrips
+        try body()
+        return connection.roundTrips - before
+    }
+
+    @Test func aWriteSendsBeginWithItsFirstQueryAndUpsertsWithTheCommit() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        let trips = try Self.roundTrips(connection) {
+            try store.write { txn in
+                #expect(try txn.get(.meta, [1]) == nil)
+                try txn.put(.meta, [1], [10])
+                try txn.put(.meta, [2], [20])
+            }
+        }
+        #expect(trips == 2, "BEGIN + LOCK + SELECT, then two upserts + COMMIT")
+        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [2])] } == [[10], [20]])
+        #expect(try Self.roundTrips(connection) { try store.write { _ in } } == 1, "an empty write: BEGIN + LOCK + COMMIT")
+        #expect(try Self.roundTrips(connection) { _ = try store.read { try $0.get(.meta, [1]) } } == 2, "a read: BEGIN + SELECT, COMMIT")
+    }
+
+    @Test func aQueryAfterAQueuedUpsertSeesIt() throws {
+        let (fixture, store, _) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        let seen = try store.write { txn -> [[UInt8]?] in
+            try txn.put(.meta, [1], [1])
+            try txn.put(.meta, [1], [2])
+            return [try txn.get(.meta, [1]), try txn.put(.meta, [1], [3], noOverwrite: true) ? [0] : nil]
+        }
+        #expect(seen == [[2], nil], "the later upsert won, and the single insert saw the row")
+        #expect(try store.read { try $0.get(.meta, [1]) } == [2])
+    }
+
+    /// A `CHECK` added to the test's own table makes one upsert fail on the server.
+    @Test func aQueuedUpsertThatFailsFailsTheWriteAndLeavesNothing() throws {
+        let (f, store, connection) = try Self.open()
+        defer { withExtendedLifetime(f) {} }
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("ALTER TABLE \(try #require(f.schemaName)).ae_orgs ADD CONSTRAINT short CHECK (length(v) < 8)")
+        // Failing at the COMMIT it went out with.
+        #expect(throws: StoreError.self) {
+            try store.write { txn in
+                try txn.put(.orgs, [1], [1])
+                try txn.put(.orgs, [2], Array(repeating: 9, count: 20))
+            }
+        }
+        // Failing at the query it went out with, which the closure sees throw.
+        var queryFailed = false
+        #expect(throws: StoreError.self) {
+            try store.write { txn in
+                try txn.put(.orgs, [3], Array(repeating: 9, count: 20))
+                do { _ = try txn.get(.orgs, [3]) } catch { queryFailed = true; throw error }
+            }
+        }
+        #expect(queryFailed)
+        #expect(try store.read { [try $0.get(.orgs, [1]), try $0.get(.orgs, [2]), try $0.get(.orgs, [3])] } == [nil, nil, nil])
+        // The connection is usable again: no pipeline or aborted transaction left over.
+        _ = try store.write { txn in try txn.put(.orgs, [4], [4]) }
+        #expect(try store.read { try $0.get(.orgs, [4]) } == [4])
+        // A write whose closure throws before any query sends nothing at all.
+        struct Stop: Error {}
+        let before = connection.roundTrips
+        #expect(throws: Stop.self) { try store.write { _ -> Int in throw Stop() } }
+        #expect(connection.roundTrips == before)
+    }
+
+    @Test func anIncrementIsOneStatement() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        _ = try store.write([.ephemeral]) { try $0.increment(.rates, [1]) }
+        let before = connection.roundTrips
+        #expect(try store.write([.ephemeral]) { try $0.increment(.rates, [1]) } == 2)
+        #expect(connection.roundTrips - before == 2, "BEGIN + the upsert, COMMIT")
+    }
+}
+
