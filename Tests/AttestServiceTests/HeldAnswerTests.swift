@@ -27,8 +27,8 @@ import Testing
         #expect(moreWouldHelp, "a quiet moment prepares a step of nonces for the active key, and more would help")
     }
 
-    /// In `commit` mode an enrollment's write waits for the group's commit (`GroupCommit`): the
-    /// answer is held at the group position, and built once that commit is durable.
+    /// An enrollment's write waits for the group's commit (`GroupCommit`; LMDB and PostgreSQL
+    /// alike): the answer is held at the group position, and built once that commit is durable.
     @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {
         let flow = try DeviceFlow()
         var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
@@ -36,10 +36,6 @@ import Testing
         let response = respond(&responder, flow, .validate, body: body)
         #expect(response.status == 200)
         let deferral = responder.deferral()
-        if Fixture.onPostgres {
-            #expect(deferral == nil, "a PostgreSQL commit is durable when it returns")
-            return
-        }
         let held = try #require(deferral, "the device's write is queued for the group")
         #expect(held.position == ServiceContext.groupPosition)
         let again = responder.deferral()
@@ -79,7 +75,6 @@ import Testing
 
     @Test func aHeldFailureIsA503WithTheRequestID() throws {
         let flow = try DeviceFlow()
-        guard !Fixture.onPostgres else { return }
         var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
         let body = try flow.validateBody(challenge: try flow.fixture.challenge())
         _ = respond(&responder, flow, .validate, body: body)
@@ -96,7 +91,6 @@ import Testing
     /// the 503's that replaced it (never both).
     @Test func aHeldAnswerLogsOneLineWhenItLeaves() throws {
         let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
-        guard !Fixture.onPostgres else { return }
         var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
         _ = try flow.fixture.challenge()
         let before = flow.fixture.logs.count

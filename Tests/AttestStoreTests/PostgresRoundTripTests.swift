@@ -97,3 +97,90 @@ struct PostgresRoundTripTests {
     }
 }
 
+/// Group commit on PostgreSQL (`PostgresStore.writeBatch`): a worker's final writes in one
+/// serializable transaction, each between a savepoint and its release.
+extension PostgresRoundTripTests {
+    struct Refused: Error {}
+
+    @Test func aGroupSharesOneCommitAndAFailingWriteIsRolledBackAlone() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        #expect(store.groupsWrites)
+        let backend = try #require(store.backend as? PostgresStore)
+        let commits = backend.writes, trips = connection.roundTrips
+        let outcomes = try store.writeBatch([
+            { txn in try txn.put(.meta, [1], [1]) },
+            { txn in
+                try txn.put(.meta, [2], [2])
+                throw Refused()
+            },
+            { txn in
+                // Sees what the writes before it applied, and not what was rolled back.
+                guard try txn.get(.meta, [1]) == [1], try txn.get(.meta, [2]) == nil else { throw Refused() }
+                try txn.put(.meta, [3], [3])
+            },
+        ])
+        #expect(outcomes.map { $0 == nil } == [true, false, true])
+        #expect(outcomes[1] is Refused)
+        #expect(backend.writes == commits + 1, "one commit for the group")
+        #expect(connection.roundTrips - trips == 3, "the two reads, and the COMMIT: savepoints and upserts ride with them")
+        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [2]), try $0.get(.meta, [3])] } == [[1], nil, [3]])
+    }
+
+    @Test func aDatabaseFailureInOneWriteFailsTheWholeGroup() throws {
+        let (f, store, _) = try Self.open()
+        defer { withExtendedLifetime(f) {} }
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("ALTER TABLE \(try #require(f.schemaName)).ae_meta ADD CONSTRAINT short CHECK (length(v) < 8)")
+        #expect(throws: StoreError.self) {
+            _ = try store.writeBatch([
+                { txn in try txn.put(.meta, [1], [1]) },
+                { txn in try txn.put(.meta, [2], Array(repeating: 9, count: 20)) },
+                { txn in try txn.put(.meta, [3], [3]) },
+            ])
+        }
+        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [3])] } == [nil, nil], "nothing of the group committed")
+        #expect(try store.writeBatch([{ txn in try txn.put(.meta, [4], [4]) }]).first! == nil, "the next group commits")
+    }
+
+    /// Groups of read-modify-writes of one counter from every connection at once: conflicts
+    /// run whole groups again, and no increment is lost or doubled.
+    @Test func concurrentGroupsLoseNothing() throws {
+        let failures = PostgresConcurrencyTests.Results<String>()
+        let f = try PostgresConcurrencyTests.concurrently { _, store in
+            do {
+                guard let store else { throw StoreError(.open, "the store did not open") }
+                for _ in 0..<5 {
+                    let bump: (Transaction) throws -> Void = { txn in
+                        let n = try txn.get(.meta, [9]).map { UInt32($0[0]) << 8 | UInt32($0[1]) } ?? 0
+                        try txn.put(.meta, [9], [UInt8((n + 1) >> 8), UInt8((n + 1) & 0xFF)])
+                    }
+                    for outcome in try store.writeBatch([bump, bump, bump]) { if let outcome { throw outcome } }
+                }
+            } catch { failures.append("\(error)") }
+        }
+        #expect(failures.all.isEmpty)
+        #expect(try f.open().read { try $0.get(.meta, [9]) } == [0, UInt8(PostgresConcurrencyTests.writers * 15)])
+    }
+}
+
+extension PostgresRoundTripTests {
+    /// The admission's write (rate windows, the challenge's single use) does not wait for the
+    /// WAL flush; every other write does (see `PostgresStore`).
+    @Test func onlyEphemeralWritesSkipTheFlush() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        func setting(_ environments: Set<Database.Environment>) throws -> String {
+            try store.write(environments) { _ in
+                String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0), as: UTF8.self)
+            }
+        }
+        #expect(try setting([.ephemeral]) == "off")
+        #expect(try setting([.durable]) == "on")
+        #expect(try setting([.durable, .ephemeral]) == "on")
+        #expect(try store.read { _ in
+            String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0), as: UTF8.self)
+        } == "on")
+    }
+}

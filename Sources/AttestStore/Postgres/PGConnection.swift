@@ -146,6 +146,13 @@ final class PGConnection {
         queued.append(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters))
     }
 
+    /// Queues a statement without parameters whose answer nobody waits for (`SAVEPOINT`,
+    /// `RELEASE SAVEPOINT`), inside the transaction `begin` opened.
+    func enqueue(command sql: String) {
+        precondition(inTransaction, "a queued command outside a transaction")
+        queued.append(Queued(name: nil, sql: sql, parameters: []))
+    }
+
     /// Runs `sql` (prepared on first use) with `parameters`, after whatever is queued.
     func run(_ sql: String, _ parameters: [Parameter]) throws -> PGResult {
         guard let conn else { throw StoreError(.io, "the database connection is closed") }

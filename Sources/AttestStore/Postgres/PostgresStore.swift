@@ -12,6 +12,13 @@ import Glibc
 ///   operations: a challenge is consumed by `INSERT … ON CONFLICT DO NOTHING` (of two hosts
 ///   presenting one challenge, exactly one inserts), a rate window by one upsert that adds 1.
 ///   Rate windows are therefore shared: a limit holds for the whole deployment, not per host.
+///   Its `COMMIT` does not wait for the WAL flush (`synchronous_commit` off for it alone): it is
+///   visible to every host at once, and the request's final write, committed durably after it,
+///   flushes it too (the WAL is one sequence). A database crash can forget only the last
+///   fraction of a second of these, and only for requests that committed nothing after (they
+///   failed, or were never answered): such a request's challenge can then be used once more,
+///   and its effect (an enrollment, a counter advance) still happens at most once, because
+///   none happened. That saves a WAL flush on every validate and refresh.
 /// - every other `write`: `SERIALIZABLE`. Counters advance only upward, a month admits
 ///   exactly its limit, and one outbox event becomes one delivery, whatever the number of
 ///   hosts, because the database aborts whichever of two conflicting transactions would
@@ -31,7 +38,8 @@ import Glibc
 ///   a validate could lose every one of its runs).
 /// - `read`: `REPEATABLE READ READ ONLY`, one consistent snapshot, like an LMDB read.
 ///
-/// A transaction's answer is durable once `COMMIT` returns (the server's
+/// A worker's final writes are grouped (`writeBatch`: one transaction, one WAL flush). A
+/// durable write's answer is durable once `COMMIT` returns (the server's
 /// `synchronous_commit`), so `deferringDurability` waits for nothing more. While the
 /// database is unreachable every call fails fast with `StoreError(.io)` and the connection
 /// is retried with backoff (`PGConnection`).
@@ -40,7 +48,7 @@ final class PostgresStore: StoreBackend {
     let connection: PGConnection
     let options: StoreOptions
     private var open = false
-    private var writes = 0
+    private(set) var writes = 0
 
     /// Prepares the connection; connects on first use, so a service starts (answering 503)
     /// while the database is down.
@@ -89,7 +97,9 @@ final class PostgresStore: StoreBackend {
     }
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
-        if environments == [.ephemeral] { return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED"] }, writable: environments, body) }
+        if environments == [.ephemeral] {
+            return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED", "SET LOCAL synchronous_commit TO OFF"] }, writable: environments, body)
+        }
         // The gate's lock is the transaction's first statement, before any query takes its
         // snapshot (both go out with the first query: `PGConnection.begin`).
         let options = options
@@ -163,15 +173,26 @@ final class PostgresStore: StoreBackend {
 
     var durabilitySyncs: Int { 0 }
 
-    /// Used challenges live in the shared database, durably: never forgotten.
+    /// Used challenges live in the shared database and are not forgotten as a whole (see the
+    /// type's comment for what a database crash can forget).
     var ephemeralResetAt: Int64 { 0 }
 
-    /// Each write is its own serializable transaction, committed durably (no grouping).
-    var groupsWrites: Bool { false }
+    /// A worker's final writes share one serializable transaction and one durable commit
+    /// (`writeBatch`): one WAL flush for the group instead of one each.
+    var groupsWrites: Bool { true }
 
+    /// The writes in one serializable transaction, each between a savepoint and its release
+    /// (`PostgresTransaction.step`, queued: no round trip of their own) and rolled back to it
+    /// alone when it throws; one `COMMIT`, durable on return. A serialization conflict runs the
+    /// whole group again (each write's closure then runs again, as any write's does); any
+    /// other database failure fails the group (its answers are 503s).
     func writeBatch(_ writes: [(Transaction) throws -> Void]) throws -> [(any Error)?] {
-        writes.map { write in
-            do { try self.write([.durable], write); return nil } catch { return error }
+        guard !writes.isEmpty else { return [] }
+        return try write([.durable]) { batch in
+            guard let engine = batch.engine as? PostgresTransaction else {
+                throw StoreError(.io, "a grouped write outside a PostgreSQL transaction")
+            }
+            return try writes.map { write in try engine.step { try write(batch) } }
         }
     }
 

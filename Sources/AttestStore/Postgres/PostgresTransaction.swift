@@ -57,6 +57,25 @@ final class PostgresTransaction: StoreTransaction {
         return result.rows == 0 ? nil : result.bytes(0, 0)
     }
 
+    /// Runs `body` as one step of a group (`PostgresStore.writeBatch`): between a savepoint and
+    /// its release (both queued), rolled back to the savepoint alone when it throws its own
+    /// error. A database failure is not the step's own: it is rethrown, and fails the group.
+    func step(_ body: () throws -> Void) throws -> (any Error)? {
+        if let failure { throw failure }
+        connection.enqueue(command: "SAVEPOINT step")
+        do {
+            try body()
+        } catch {
+            if let failure { throw failure }
+            connection.enqueue(command: "ROLLBACK TO SAVEPOINT step")
+            connection.enqueue(command: "RELEASE SAVEPOINT step")
+            return error
+        }
+        if let failure { throw failure }
+        connection.enqueue(command: "RELEASE SAVEPOINT step")
+        return nil
+    }
+
     /// An upsert waits for no answer: it goes out with the next statement (`PGConnection.enqueue`).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
         guard noOverwrite else {
