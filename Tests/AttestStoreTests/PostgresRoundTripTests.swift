@@ -18,6 +18,13 @@ struct PostgresRoundTripTests {
         return (f, store, connection)
     }
 
+    /// Adds a `CHECK` to the fixture's own `table`: a value of 8 bytes or more fails on the server.
+    static func refuseLongValues(in table: String, of f: StoreConformance.Fixture) throws {
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("ALTER TABLE \(try #require(f.schemaName)).\(table) ADD CONSTRAINT short CHECK (length(v) < 8)")
+    }
+
     /// Round trips `body` costs on `connection`.
     static func roundTrips(_ connection: PGConnection, _ body: () throws -> Void) rethrows -> Int {
         let before = connection.roundTrips
@@ -53,13 +60,11 @@ struct PostgresRoundTripTests {
         #expect(try store.read { try $0.get(.meta, [1]) } == [2])
     }
 
-    /// A `CHECK` added to the test's own table makes one upsert fail on the server.
+    /// A `CHECK` on the test's own table makes one upsert fail on the server.
     @Test func aQueuedUpsertThatFailsFailsTheWriteAndLeavesNothing() throws {
         let (f, store, connection) = try Self.open()
         defer { withExtendedLifetime(f) {} }
-        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
-        try admin.ensure()
-        try admin.command("ALTER TABLE \(try #require(f.schemaName)).ae_orgs ADD CONSTRAINT short CHECK (length(v) < 8)")
+        try Self.refuseLongValues(in: "ae_orgs", of: f)
         // Failing at the COMMIT it went out with.
         #expect(throws: StoreError.self) {
             try store.write { txn in
@@ -130,9 +135,7 @@ extension PostgresRoundTripTests {
     @Test func aDatabaseFailureInOneWriteFailsTheWholeGroup() throws {
         let (f, store, _) = try Self.open()
         defer { withExtendedLifetime(f) {} }
-        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
-        try admin.ensure()
-        try admin.command("ALTER TABLE \(try #require(f.schemaName)).ae_meta ADD CONSTRAINT short CHECK (length(v) < 8)")
+        try Self.refuseLongValues(in: "ae_meta", of: f)
         #expect(throws: StoreError.self) {
             _ = try store.writeBatch([
                 { txn in try txn.put(.meta, [1], [1]) },
