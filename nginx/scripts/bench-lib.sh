@@ -180,7 +180,7 @@ bench_wrk() {
     echo "warning: wrk saw non-2xx responses: $(grep 'Non-2xx' "$out")" >&2
   fi
   rm -f "$out"
-  [ -n "$BENCH_RPS" ]
+  [ -n "$BENCH_RPS" ] || { printf 'wrk reported no rate for %s:\n%s\n' "$url" "$BENCH_WRK_OUT" >&2; return 1; }
 }
 
 bench_pool_cpu_ms() {
