@@ -305,7 +305,8 @@ class Stack:
 def run_suite(tally, title, stack, steps, cleanup=None):
     """Runs each step with `stack`; an exception is reported as a failed check (with its
     traceback) instead of ending the suite; then stops the stack, checks it stopped cleanly,
-    runs `cleanup` and returns the exit status of the tally's summary."""
+    runs `cleanup`, deletes the stack's directories when every check passed (they are kept, and
+    named, for inspection when one failed) and returns the exit status of the tally's summary."""
     try:
         for step in steps:
             step(stack)
@@ -318,6 +319,10 @@ def run_suite(tally, title, stack, steps, cleanup=None):
         tally.check("serve stops cleanly", rc == 0, f"exit {rc}")
         if cleanup:
             cleanup()
+        if tally.failed:
+            print(f"kept for inspection: {stack.dir} (data {stack.data})", flush=True)
+        else:
+            stack.remove()
     return tally.summary(title)
 
 
