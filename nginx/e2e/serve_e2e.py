@@ -291,6 +291,7 @@ def main():
         s.stop()
         leftovers = subprocess.run(["pgrep", "-f", s.data], capture_output=True, text=True).stdout.split()
         T.check("nothing is left running", not leftovers, str(leftovers))
+        s.remove_if_passed(T)
     print(f"NOTE: {time.time() - started:.1f} s")
     print(f"serve: {T.passed} passed, {len(T.failed)} failed")
     return 0 if not T.failed else 1

@@ -395,6 +395,7 @@ def main():
         T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}\n{s.serve_output()[-2000:]}")
         leftovers = subprocess.run(["pgrep", "-f", s.data], capture_output=True, text=True).stdout.split()
         T.check("nothing is left running", not leftovers, str(leftovers))
+        s.remove_if_passed(T)
     return T.summary("stack end-to-end")
 
 

@@ -199,6 +199,7 @@ def main():
     finally:
         s.stop()
         rx.shutdown()
+        s.remove_if_passed(T)
     return T.summary("webhooks end-to-end")
 
 

@@ -246,6 +246,14 @@ class Stack:
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(self.data, ignore_errors=True)
 
+    def remove_if_passed(self, tally):
+        """After `stop`: deletes the stack's directories (about 270 MB) when every check of
+        `tally` passed; keeps them, and says where, when one failed."""
+        if tally.failed:
+            print(f"kept for inspection: {self.dir} (data {self.data})", flush=True)
+        else:
+            self.remove()
+
     def ctl(self, *args, check=True):
         p = subprocess.run([os.path.join(BIN, "attestctl"), *args, "--data", self.data], capture_output=True, text=True)
         if check and p.returncode != 0:
@@ -319,10 +327,7 @@ def run_suite(tally, title, stack, steps, cleanup=None):
         tally.check("serve stops cleanly", rc == 0, f"exit {rc}")
         if cleanup:
             cleanup()
-        if tally.failed:
-            print(f"kept for inspection: {stack.dir} (data {stack.data})", flush=True)
-        else:
-            stack.remove()
+        stack.remove_if_passed(tally)
     return tally.summary(title)
 
 
