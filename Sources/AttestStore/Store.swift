@@ -72,15 +72,15 @@ public final class Store {
         try backend.write(environments, body)
     }
 
-    /// Whether grouping durable writes pays (LMDB, where each commit writes its pages and meta
-    /// page under the writer lock, and in `commit` mode syncs them): pool workers then gather
-    /// the final writes of the requests they hold and commit them together (`writeBatch`,
-    /// group commit). Not PostgreSQL, where each write is its own serializable transaction.
+    /// Whether grouping durable writes pays: pool workers then gather the final writes of the
+    /// requests they hold and commit them together (`writeBatch`, group commit). Both backends:
+    /// an LMDB commit writes its pages and meta page under the writer lock (and in `commit`
+    /// mode syncs them); a PostgreSQL commit waits for a WAL flush.
     public var groupsWrites: Bool { backend.groupsWrites }
 
     /// Runs each of `writes` as a durable write, rolled back alone when it throws (its error is
-    /// returned in its place, `nil` for one that applied). LMDB: they share one transaction
-    /// (each in a nested one) and one commit; PostgreSQL: each is its own `write`.
+    /// returned in its place, `nil` for one that applied). They share one transaction (LMDB:
+    /// each in a nested one; PostgreSQL: each after a savepoint) and one commit.
     /// Durable on return, as `write` (inside `deferringDurability`: awaited by the scope). A
     /// write must use only the transaction it is given.
     /// - Throws: when the shared commit fails: then none of them applied.

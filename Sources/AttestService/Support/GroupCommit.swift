@@ -14,6 +14,9 @@ import FastCGI
 /// its dirty pages and meta page: grouping there saves about a third of a refresh's page
 /// writes, and the answer waits only for the group's commit (as it waited for its own).
 ///
+/// On PostgreSQL every durable commit waits for a WAL flush: the group is one serializable
+/// transaction (each write after a savepoint), one `COMMIT`, one flush.
+///
 /// Everything before the final write (parsing, the challenge, admission's ephemeral write,
 /// signature checks) runs when the request arrives; a write that fails in the group is rolled
 /// back alone and answers as it would have alone. If the group's commit fails, every held
@@ -25,8 +28,8 @@ extension ServiceContext {
     /// settling it settles every answer held (`HeldAnswers` settles the highest).
     static let groupPosition = Int.max
 
-    /// Whether this worker groups durable writes (a pool worker on a store whose commits sync
-    /// under the writer lock).
+    /// Whether this worker groups durable writes (a pool worker on a store where a shared
+    /// commit saves work per write: `Store.groupsWrites`).
     var groupsWrites: Bool { holdsAnswers && store.groupsWrites }
 
     /// A request's final durable write, and its answer built from the result: written and

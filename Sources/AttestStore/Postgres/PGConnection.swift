@@ -132,10 +132,7 @@ final class PGConnection {
         queued = []
         inTransaction = false
         beginQueued = false
-        if !unsent, let conn, isConnected {
-            roundTrips += 1
-            PQclear(PQexec(conn, "ROLLBACK"))
-        }
+        if !unsent, isConnected { try? command("ROLLBACK") }
     }
 
     /// Queues `sql` (prepared on first use) with `parameters`, to go out with the next

@@ -65,8 +65,7 @@ final class PostgresTransaction: StoreTransaction {
         connection.enqueue(command: "SAVEPOINT step")
         do {
             try body()
-        } catch {
-            if let failure { throw failure }
+        } catch where failure == nil {
             connection.enqueue(command: "ROLLBACK TO SAVEPOINT step")
             connection.enqueue(command: "RELEASE SAVEPOINT step")
             return error
