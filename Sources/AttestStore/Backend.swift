@@ -22,9 +22,10 @@ public protocol StoreTransaction: AnyObject {
     func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws
     func lastKey(_ db: Database) throws -> [UInt8]?
     func count(_ db: Database) throws -> Int
-    /// Deletes up to `limit` of the oldest entries of an expiry-keyed database whose 8-byte
-    /// big-endian expiry prefix is before `now`; how many.
-    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int
+    /// Deletes up to `limit` of the first entries whose key sorts before `bound` (bytewise);
+    /// how many. Reads nothing at or after `bound`, so under PostgreSQL's serializable
+    /// isolation it does not conflict with writers of those keys.
+    func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int
     /// Adds one to the u32 big-endian counter under `key` (absent: 0) and returns the new
     /// value, atomically even under the ephemeral writes' weaker isolation.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32

@@ -29,9 +29,14 @@ extension Transaction {
 
     static func usageMonthKey(org: String, month: String) -> [UInt8] { Array(org.utf8) + [0] + Array(month.utf8) }
 
-    static func usageDeviceKey(org: String, month: String, identity: [UInt8]) -> [UInt8] {
+    /// The 4-byte big-endian month number every `usage_devices` key of `month` starts with.
+    static func usageDevicePrefix(month: String) -> [UInt8] {
         let n = monthNumber(month)
-        return [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + Array(org.utf8) + [0] + identity
+        return [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+    }
+
+    static func usageDeviceKey(org: String, month: String, identity: [UInt8]) -> [UInt8] {
+        usageDevicePrefix(month: month) + Array(org.utf8) + [0] + identity
     }
 
     public func usageMonth(org: String, month: String) throws -> UsageMonthRecord? {
@@ -66,17 +71,11 @@ extension Transaction {
                 [1, device.apiKey ? 1 : 0, UInt8(d >> 24), UInt8(d >> 16 & 0xFF), UInt8(d >> 8 & 0xFF), UInt8(d & 0xFF)])
     }
 
-    /// Deletes up to `limit` counted-device entries of months before `month`.
+    /// Deletes up to `limit` counted-device entries of months before `month`: the keys below
+    /// the month's 4-byte prefix. (A scan from the first key would also read, and on
+    /// PostgreSQL lock against writers, the current month's first entries.)
     @discardableResult
     public func sweepCountedDevices(before month: String, limit: Int) throws -> Int {
-        let current = Self.monthNumber(month)
-        var stale = [[UInt8]]()
-        try scan(.usageDevices) { key, _ in
-            guard key.count >= 4, key.prefix(4).reduce(0, { $0 << 8 | UInt32($1) }) < current else { return false }
-            stale.append(key)
-            return stale.count < limit
-        }
-        for key in stale { try delete(.usageDevices, key) }
-        return stale.count
+        try deleteBelow(.usageDevices, Self.usageDevicePrefix(month: month), limit: limit)
     }
 }

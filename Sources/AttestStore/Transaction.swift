@@ -58,7 +58,15 @@ public final class Transaction {
     @discardableResult
     public func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
         mayWrite(db)
-        return try engine.sweepExpired(db, now: now, limit: limit)
+        return try engine.deleteBelow(db, BigEndian.bytes(now), limit: limit)
+    }
+
+    /// Deletes up to `limit` of the first entries of `db` whose key sorts before `bound`
+    /// (bytewise); how many. For databases keyed by a big-endian period first.
+    @discardableResult
+    public func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int {
+        mayWrite(db)
+        return try engine.deleteBelow(db, bound, limit: limit)
     }
 
     /// Adds one to the u32 big-endian counter under `key` and returns it (atomic).

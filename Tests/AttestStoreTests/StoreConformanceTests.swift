@@ -151,6 +151,37 @@ import Testing
         #expect(try store.read { try $0.get(.rates, [1]) } == [0, 0, 0, 0])
     }
 
+    /// The monthly sweep deletes past months' counted devices, oldest first and at most
+    /// `limit` per call, and never an entry of the current month or a later one.
+    @Test(arguments: kinds) func theCountedDeviceSweepDeletesOnlyPastMonths(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let counted = Transaction.CountedDevice(apiKey: false, days: 1)
+        let months = ["2026-10", "2026-11", "2026-12", "2027-01"]
+        try store.write([.durable]) { txn in
+            for month in months {
+                for (org, i) in [("a", 1), ("b", 2), ("zz", 3)] {
+                    try txn.putCountedDevice(counted, org: org, month: month, identity: [UInt8](repeating: UInt8(i), count: 16))
+                }
+            }
+        }
+        func left() throws -> [String: Int] {
+            try store.read { txn in
+                var byMonth = [String: Int]()
+                for month in months {
+                    byMonth[month] = try ["a", "b", "zz"].enumerated().filter { i, org in
+                        try txn.countedDevice(org: org, month: month, identity: [UInt8](repeating: UInt8(i + 1), count: 16)) != nil
+                    }.count
+                }
+                return byMonth
+            }
+        }
+        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 4)
+        #expect(try left() == ["2026-10": 0, "2026-11": 2, "2026-12": 3, "2027-01": 3], "the oldest month first")
+        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 2)
+        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 0)
+        #expect(try left() == ["2026-10": 0, "2026-11": 0, "2026-12": 3, "2027-01": 3])
+    }
+
     @Test(arguments: kinds) func typedRecordsRoundTripAndTheCheckPasses(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         let now = Timestamp(seconds: 1_790_000_000)

@@ -149,11 +149,9 @@ final class LMDBTransaction: StoreTransaction {
         return try environment(db.environment).count(db, in: t)
     }
 
-    /// Deletes up to `limit` entries of an expiry-keyed database (`challenges`, `rates`: the
-    /// key starts with an 8-byte big-endian expiry in seconds) whose expiry is before `now`.
-    /// Returns how many were removed. Called a few at a time inside ordinary write
-    /// transactions, so no separate cleaner process is needed.
-    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
+    /// Deletes up to `limit` of the first entries whose key sorts before `bound` (bytewise,
+    /// LMDB's default order), with one cursor from the first key.
+    func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int {
         let (t, dbi) = try txn(for: db, writing: true)
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
@@ -162,17 +160,14 @@ final class LMDBTransaction: StoreTransaction {
         var mk = MDB_val(), mv = MDB_val()
         var rc = mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
         while rc == 0, removed < limit {
-            guard mk.mv_size >= 8 else { break }
-            let p = mk.mv_data.assumingMemoryBound(to: UInt8.self)
-            var expiry: UInt64 = 0
-            for i in 0..<8 { expiry = expiry << 8 | UInt64(p[i]) }
-            guard Int64(bitPattern: expiry) < now else { break }
-            try check(mdb_cursor_del(cursor, 0), "sweeping \(db.rawValue)")
+            let key = UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size)
+            guard key.lexicographicallyPrecedes(bound) else { break }
+            try check(mdb_cursor_del(cursor, 0), "deleting from \(db.rawValue)")
             removed += 1
             // After a delete LMDB leaves the cursor on the following entry; MDB_NEXT returns it.
             rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
         }
-        if rc != 0 && rc != MDB_NOTFOUND { try check(rc, "sweeping \(db.rawValue)") }
+        if rc != 0 && rc != MDB_NOTFOUND { try check(rc, "deleting from \(db.rawValue)") }
         return removed
     }
 

@@ -107,9 +107,8 @@ final class PostgresTransaction: StoreTransaction {
 
     func count(_ db: Database) throws -> Int { Int(try run(db, \.count, []).int64(0, 0)) }
 
-    /// Keys before the 8-byte big-endian `now` are exactly those whose expiry is earlier.
-    func sweepExpired(_ db: Database, now: Int64, limit: Int) throws -> Int {
-        try run(db, \.sweep, [.bytes(BigEndian.bytes(now)), .text(String(limit))]).affected
+    func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int {
+        try run(db, \.sweep, [.bytes(bound), .text(String(limit))]).affected
     }
 
     /// One atomic upsert that returns the new value: under `READ COMMITTED` it waits for a
