@@ -15,6 +15,9 @@
 /// `put(noOverwrite: true)` and `increment`.
 public protocol StoreTransaction: AnyObject {
     func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]?
+    /// A hint that `get(db, key)` follows: PostgreSQL sends the read with the next statement
+    /// (one round trip for several reads); LMDB, whose reads are memory, ignores it.
+    func prefetch(_ db: Database, _ key: [UInt8])
     /// `false` when `noOverwrite` and the key exists (nothing written).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool

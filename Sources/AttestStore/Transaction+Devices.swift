@@ -13,6 +13,13 @@ extension Transaction {
         return record
     }
 
+    /// Prefetches (`prefetch`) the device of `keyID` and what storing `device` reads (its
+    /// deviceId index entry): `device` is a copy read earlier, whose ids stay the same.
+    public func prefetchDevice(keyID: [UInt8], storing device: DeviceRecord) {
+        prefetch(.devices, keyID)
+        prefetch(.deviceIDs, Array(device.deviceID.utf8))
+    }
+
     /// The device whose deviceId is `deviceID`.
     public func device(deviceID: String) throws -> DeviceRecord? {
         guard let keyID = try get(.deviceIDs, Array(deviceID.utf8)) else { return nil }

@@ -15,6 +15,8 @@ extension Transaction {
         try get(.fingerprints, key.bytes).map { try LineageRecord(encoded: $0) }
     }
 
+    public func prefetchLineage(_ key: LineageKey) { prefetch(.fingerprints, key.bytes) }
+
     public func put(_ lineage: LineageRecord, _ key: LineageKey) throws {
         try put(.fingerprints, key.bytes, lineage.encoded())
     }

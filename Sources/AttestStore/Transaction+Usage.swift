@@ -65,6 +65,10 @@ extension Transaction {
         return CountedDevice(apiKey: bytes[1] == 1, days: bytes[2...].reduce(0) { $0 << 8 | UInt32($1) })
     }
 
+    public func prefetchCountedDevice(org: String, month: String, identity: [UInt8]) {
+        prefetch(.usageDevices, Self.usageDeviceKey(org: org, month: month, identity: identity))
+    }
+
     public func putCountedDevice(_ device: CountedDevice, org: String, month: String, identity: [UInt8]) throws {
         let d = device.days
         try put(.usageDevices, Self.usageDeviceKey(org: org, month: month, identity: identity),

@@ -23,6 +23,11 @@ public final class Transaction {
     /// The value stored under `key`, copied out; `nil` when absent.
     public func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? { try engine.get(db, key) }
 
+    /// Says that `get(db, key)` will follow in this transaction: on PostgreSQL the read then
+    /// goes out with the next statement, so several prefetched reads cost one round trip;
+    /// on LMDB it does nothing. Only a hint: what `get` returns is the same either way.
+    public func prefetch(_ db: Database, _ key: [UInt8]) { engine.prefetch(db, key) }
+
     /// Stores `value` under `key`. With `noOverwrite`, an existing key is left alone and the
     /// result is `false` (atomic in every backend: of two racing writers exactly one wins).
     @discardableResult

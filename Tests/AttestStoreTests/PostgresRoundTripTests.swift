@@ -48,6 +48,65 @@ struct PostgresRoundTripTests {
         #expect(try Self.roundTrips(connection) { _ = try store.read { try $0.get(.meta, [1]) } } == 2, "a read: BEGIN + SELECT, COMMIT")
     }
 
+    @Test func prefetchedReadsShareOneRoundTrip() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        try store.write { txn in for i: UInt8 in 1...3 { try txn.put(.meta, [i], [i * 10]) } }
+        var seen = [[UInt8]?]()
+        let trips = try Self.roundTrips(connection) {
+            try store.write { txn in
+                for i: UInt8 in 1...4 { txn.prefetch(.meta, [i]) }
+                txn.prefetch(.meta, [1])
+                seen = try (1...4).map { try txn.get(.meta, [UInt8($0)]) }
+                try txn.put(.meta, [4], [40])
+            }
+        }
+        #expect(seen == [[10], [20], [30], nil], "a prefetched absent key reads as absent; prefetching twice is once")
+        #expect(trips == 2, "BEGIN + LOCK + four SELECTs, then the upsert + COMMIT")
+        // A prefetched key that is not read costs nothing more, and is dropped with the transaction.
+        #expect(try Self.roundTrips(connection) { try store.write { txn in txn.prefetch(.meta, [9]) } } == 1)
+    }
+
+    /// A write between a key's prefetch and its `get` wins: the `get` sees it, not the
+    /// prefetched value; so does a write to any key of the database (`deleteBelow`).
+    @Test func aWriteAfterAPrefetchIsSeenByTheRead() throws {
+        let (fixture, store, _) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        try store.write { txn in try txn.put(.meta, [1], [1]); try txn.put(.meta, [2], [2]) }
+        let seen = try store.write { txn -> [[UInt8]?] in
+            txn.prefetch(.meta, [1])
+            txn.prefetch(.meta, [2])
+            txn.prefetch(.meta, [5])
+            txn.prefetch(.meta, [6])
+            try txn.put(.meta, [5], [50])
+            _ = try txn.put(.meta, [6], [60], noOverwrite: true)
+            let rewritten = [try txn.get(.meta, [5]), try txn.get(.meta, [6])]
+            try txn.put(.meta, [1], [7])
+            try txn.deleteBelow(.meta, [3], limit: 1)
+            return rewritten + [try txn.get(.meta, [1]), try txn.get(.meta, [2])]
+        }
+        #expect(seen == [[50], [60], nil, [2]], "[5] and [6] were written after their prefetch; [1] was rewritten, then deleted as the first key below [3]")
+    }
+
+    /// A step of a group rolled back to its savepoint drops what was prefetched: a result read
+    /// after the step's own write would hold what the rollback undid.
+    @Test func aRolledBackStepForgetsItsPrefetches() throws {
+        let (fixture, store, _) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        try store.write { txn in try txn.put(.meta, [1], [1]) }
+        var second: [UInt8]?
+        let outcomes = try store.writeBatch([
+            { txn in
+                try txn.put(.meta, [1], [99])
+                txn.prefetch(.meta, [1])
+                throw Refused()
+            },
+            { txn in second = try txn.get(.meta, [1]) },
+        ])
+        #expect(outcomes[0] is Refused && outcomes[1] == nil)
+        #expect(second == [1], "the first step's write was rolled back")
+    }
+
     @Test func aQueryAfterAQueuedUpsertSeesIt() throws {
         let (fixture, store, _) = try Self.open()
         defer { withExtendedLifetime(fixture) {} }

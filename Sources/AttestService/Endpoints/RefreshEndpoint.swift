@@ -80,7 +80,8 @@ public enum RefreshEndpoint {
         }
         // The challenge is consumed from here on, whatever follows.
         let keyID = fields.keyID
-        let stored = try ctx.admit(token, org: app.org, request: request, .refresh, now: now) { try $0.device(keyID: keyID) }
+        let stored = try ctx.admit(token, org: app.org, request: request, .refresh, now: now,
+                                   prefetch: { $0.prefetch(.devices, keyID) }) { try $0.device(keyID: keyID) }
         guard let device = stored else {
             throw unknownKey(ctx.configuration.unknownKeyStatus)
         }
@@ -111,6 +112,7 @@ public enum RefreshEndpoint {
         // The final write: at once, or with the writes of other requests the worker holds
         // (group commit, `durableWrite`).
         return try ctx.durableWrite({ txn -> Outcome in
+            ctx.prefetchDeviceWrite(device, org: app.org.name, now: now, in: txn)
             guard var current = try txn.device(keyID: keyID) else { return .failed(unknownKey(ctx.configuration.unknownKeyStatus)) }
             if let failure = precheck(current, app: app) { return .failed(failure) }
             // The signature verified: a key registered for another app presented here is the

@@ -16,7 +16,9 @@ import Glibc
 /// `LOCK`, an upsert) are queued (`begin`, `enqueue`) and go out with the next statement that
 /// needs one, or with the `COMMIT`, in one libpq pipeline: one round trip, in order, so a
 /// later statement sees what a queued one wrote. A queued statement's failure is thrown by
-/// the statement it went out with and, as any failure, aborts the transaction. On a box where
+/// the statement it went out with and, as any failure, aborts the transaction. A query can be
+/// queued too (`enqueueQuery`, for reads a transaction knows it will make: `prefetch`): its
+/// result is kept when the batch goes out and handed over by `result(_:)`. On a box where
 /// a round trip's wake-ups cost tens of µs of CPU on each side, round trips are most of a
 /// request's database cost.
 final class PGConnection {
@@ -42,12 +44,17 @@ final class PGConnection {
         let name: String?
         let sql: String
         let parameters: [Parameter]
+        /// A queued query's ticket: its result is kept in `ready` for `result(_:)`.
+        var ticket: Int? = nil
     }
 
     let url: String
     private var conn: OpaquePointer?
     private var prepared: [String: String] = [:]
     private var queued: [Queued] = []
+    /// Results of queued queries that went out, by ticket, until taken or the transaction ends.
+    private var ready: [Int: PGResult] = [:]
+    private var tickets = 0
     /// Between `begin` and `commit` or `rollback`.
     private(set) var inTransaction = false
     /// Whether the transaction's `BEGIN` is still in the queue (nothing of it sent).
@@ -71,6 +78,7 @@ final class PGConnection {
         if let conn { PQfinish(conn); self.conn = nil }
         prepared = [:]
         queued = []
+        ready = [:]
         inTransaction = false
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
@@ -115,13 +123,14 @@ final class PGConnection {
     func begin(_ statements: [String]) {
         precondition(!inTransaction && queued.isEmpty, "a transaction opened inside another")
         queued = statements.map { Queued(name: nil, sql: $0, parameters: []) }
+        ready = [:]
         inTransaction = true
         beginQueued = true
     }
 
     /// Commits the transaction `begin` opened, with whatever is still queued.
     func commit() throws {
-        defer { inTransaction = false }
+        defer { inTransaction = false; ready = [:] }
         _ = try send(Queued(name: nil, sql: "COMMIT", parameters: []))
     }
 
@@ -130,6 +139,7 @@ final class PGConnection {
     func rollback() {
         let unsent = beginQueued
         queued = []
+        ready = [:]
         inTransaction = false
         beginQueued = false
         if !unsent, isConnected { try? command("ROLLBACK") }
@@ -143,6 +153,30 @@ final class PGConnection {
         queued.append(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters))
     }
 
+    /// Queues a query (prepared on first use) whose result the transaction will ask for later,
+    /// inside the transaction `begin` opened; returns the ticket for `result(_:)`.
+    func enqueueQuery(_ sql: String, _ parameters: [Parameter]) throws -> Int {
+        precondition(inTransaction, "a queued query outside a transaction")
+        guard let conn else { throw StoreError(.io, "the database connection is closed") }
+        tickets &+= 1
+        queued.append(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters, ticket: tickets))
+        return tickets
+    }
+
+    /// The result of the query queued as `ticket`: at once when it went out with an earlier
+    /// statement, else after sending the queue (one round trip).
+    func result(_ ticket: Int) throws -> PGResult {
+        if let result = ready.removeValue(forKey: ticket) { return result }
+        guard queued.contains(where: { $0.ticket == ticket }) else {
+            throw StoreError(.io, "database: the result of a queued query was lost (the transaction ended)")
+        }
+        _ = try send(nil)
+        guard let result = ready.removeValue(forKey: ticket) else {
+            throw StoreError(.io, "database: the result of a queued query was lost")
+        }
+        return result
+    }
+
     /// Queues a statement without parameters whose answer nobody waits for (`SAVEPOINT`,
     /// `RELEASE SAVEPOINT`), inside the transaction `begin` opened.
     func enqueue(command sql: String) {
@@ -153,18 +187,23 @@ final class PGConnection {
     /// Runs `sql` (prepared on first use) with `parameters`, after whatever is queued.
     func run(_ sql: String, _ parameters: [Parameter]) throws -> PGResult {
         guard let conn else { throw StoreError(.io, "the database connection is closed") }
-        return try send(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters))
+        guard let result = try send(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters)) else {
+            throw StoreError(.io, "database: a statement returned no result")
+        }
+        return result
     }
 
-    /// Sends `last` after the queue, in one round trip, and returns its result; throws the
-    /// first failure among them.
-    private func send(_ last: Queued) throws -> PGResult {
+    /// Sends `last` (nil: nothing more) after the queue, in one round trip, and returns its
+    /// result; keeps queued queries' results in `ready`; throws the first failure among them.
+    @discardableResult
+    private func send(_ last: Queued?) throws -> PGResult? {
         guard let conn else { throw StoreError(.io, "the database connection is closed") }
-        let batch = queued + [last]
+        let batch = queued + (last.map { [$0] } ?? [])
         queued = []
         beginQueued = false
+        guard !batch.isEmpty else { return nil }
         roundTrips += 1
-        if batch.count == 1 {
+        if batch.count == 1, let last {
             let result = Self.withParameters(last.parameters) { n, values, lengths, formats in
                 last.name.map { PQexecPrepared(conn, $0, n, values, lengths, formats, 1) }
                     ?? PQexecParams(conn, last.sql, 0, nil, nil, nil, nil, 1)
@@ -173,13 +212,15 @@ final class PGConnection {
             try check(result)
             return wrapped
         }
-        return try pipeline(batch, conn)
+        let results = try pipeline(batch, conn)
+        for (item, result) in zip(batch, results) { if let ticket = item.ticket { ready[ticket] = result } }
+        return last == nil ? nil : results[results.count - 1]
     }
 
     /// `batch` in one libpq pipeline: every statement sent, one sync, then each statement's
     /// result read; after a failure the server skips the rest (`PGRES_PIPELINE_ABORTED`). A
     /// connection that breaks the protocol is dropped (the next `ensure()` reconnects).
-    private func pipeline(_ batch: [Queued], _ conn: OpaquePointer) throws -> PGResult {
+    private func pipeline(_ batch: [Queued], _ conn: OpaquePointer) throws -> [PGResult] {
         func broken() -> StoreError {
             let error = StoreError(.io, "lost the database connection: \(Self.trimmed(PQerrorMessage(conn)))")
             PQfinish(conn)
@@ -210,7 +251,7 @@ final class PGConnection {
         }
         guard synced, results.count == batch.count, PQexitPipelineMode(conn) == 1 else { throw broken() }
         for result in results where PQresultStatus(result.result) != PGRES_PIPELINE_ABORTED { try check(result.result) }
-        return results[results.count - 1]
+        return results
     }
 
     /// Calls `body` with libpq's parameter arrays for `parameters`: all values in one buffer,

@@ -4,9 +4,19 @@
 /// The first statement that fails poisons the transaction: PostgreSQL refuses everything
 /// after it, and a caller that swallowed the error (`try?`) must not turn a serialization
 /// failure into a silent rollback. `PostgresStore` checks `failure` before committing.
+///
+/// `prefetch` queues a key's `SELECT`; the next statement that goes out takes it along, and
+/// `get` of that key then answers from its result without a round trip of its own. A write to
+/// the key in between drops the prefetched result (it was read before the write).
 final class PostgresTransaction: StoreTransaction {
     let connection: PGConnection
     private(set) var failure: (any Error)?
+    private struct Slot: Hashable {
+        let db: Database
+        let key: [UInt8]
+    }
+    /// Prefetched keys and their `PGConnection` tickets.
+    private var prefetched: [Slot: Int] = [:]
 
     init(_ connection: PGConnection) { self.connection = connection }
 
@@ -53,8 +63,28 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
-        let result = try run(db, \.get, [.bytes(key)])
+        let result: PGResult
+        if let ticket = prefetched.removeValue(forKey: Slot(db: db, key: key)) {
+            result = try recording { try connection.result(ticket) }
+        } else {
+            result = try run(db, \.get, [.bytes(key)])
+        }
         return result.rows == 0 ? nil : result.bytes(0, 0)
+    }
+
+    /// Queues the `SELECT` of `key` to go out with the next statement. A failure to queue it
+    /// (the connection is gone) is left for the next statement to meet.
+    func prefetch(_ db: Database, _ key: [UInt8]) {
+        let slot = Slot(db: db, key: key)
+        guard failure == nil, prefetched[slot] == nil,
+              let ticket = try? connection.enqueueQuery(Self.statements[db]!.get, [.bytes(key)]) else { return }
+        prefetched[slot] = ticket
+    }
+
+    /// A write to `key` (nil: to any key of `db`) makes its prefetched result stale.
+    private func written(_ db: Database, _ key: [UInt8]?) {
+        guard !prefetched.isEmpty else { return }
+        if let key { prefetched[Slot(db: db, key: key)] = nil } else { prefetched = prefetched.filter { $0.key.db != db } }
     }
 
     /// Runs `body` as one step of a group (`PostgresStore.writeBatch`): between a savepoint and
@@ -66,6 +96,8 @@ final class PostgresTransaction: StoreTransaction {
         do {
             try body()
         } catch where failure == nil {
+            // A prefetched result may hold what the rollback undoes.
+            prefetched = [:]
             connection.enqueue(command: "ROLLBACK TO SAVEPOINT step")
             connection.enqueue(command: "RELEASE SAVEPOINT step")
             return error
@@ -77,6 +109,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// An upsert waits for no answer: it goes out with the next statement (`PGConnection.enqueue`).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
+        written(db, key)
         guard noOverwrite else {
             try recording { try connection.enqueue(Self.statements[db]!.upsert, [.bytes(key), .bytes(value)]) }
             return true
@@ -85,7 +118,8 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
-        try run(db, \.delete, [.bytes(key)]).affected == 1
+        written(db, key)
+        return try run(db, \.delete, [.bytes(key)]).affected == 1
     }
 
     func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
@@ -108,13 +142,15 @@ final class PostgresTransaction: StoreTransaction {
     func count(_ db: Database) throws -> Int { Int(try run(db, \.count, []).int64(0, 0)) }
 
     func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int {
-        try run(db, \.sweep, [.bytes(bound), .text(String(limit))]).affected
+        written(db, nil)
+        return try run(db, \.sweep, [.bytes(bound), .text(String(limit))]).affected
     }
 
     /// One atomic upsert that returns the new value: under `READ COMMITTED` it waits for a
     /// concurrent writer of the row and adds to what that one committed; under `SERIALIZABLE`
     /// such a conflict is a serialization failure and the transaction runs again.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
+        written(db, key)
         let result = try run(db, \.bump, [.bytes(key)])
         guard result.rows == 1, let value = BigEndian.uint32(result.bytes(0, 0)) else {
             throw StoreError(.io, "database: incrementing \(db) returned no 4-byte value")
