@@ -58,8 +58,8 @@ public protocol StoreBackend: AnyObject {
     /// Map size and bytes used per environment, and whether its commits store through the
     /// memory map; empty for a backend without a map.
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)]
-    /// Changes whenever durable state may have changed (a backend that cannot tell cheaply
-    /// returns a new value every time: callers then re-read).
+    /// Changes whenever orgs, apps or the tenancy generation may have changed (more often is
+    /// allowed: callers then re-read).
     var durableVersion: Int { get }
 }
 

@@ -149,7 +149,9 @@ public final class Store {
     /// whether it writes through its reserved map (`LMDBEnvironment`); empty for PostgreSQL.
     public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] { backend.usage() }
 
-    /// Changes whenever durable state may have changed: callers cache reads against it.
+    /// Changes whenever orgs, apps or the tenancy generation may have changed: callers cache
+    /// those reads against it. LMDB: any commit of any process; PostgreSQL: every second, and
+    /// at this process's own writes of them.
     public var durableVersion: Int { backend.durableVersion }
 
     /// LMDB only: writes a compacted, consistent copy of `environment` into `directory` as

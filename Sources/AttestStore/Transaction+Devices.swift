@@ -13,11 +13,11 @@ extension Transaction {
         return record
     }
 
-    /// Prefetches (`prefetch`) the device of `keyID` and what storing `device` reads (its
-    /// deviceId index entry): `device` is a copy read earlier, whose ids stay the same.
-    public func prefetchDevice(keyID: [UInt8], storing device: DeviceRecord) {
+    /// Prefetches (`prefetch`) the device of `keyID` and what storing it reads (the deviceId
+    /// index entry of `deviceID`).
+    public func prefetchDevice(keyID: [UInt8], deviceID: String) {
         prefetch(.devices, keyID)
-        prefetch(.deviceIDs, Array(device.deviceID.utf8))
+        prefetch(.deviceIDs, Array(deviceID.utf8))
     }
 
     /// The device whose deviceId is `deviceID`.

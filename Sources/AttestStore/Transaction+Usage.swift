@@ -43,6 +43,8 @@ extension Transaction {
         try get(.usageMonths, Self.usageMonthKey(org: org, month: month)).map { try UsageMonthRecord(encoded: $0) }
     }
 
+    public func prefetchUsageMonth(org: String, month: String) { prefetch(.usageMonths, Self.usageMonthKey(org: org, month: month)) }
+
     public func put(_ record: UsageMonthRecord, org: String, month: String) throws {
         try put(.usageMonths, Self.usageMonthKey(org: org, month: month), record.encoded())
     }

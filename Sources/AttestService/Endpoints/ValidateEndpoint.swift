@@ -113,7 +113,11 @@ public enum ValidateEndpoint {
         // grace, its events); a transaction that throws leaves nothing, events included. At
         // once, or with the writes of other requests the worker holds (group commit).
         let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
+        let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fields.fingerprint, deviceID: deviceID)
+        let lineageKey = LineageKey.of(keyID: fields.keyID, appID: app.app.appID, fingerprint: fields.fingerprint)
         return try ctx.durableWrite({ txn -> Outcome in
+            ctx.prefetchEnrollment(keyID: fields.keyID, deviceID: deviceID, identity: identity, lineage: lineageKey,
+                                   org: app.org.name, now: now, in: txn)
             guard try txn.device(keyID: fields.keyID) == nil else {
                 try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
                                    data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)
@@ -121,7 +125,6 @@ public enum ValidateEndpoint {
                 return .alreadyAttested
             }
             let fingerprint = fields.fingerprint
-            let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fingerprint, deviceID: deviceID)
             if case .refused(let limit, let current) = try ctx.countActive(identity, appID: app.app.appID, org: app.org, in: txn, now: now) {
                 return .quotaExceeded(limit: limit, current: current)
             }

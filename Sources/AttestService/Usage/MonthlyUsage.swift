@@ -26,18 +26,6 @@ extension ServiceContext {
     /// `now`'s day of the month as a bit of `Transaction.CountedDevice.days`.
     static func dayBit(_ now: Timestamp) -> UInt32 { UInt32(1) << UInt32(now.civil.day - 1) }
 
-    /// Prefetches (`Transaction.prefetch`) what the final write of a request about `device`
-    /// reads: the device and its deviceId entry, its monthly-active entry, its lineage and its
-    /// subject. On PostgreSQL they go out in one round trip instead of one each. `device` is the
-    /// copy the request read earlier; a read the write makes that this did not foresee (the
-    /// device changed meanwhile) simply goes out on its own.
-    func prefetchDeviceWrite(_ device: DeviceRecord, org: String, now: Timestamp, in txn: Transaction) {
-        txn.prefetchDevice(keyID: device.keyID, storing: device)
-        txn.prefetchCountedDevice(org: org, month: now.monthKey, identity: UsageIdentity.device(device).bytes)
-        txn.prefetchLineage(.of(device))
-        if !device.subjectID.isEmpty { txn.prefetchSubject(org: org, subjectID: device.subjectID) }
-    }
-
     /// Whether `identity` is already counted for `now`'s day (`countActive` would change nothing).
     func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
         try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes).map { $0.days & Self.dayBit(now) != 0 } ?? false

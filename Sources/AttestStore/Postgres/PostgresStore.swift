@@ -49,6 +49,8 @@ final class PostgresStore: StoreBackend {
     let options: StoreOptions
     private var open = false
     private(set) var writes = 0
+    /// Those of `writes` that wrote an org, an app or `meta` (`durableVersion`).
+    private var tenancyWrites = 0
 
     /// Prepares the connection; connects on first use, so a service starts (answering 503)
     /// while the database is down.
@@ -138,6 +140,7 @@ final class PostgresStore: StoreBackend {
                 if let failure = txn.failure { throw failure }
                 try connection.commit()
                 if !writable.isEmpty { writes &+= 1 }
+                if txn.wroteTenancy { tenancyWrites &+= 1 }
                 return result
             } catch let failure as PGConnection.Failure where failure.isRetryable && attempt <= options.maxRetries {
                 connection.rollback()
@@ -199,11 +202,13 @@ final class PostgresStore: StoreBackend {
     func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] { [] }
 
     /// Another host may write at any moment and nothing tells this one cheaply, so the version
-    /// is the monotonic second plus this process's own writes: what this process wrote is seen
-    /// at once, what another host or `attestctl` wrote within a second (an app disabled, an
-    /// org's limit changed). Callers cache reads against it (`appContext`).
+    /// is the monotonic second plus this process's own writes of orgs, apps and `meta` (the
+    /// tenancy generation): what this process wrote there is seen at once, what another host or
+    /// `attestctl` wrote within a second (an app disabled, an org's limit changed). Callers cache
+    /// the app lookup against it (`appContext`). Counting every write, as before, made each
+    /// refresh revalidate the app for the next request: a read transaction, 2 round trips.
     var durableVersion: Int {
         let second = monotonicNanoseconds() / 1_000_000_000
-        return second << 24 | writes & 0xFF_FFFF
+        return second << 24 | tenancyWrites & 0xFF_FFFF
     }
 }

@@ -17,6 +17,9 @@ final class PostgresTransaction: StoreTransaction {
     }
     /// Prefetched keys and their `PGConnection` tickets.
     private var prefetched: [Slot: Int] = [:]
+    /// Whether this transaction wrote an org, an app or the tenancy generation (`meta`): what
+    /// the workers' app lookups are cached against (`PostgresStore.durableVersion`).
+    private(set) var wroteTenancy = false
 
     init(_ connection: PGConnection) { self.connection = connection }
 
@@ -83,6 +86,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// A write to `key` (nil: to any key of `db`) makes its prefetched result stale.
     private func written(_ db: Database, _ key: [UInt8]?) {
+        if db == .orgs || db == .apps || db == .meta { wroteTenancy = true }
         guard !prefetched.isEmpty else { return }
         if let key { prefetched[Slot(db: db, key: key)] = nil } else { prefetched = prefetched.filter { $0.key.db != db } }
     }

@@ -138,8 +138,12 @@ public struct LineageKey: Hashable, Sendable {
     }
 
     public static func of(_ device: DeviceRecord) -> LineageKey {
-        device.fingerprint.isEmpty ? LineageKey(bytes: Array(device.appID.utf8) + [1] + device.keyID)
-                                   : fingerprint(device.fingerprint, appID: device.appID)
+        of(keyID: device.keyID, appID: device.appID, fingerprint: device.fingerprint)
+    }
+
+    /// The lineage of a device with these members (before its record exists: validate).
+    public static func of(keyID: [UInt8], appID: String, fingerprint: String) -> LineageKey {
+        fingerprint.isEmpty ? LineageKey(bytes: Array(appID.utf8) + [1] + keyID) : .fingerprint(fingerprint, appID: appID)
     }
 
     /// 16 bytes of SHA-256 over the key: a fixed-width prefix for `flag_log` entries.

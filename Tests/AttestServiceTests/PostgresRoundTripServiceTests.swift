@@ -1,0 +1,57 @@
+import AttestCore
+@testable import AttestService
+@testable import AttestStore
+import AttestTesting
+import Testing
+
+/// PostgreSQL only (`ATTEST_TEST_STORE=postgres`): the round trips a validate and a refresh
+/// make to the database, which with the database on another host are most of a worker's
+/// time per request. The reads each final write will make go out with its first statement
+/// (`prefetchEnrollment`, `prefetchDeviceWrite`); a change that adds a read it does not
+/// prefetch shows here. The fewest of three requests counts: the app's record is read again
+/// when the store's version moves, which on PostgreSQL it does every second.
+@Suite(.enabled(if: Fixture.onPostgres, "needs ATTEST_TEST_STORE=postgres"))
+struct PostgresRoundTripServiceTests {
+    static func fewestRoundTrips(_ flow: DeviceFlow, _ request: () throws -> Void) throws -> Int {
+        let connection = try #require((flow.context.store.backend as? PostgresStore)?.connection)
+        var fewest = Int.max
+        for _ in 0..<3 {
+            let before = connection.roundTrips
+            try request()
+            fewest = min(fewest, connection.roundTrips - before)
+        }
+        return fewest
+    }
+
+    /// (It used to make 11: the admission's device read and the final write's three other
+    /// reads one at a time, and the next request's app lookup, revalidated after every write
+    /// of the worker, not only after writes of orgs and apps.)
+    @Test func aRefreshMakesFiveRoundTrips() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        var statuses = [Int]()
+        let trips = try Self.fewestRoundTrips(flow) {
+            let body = try flow.refreshBody(challenge: try flow.fixture.challenge())
+            statuses.append(flow.post(.refresh, body).0)
+        }
+        #expect(statuses == [200, 200, 200])
+        // Admission: the rate bump with the device read, the challenge's single use, COMMIT.
+        // Final write: the device with its index entry, monthly entry and lineage; COMMIT.
+        #expect(trips == 5)
+    }
+
+    @Test func aValidateMakesEightRoundTrips() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        var statuses = [Int]()
+        let trips = try Self.fewestRoundTrips(flow) {
+            flow.device = try SoftwareDevice.generate()
+            let body = try flow.validateBody(challenge: try flow.fixture.challenge())
+            statuses.append(flow.post(.validate, body).0)
+        }
+        #expect(statuses == [200, 200, 200])
+        // Admission 3; final write: the key with everything prefetched, the sweep of past
+        // months, the outbox's last key for each of its two events, COMMIT.
+        #expect(trips == 8)
+    }
+}
