@@ -18,6 +18,7 @@ public protocol StoreTransaction: AnyObject {
     /// A hint that `get(db, key)` follows: PostgreSQL sends the read with the next statement
     /// (one round trip for several reads); LMDB, whose reads are memory, ignores it.
     func prefetch(_ db: Database, _ key: [UInt8])
+    var prefetches: Bool { get }
     /// `false` when `noOverwrite` and the key exists (nothing written).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool

@@ -28,6 +28,9 @@ public final class Transaction {
     /// on LMDB it does nothing. Only a hint: what `get` returns is the same either way.
     public func prefetch(_ db: Database, _ key: [UInt8]) { engine.prefetch(db, key) }
 
+    /// Whether `prefetch` does anything here: callers skip working out the keys when not.
+    public var prefetches: Bool { engine.prefetches }
+
     /// Stores `value` under `key`. With `noOverwrite`, an existing key is left alone and the
     /// result is `false` (atomic in every backend: of two racing writers exactly one wins).
     @discardableResult

@@ -46,6 +46,11 @@ CONNECTIONS=${CONNECTIONS:-64}
 LOW_CONNECTIONS=${LOW_CONNECTIONS-16}
 OUT=${OUT:-BENCHMARKS.md}
 TEAM=BENCH00001 BUNDLE=com.example.bench
+# ablate.sh runs last, about 25 minutes in: find out now whether its patch still applies.
+if [ -n "$ABLATIONS" ] && ! git apply --check nginx/bench/ablation.patch; then
+  echo "all.sh: nginx/bench/ablation.patch no longer applies to these sources; regenerate it (see nginx/bench/ablate.sh) or run with ABLATIONS=\"\"" >&2
+  exit 1
+fi
 VECTOR=Tests/AttestCoreTests/Vectors/apple-guide-2026.json
 
 echo "==> release build"

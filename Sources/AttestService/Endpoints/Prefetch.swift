@@ -5,13 +5,15 @@ import AttestStore
 /// PostgreSQL they go out together with its first statement, one round trip instead of one
 /// each (a worker serves one request at a time, so with the database on another host each
 /// round trip is time it waits). LMDB ignores them. Only hints: a read that is not foreseen
-/// goes out on its own, and what a read returns is the same either way.
+/// goes out on its own, and what a read returns is the same either way. (On LMDB nothing is
+/// worked out: the usage identity alone is a SHA-256.)
 extension ServiceContext {
     /// Refresh: the device and its deviceId entry, its monthly-active entry, its lineage and
     /// its subject. `device` is the copy the admission read; if the write finds it changed,
     /// whatever it reads differently simply goes out on its own. (The month's totals are read
     /// only by a device's first request of a day: not prefetched.)
     func prefetchDeviceWrite(_ device: DeviceRecord, org: String, now: Timestamp, in txn: Transaction) {
+        guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: device.keyID, deviceID: device.deviceID)
         txn.prefetchCountedDevice(org: org, month: now.monthKey, identity: UsageIdentity.device(device).bytes)
         txn.prefetchLineage(.of(device))
@@ -19,12 +21,13 @@ extension ServiceContext {
     }
 
     /// Validate: the key (absent unless replayed) and its deviceId entry, the monthly-active
-    /// entry of `identity` and the month's totals (a new device reads both), and `lineage`.
-    func prefetchEnrollment(keyID: [UInt8], deviceID: String, identity: UsageIdentity, lineage: LineageKey, org: String,
+    /// entry of `identity` and the month's totals (a new device reads both), and the lineage.
+    func prefetchEnrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity, app: AppContext,
                             now: Timestamp, in txn: Transaction) {
+        guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: keyID, deviceID: deviceID)
-        txn.prefetchCountedDevice(org: org, month: now.monthKey, identity: identity.bytes)
-        txn.prefetchUsageMonth(org: org, month: now.monthKey)
-        txn.prefetchLineage(lineage)
+        txn.prefetchCountedDevice(org: app.org.name, month: now.monthKey, identity: identity.bytes)
+        txn.prefetchUsageMonth(org: app.org.name, month: now.monthKey)
+        txn.prefetchLineage(.of(keyID: keyID, appID: app.app.appID, fingerprint: fingerprint))
     }
 }

@@ -114,10 +114,9 @@ public enum ValidateEndpoint {
         // once, or with the writes of other requests the worker holds (group commit).
         let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
         let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fields.fingerprint, deviceID: deviceID)
-        let lineageKey = LineageKey.of(keyID: fields.keyID, appID: app.app.appID, fingerprint: fields.fingerprint)
         return try ctx.durableWrite({ txn -> Outcome in
-            ctx.prefetchEnrollment(keyID: fields.keyID, deviceID: deviceID, identity: identity, lineage: lineageKey,
-                                   org: app.org.name, now: now, in: txn)
+            ctx.prefetchEnrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint, identity: identity,
+                                   app: app, now: now, in: txn)
             guard try txn.device(keyID: fields.keyID) == nil else {
                 try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
                                    data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)

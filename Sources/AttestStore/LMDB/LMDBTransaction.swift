@@ -66,6 +66,7 @@ final class LMDBTransaction: StoreTransaction {
     /// The value stored under `key`, copied out; `nil` when absent.
     /// Reads are memory here: nothing to send ahead.
     func prefetch(_ db: Database, _ key: [UInt8]) {}
+    var prefetches: Bool { false }
 
     func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
         let (t, dbi) = try txn(for: db, writing: false)

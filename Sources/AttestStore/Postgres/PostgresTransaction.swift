@@ -75,6 +75,8 @@ final class PostgresTransaction: StoreTransaction {
         return result.rows == 0 ? nil : result.bytes(0, 0)
     }
 
+    var prefetches: Bool { true }
+
     /// Queues the `SELECT` of `key` to go out with the next statement. A failure to queue it
     /// (the connection is gone) is left for the next statement to meet.
     func prefetch(_ db: Database, _ key: [UInt8]) {
