@@ -67,7 +67,7 @@ final class PostgresTransaction: StoreTransaction {
 
     func get(_ db: Database, _ key: [UInt8]) throws -> [UInt8]? {
         let result: PGResult
-        if let ticket = prefetched.removeValue(forKey: Slot(db: db, key: key)) {
+        if !prefetched.isEmpty, let ticket = prefetched.removeValue(forKey: Slot(db: db, key: key)) {
             result = try recording { try connection.result(ticket) }
         } else {
             result = try run(db, \.get, [.bytes(key)])
