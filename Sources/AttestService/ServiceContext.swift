@@ -45,6 +45,9 @@ public final class ServiceContext {
     var tokenVerifierCache: (kids: [String], verifier: JWKSVerifier)?
     /// Heartbeat tokens whose signature verified in this process (`server.tokenCacheEntries`).
     lazy var verifiedTokens = VerifiedTokens(capacity: configuration.tokenCacheEntries)
+    /// Where a heartbeat's reads went last time, by deviceId (`prefetchHeartbeat`; only where
+    /// the store prefetches).
+    var heartbeatHints = HeartbeatHints()
     /// How webhook URLs' host names are resolved (the management API's SSRF check).
     public var resolveHost: (String) -> [IPAddress] = IPAddress.resolve
     /// Test-only failure injection (`FaultPoints`).

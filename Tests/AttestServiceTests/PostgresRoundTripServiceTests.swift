@@ -54,4 +54,24 @@ struct PostgresRoundTripServiceTests {
         // months, the outbox's last key for each of its two events, COMMIT.
         #expect(trips == 8)
     }
+
+    /// A heartbeat's reads depend on each other; from a device's second heartbeat in a worker
+    /// the keys its first read are prefetched (`HeartbeatHints`): 2 round trips, not 4. A
+    /// wrong hint costs reads, never the answer.
+    @Test func aDevicesLaterHeartbeatsMakeTwoRoundTrips() throws {
+        let flow = try DeviceFlow()
+        let token = try #require(try flow.enroll()["token"]?.stringValue)
+        var headers = Fixture.appHeaders
+        headers["Authorization"] = "Bearer " + token
+        let body = #"{"sdkVersion":"2.1.0","appState":"active"}"#
+        var statuses = [Int]()
+        let trips = try Self.fewestRoundTrips(flow) { statuses.append(flow.fixture.call(.mad, body: body, headers: headers).0) }
+        #expect(statuses == [200, 200, 200])
+        #expect(trips == 2, "BEGIN with the deviceId's key, the device and its monthly entry; COMMIT")
+        let deviceID = DeviceIdentity.deviceID(keyID: flow.device.keyID)
+        flow.context.heartbeatHints.remember(deviceID: deviceID, keyID: [UInt8](repeating: 7, count: 32), identity: [UInt8](repeating: 7, count: 16))
+        #expect(flow.fixture.call(.mad, body: body, headers: headers).0 == 200, "a stale hint: the reads it missed go out on their own")
+        #expect(flow.context.heartbeatHints.hint(for: deviceID)?.keyID == flow.device.keyID, "and the hint is mended")
+    }
 }
+

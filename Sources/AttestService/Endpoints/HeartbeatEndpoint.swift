@@ -84,8 +84,10 @@ extension ServiceContext {
             throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
         }
         let found = try store.read { txn -> (DeviceRecord, UsageIdentity, Bool)? in
+            prefetchHeartbeat(deviceID: claims.deviceID, org: org.name, now: now, in: txn)
             guard let device = try txn.device(deviceID: claims.deviceID), device.appID == app.appID else { return nil }
             let identity = UsageIdentity.device(device)
+            rememberHeartbeat(device, identity: identity, in: txn)
             return (device, identity, try isCountedToday(identity, org: org, now: now, in: txn))
         }
         guard let (device, identity, countedToday) = found else {

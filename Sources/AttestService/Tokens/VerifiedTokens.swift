@@ -128,11 +128,11 @@ struct VerifiedTokens {
 }
 
 /// The `i`-th big-endian 64-bit word of `bytes`.
-private func word(_ bytes: [UInt8], _ i: Int) -> UInt64 {
+func word(_ bytes: [UInt8], _ i: Int) -> UInt64 {
     bytes[(i * 8)..<(i * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) }
 }
 
 /// `value` as 8 big-endian bytes (the inverse of `word`).
-private func bigEndianBytes(_ value: UInt64) -> [UInt8] {
+func bigEndianBytes(_ value: UInt64) -> [UInt8] {
     (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
 }
