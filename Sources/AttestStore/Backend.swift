@@ -30,6 +30,9 @@ public protocol StoreTransaction: AnyObject {
     /// how many. Reads nothing at or after `bound`, so under PostgreSQL's serializable
     /// isolation it does not conflict with writers of those keys.
     func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int
+    /// `deleteBelow` for a caller that does not need the count: PostgreSQL queues it with the
+    /// next statement instead of spending a round trip on it.
+    func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws
     /// Adds one to the u32 big-endian counter under `key` (absent: 0) and returns the new
     /// value, atomically even under the ephemeral writes' weaker isolation.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32

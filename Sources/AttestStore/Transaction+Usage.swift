@@ -79,9 +79,9 @@ extension Transaction {
 
     /// Deletes up to `limit` counted-device entries of months before `month`: the keys below
     /// the month's 4-byte prefix. (A scan from the first key would also read, and on
-    /// PostgreSQL lock against writers, the current month's first entries.)
-    @discardableResult
-    public func sweepCountedDevices(before month: String, limit: Int) throws -> Int {
-        try deleteBelow(.usageDevices, Self.usageDevicePrefix(month: month), limit: limit)
+    /// PostgreSQL lock against writers, the current month's first entries.) Tells nothing
+    /// back, so on PostgreSQL it goes out with the next statement.
+    public func sweepCountedDevices(before month: String, limit: Int) throws {
+        try sweepBelow(.usageDevices, Self.usageDevicePrefix(month: month), limit: limit)
     }
 }

@@ -69,6 +69,12 @@ public final class Transaction {
         return try engine.deleteBelow(db, BigEndian.bytes(now), limit: limit)
     }
 
+    /// `deleteBelow` without the count (PostgreSQL: no round trip of its own).
+    func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws {
+        mayWrite(db)
+        try engine.sweepBelow(db, bound, limit: limit)
+    }
+
     /// Deletes up to `limit` of the first entries of `db` whose key sorts before `bound`
     /// (bytewise); how many. For databases keyed by a big-endian period first.
     @discardableResult

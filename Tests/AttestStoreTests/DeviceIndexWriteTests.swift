@@ -30,6 +30,7 @@ import Testing
         func lastKey(_ db: Database) throws -> [UInt8]? { entries[db]?.keys.max(by: { $0.lexicographicallyPrecedes($1) }) }
         func count(_ db: Database) throws -> Int { entries[db]?.count ?? 0 }
         func prefetch(_ db: Database, _ key: [UInt8]) {}
+        func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws {}
         var prefetches: Bool { false }
         func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int { 0 }
         func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }

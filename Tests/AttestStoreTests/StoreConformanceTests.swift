@@ -175,10 +175,14 @@ import Testing
                 return byMonth
             }
         }
-        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 4)
-        #expect(try left() == ["2026-10": 0, "2026-11": 2, "2026-12": 3, "2027-01": 3], "the oldest month first")
-        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 2)
-        #expect(try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) } == 0)
+        try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) }
+        #expect(try left() == ["2026-10": 0, "2026-11": 2, "2026-12": 3, "2027-01": 3], "the oldest month first, 4 at most")
+        try store.write([.durable]) { txn in
+            try txn.sweepCountedDevices(before: "2026-12", limit: 4)
+            // Read after the (on PostgreSQL, queued) sweep in the same transaction: it is seen.
+            #expect(try txn.countedDevice(org: "a", month: "2026-11", identity: [UInt8](repeating: 1, count: 16)) == nil)
+        }
+        #expect(try store.write([.durable]) { try $0.deleteBelow(.usageDevices, Transaction.usageDevicePrefix(month: "2026-12"), limit: 4) } == 0)
         #expect(try left() == ["2026-10": 0, "2026-11": 0, "2026-12": 3, "2027-01": 3])
     }
 

@@ -175,6 +175,8 @@ final class LMDBTransaction: StoreTransaction {
         return removed
     }
 
+    func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws { _ = try deleteBelow(db, bound, limit: limit) }
+
     /// Exact: LMDB has one writer at a time.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
 
