@@ -36,6 +36,11 @@ public protocol StoreTransaction: AnyObject {
     /// Adds one to the u32 big-endian counter under `key` (absent: 0) and returns the new
     /// value, atomically even under the ephemeral writes' weaker isolation.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32
+    /// Stores `value` under `db`'s next sequence number (an 8-byte big-endian key above every
+    /// key this backend numbered before). Only the outbox is numbered this way. Numbers are
+    /// unique; concurrent transactions need not commit in their order (PostgreSQL), and a
+    /// rolled-back one leaves a gap there.
+    func append(_ db: Database, _ value: [UInt8]) throws
 }
 
 /// A backend: opens transactions and owns whatever makes an answer durable.
@@ -68,6 +73,12 @@ public protocol StoreBackend: AnyObject {
 }
 
 extension StoreTransaction {
+    /// `append` as the last key + 1: exact where one writer runs at a time.
+    func appendAfterLastKey(_ db: Database, _ value: [UInt8]) throws {
+        let next = (try lastKey(db).map(BigEndian.uint64) ?? 0) + 1
+        _ = try put(db, BigEndian.bytes(next), value, noOverwrite: false)
+    }
+
     /// `increment` as a read and a write: exact wherever the transaction is serializable.
     func incrementByReadAndWrite(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
         let value = (try get(db, key).flatMap(BigEndian.uint32) ?? 0) &+ 1

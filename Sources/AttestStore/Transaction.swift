@@ -69,6 +69,12 @@ public final class Transaction {
         return try engine.deleteBelow(db, BigEndian.bytes(now), limit: limit)
     }
 
+    /// Stores `value` under `db`'s next sequence number (`StoreTransaction.append`: the outbox).
+    public func append(_ db: Database, _ value: [UInt8]) throws {
+        mayWrite(db)
+        try engine.append(db, value)
+    }
+
     /// `deleteBelow` without the count (PostgreSQL: no round trip of its own).
     func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws {
         mayWrite(db)

@@ -56,7 +56,10 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
             var pending = [([UInt8], [UInt8])](), copied = 0
             func flush() throws {
                 guard !pending.isEmpty else { return }
-                try destination.write { out in for (k, v) in pending { try out.put(db, k, v) } }
+                // Outbox events take the database's own numbers (its sequence), in the same order.
+                try destination.write { out in
+                    for (k, v) in pending { if db == .outbox { try out.append(db, v) } else { try out.put(db, k, v) } }
+                }
                 copied += pending.count
                 pending.removeAll(keepingCapacity: true)
                 if copied % 50_000 < batch { Output.err("  \(db.rawValue): \(copied)/\(expected)") }

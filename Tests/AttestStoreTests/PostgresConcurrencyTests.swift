@@ -67,6 +67,23 @@ struct PostgresConcurrencyTests {
         #expect(total == [0, UInt8(Self.writers * 25)], "every increment of \(Self.writers) × 25 kept")
     }
 
+    /// Two hosts queue webhook events at once: the second commits between the first's snapshot
+    /// and its commit. Numbered by the sequence, neither reads the other's key, so with no
+    /// retries allowed both still commit (numbered by the outbox's last key, the first lost).
+    @Test func concurrentAppendsDoNotConflict() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        f.options.maxRetries = 0
+        let first = try f.open(), second = try Store(directory: f.dir.path + "/store", options: f.options)
+        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+        try first.write([.durable]) { txn in
+            _ = try txn.get(.meta, [1])  // the snapshot is taken
+            try txn.enqueue(event)
+            try second.write([.durable]) { txn in try txn.enqueue(event) }
+        }
+        let keys = try first.read { try $0.outbox().map(\.sequence) }
+        #expect(keys.count == 2 && Set(keys).count == 2)
+    }
+
     @Test func oneChallengeIsConsumedOnceAcrossConnections() throws {
         let wins = Results<Bool>()
         _ = try Self.concurrently(rounds: 10) { round, store in

@@ -107,49 +107,6 @@ struct PostgresRoundTripTests {
         #expect(second == [1], "the first step's write was rolled back")
     }
 
-    /// In one snapshot a database's last key moves only with the transaction's own writes:
-    /// read once, then followed through puts; a delete or a sweep reads it again.
-    @Test func aLastKeyIsReadOnceThenFollowsTheTransactionsWrites() throws {
-        let (fixture, store, connection) = try Self.open()
-        defer { withExtendedLifetime(fixture) {} }
-        try store.write { txn in try txn.put(.outbox, [5], [5]) }
-        var trips = [Int]()
-        let seen = try store.write { txn -> [[UInt8]?] in
-            var seen = [try txn.lastKey(.outbox)]
-            trips.append(try Self.roundTrips(connection) {
-                try txn.put(.outbox, [7], [7])
-                seen.append(try txn.lastKey(.outbox))
-                try txn.put(.outbox, [6], [6])
-                seen.append(try txn.lastKey(.outbox))
-            })
-            trips.append(try Self.roundTrips(connection) {
-                _ = try txn.delete(.outbox, [7])
-                seen.append(try txn.lastKey(.outbox))
-            })
-            return seen
-        }
-        #expect(seen == [[5], [7], [7], [6]])
-        #expect(trips == [0, 2], "puts only queue; the delete and the read after it are one round trip each")
-    }
-
-    /// A step of a group rolled back to its savepoint forgets the last keys it moved.
-    @Test func aRolledBackStepForgetsItsLastKeys() throws {
-        let (fixture, store, _) = try Self.open()
-        defer { withExtendedLifetime(fixture) {} }
-        try store.write { txn in try txn.put(.outbox, [5], [5]) }
-        var second: [UInt8]?
-        let outcomes = try store.writeBatch([
-            { txn in
-                _ = try txn.lastKey(.outbox)
-                try txn.put(.outbox, [9], [9])
-                throw Refused()
-            },
-            { txn in second = try txn.lastKey(.outbox) },
-        ])
-        #expect(outcomes[0] is Refused && outcomes[1] == nil)
-        #expect(second == [5], "the first step's put was rolled back")
-    }
-
     @Test func aQueryAfterAQueuedUpsertSeesIt() throws {
         let (fixture, store, _) = try Self.open()
         defer { withExtendedLifetime(fixture) {} }

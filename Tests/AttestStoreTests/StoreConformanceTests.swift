@@ -186,6 +186,27 @@ import Testing
         #expect(try left() == ["2026-10": 0, "2026-11": 0, "2026-12": 3, "2027-01": 3])
     }
 
+    /// Appended outbox events come back in the order they were queued, under 8-byte keys, the
+    /// ones of one transaction consecutive; an event of a rolled-back transaction is not there.
+    @Test(arguments: kinds) func appendedEventsKeepTheirOrder(_ kind: Kind) throws {
+        struct Refused: Error {}
+        let f = try Fixture(kind), store = try f.open()
+        func event(_ n: Int) -> OutboxEvent {
+            OutboxEvent(id: "evt_\(n)", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+        }
+        try store.write([.durable]) { txn in try txn.enqueue(event(1)); try txn.enqueue(event(2)) }
+        #expect(throws: Refused.self) { try store.write([.durable]) { txn in try txn.enqueue(event(99)); throw Refused() } }
+        try store.write([.durable]) { txn in try txn.enqueue(event(3)) }
+        let queued = try store.read { try $0.outbox() }
+        #expect(queued.map(\.event.id) == ["evt_1", "evt_2", "evt_3"])
+        #expect(queued[1].sequence == queued[0].sequence + 1, "one transaction's events are consecutive")
+        #expect(queued[2].sequence > queued[1].sequence)
+        try store.write([.durable]) { txn in for (sequence, _) in queued { try txn.dequeue(sequence) } }
+        try store.write([.durable]) { txn in try txn.enqueue(event(4)) }
+        #expect(try store.read { try $0.outbox().map(\.event.id) } == ["evt_4"])
+        #expect(try store.check().isConsistent)
+    }
+
     @Test(arguments: kinds) func typedRecordsRoundTripAndTheCheckPasses(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         let now = Timestamp(seconds: 1_790_000_000)

@@ -113,15 +113,26 @@ def main():
         T.check("a second copy is refused without --replace", p.returncode == 1 and "--replace" in p.stderr, p.stdout + p.stderr)
         T.check("the devices still refresh on LMDB after the rehearsal", refresh_all(s, states) == [0, 0, 0])
         s.stop()
+        # Two webhook events wait in LMDB's outbox (serving is stopped: nothing delivers them).
+        s.ctl("config", "set", "webhooks.allowPrivateDestinations", "true")
+        hook = s.ctl_json("webhooks", "add", "--org", "acme", "https://127.0.0.1:9/hook")["id"]
+        for _ in range(2):
+            s.ctl("webhooks", "test", hook)
         p = s.ctl("store", "copy", "--to", "postgres", "--url", url, "--replace", check=False)
         T.check("store copy --replace with serving stopped", p.returncode == 0, p.stdout + p.stderr)
         lmdb_counts = s.ctl_json("store", "stats")["databases"]
+        T.check("the copy had queued webhook events to carry", lmdb_counts.get("outbox") == 2, repr(lmdb_counts))
         s.ctl("config", "set", "store.postgres.url", url)
         s.ctl("config", "set", "store.backend", "postgres")
         pg_counts = s.ctl_json("store", "stats")["databases"]
         T.check("after the switch, store stats count in PostgreSQL what LMDB held", pg_counts == lmdb_counts, f"{pg_counts} vs {lmdb_counts}")
         p = s.ctl("store", "migrate", check=False)
-        T.check("store migrate on a current database says so", p.returncode == 0 and "up to date (version 2)" in p.stdout, p.stdout + p.stderr)
+        T.check("store migrate on a current database says so", p.returncode == 0 and "up to date (version 3)" in p.stdout, p.stdout + p.stderr)
+        copied_last = psql(url, "SELECT encode(k, 'hex') FROM ae_outbox ORDER BY k DESC LIMIT 1").strip()
+        s.ctl("webhooks", "test", hook)
+        T.check("an event queued on PostgreSQL is numbered after the copied ones (the outbox's sequence)",
+                psql(url, f"SELECT count(*), count(*) FILTER (WHERE k > decode('{copied_last}', 'hex')) FROM ae_outbox").strip() == "3|1",
+                psql(url, "SELECT encode(k, 'hex') FROM ae_outbox ORDER BY k"))
         s.start()
         T.check("every device refreshes on PostgreSQL, its counter continuing", refresh_all(s, states) == [0, 0, 0])
         show = s.device(states[0], "show")

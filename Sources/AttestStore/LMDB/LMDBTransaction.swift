@@ -180,6 +180,8 @@ final class LMDBTransaction: StoreTransaction {
     /// Exact: LMDB has one writer at a time.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
 
+    func append(_ db: Database, _ value: [UInt8]) throws { try appendAfterLastKey(db, value) }
+
     func finish(commit: Bool) throws {
         // Ephemeral first: a challenge is consumed before the durable change lands, so a crash
         // between the two commits can never let a replay through.

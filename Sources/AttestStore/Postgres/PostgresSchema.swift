@@ -4,14 +4,18 @@
 /// ae_schema        (version INT PRIMARY KEY, applied_at TIMESTAMPTZ)   one row per migration
 /// ae_<database>    (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)             one per `Database`
 /// ae_write_gate    (no columns, no rows)                             version 2: only locked
+/// ae_outbox_seq    (a BIGINT sequence)                               version 3: outbox keys
 /// ```
+/// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
+/// big-endian); version 3 starts it above the highest key the outbox already holds.
 /// `ae_write_gate` orders serializable writers (`PostgresStore`): each takes it in
 /// `ROW EXCLUSIVE` mode (shared), a write that keeps losing conflicts in `EXCLUSIVE` mode.
 /// `ae_devices`, `ae_usage_months`, `ae_challenges`, … hold exactly the keys and values the
 /// LMDB databases of the same name hold (the records' layouts are in `Records/`), ordered by
 /// `k` as bytes, as LMDB orders them. The SQL is kept to `BYTEA` keys, `INSERT … ON CONFLICT`
 /// and `LIMIT` in subqueries, which PostgreSQL-compatible distributed databases accept, plus
-/// `LOCK TABLE` on `ae_write_gate`, which CockroachDB lacks. Only PostgreSQL 15 is tested.
+/// `LOCK TABLE` on `ae_write_gate`, which CockroachDB lacks, and `int8send`, `encode` and
+/// `BIT(64)` casts around the outbox's sequence. Only PostgreSQL 15 is tested.
 ///
 /// A migration is a list of statements run in one transaction with the row that records it.
 /// `attestctl store migrate` applies those a database lacks; a fresh database is migrated on
@@ -22,7 +26,17 @@ public enum PostgresSchema {
         (1, ["CREATE TABLE IF NOT EXISTS ae_schema (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
             + Database.allCases.map { "CREATE TABLE IF NOT EXISTS \(table($0)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)" }),
         (2, ["CREATE TABLE IF NOT EXISTS \(writeGate) ()"]),
+        (3, sequenced.flatMap { db in [
+            "CREATE SEQUENCE IF NOT EXISTS \(sequence(db)) AS BIGINT MINVALUE 1",
+            "SELECT setval('\(sequence(db))', coalesce((SELECT max(('x' || encode(k, 'hex'))::BIT(64)::BIGINT)"
+                + " FROM \(table(db)) WHERE length(k) = 8), 0) + 1, false)",
+        ] }),
     ]
+
+    /// The databases whose keys a sequence numbers (`Transaction.append`).
+    static let sequenced: [Database] = [.outbox]
+
+    static func sequence(_ db: Database) -> String { table(db) + "_seq" }
 
     /// The table serializable writers lock (see `PostgresStore`); it never holds a row.
     static let writeGate = "ae_write_gate"

@@ -100,8 +100,7 @@ final class PostgresStore: StoreBackend {
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
         if environments == [.ephemeral] {
-            return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED", "SET LOCAL synchronous_commit TO OFF"] },
-                           writable: environments, oneSnapshot: false, body)
+            return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED", "SET LOCAL synchronous_commit TO OFF"] }, writable: environments, body)
         }
         // The gate's lock is the transaction's first statement, before any query takes its
         // snapshot (both go out with the first query: `PGConnection.begin`).
@@ -118,15 +117,14 @@ final class PostgresStore: StoreBackend {
         attempt > 1 && (attempt > options.exclusiveAfterConflicts || attempt == options.maxRetries + 1)
     }
 
-    /// Runs `body` in a transaction opened by `begin(attempt)`, again after each lost conflict;
-    /// `oneSnapshot`: the isolation level reads one snapshot throughout (not READ COMMITTED).
-    private func run<T>(_ begin: (Int) -> [String], writable: Set<Database.Environment>, oneSnapshot: Bool = true,
+    /// Runs `body` in a transaction opened by `begin(attempt)`, again after each lost conflict.
+    private func run<T>(_ begin: (Int) -> [String], writable: Set<Database.Environment>,
                         _ body: (Transaction) throws -> T) throws -> T {
         precondition(!open, "a store transaction opened inside another on the same connection")
         var attempt = 0
         while true {
             attempt += 1
-            let txn = PostgresTransaction(connection, oneSnapshot: oneSnapshot)
+            let txn = PostgresTransaction(connection)
             do {
                 try connection.ensure()
                 connection.begin(begin(attempt))

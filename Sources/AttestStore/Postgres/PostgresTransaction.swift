@@ -20,19 +20,8 @@ final class PostgresTransaction: StoreTransaction {
     /// Whether this transaction wrote an org, an app or the tenancy generation (`meta`): what
     /// the workers' app lookups are cached against (`PostgresStore.durableVersion`).
     private(set) var wroteTenancy = false
-    /// Whether every statement reads the same snapshot (REPEATABLE READ, SERIALIZABLE): then a
-    /// database's last key, once read, changes only through this transaction's own writes.
-    private let oneSnapshot: Bool
-    private struct LastKey { let key: [UInt8]? }
-    /// Last keys read (`lastKey`) and kept up to date through this transaction's puts; a
-    /// delete or sweep in the database, or a rolled-back step, forgets them. The outbox's
-    /// events each read it: a validate queues two, a group of them many.
-    private var lastKeys: [Database: LastKey] = [:]
 
-    init(_ connection: PGConnection, oneSnapshot: Bool = false) {
-        self.connection = connection
-        self.oneSnapshot = oneSnapshot
-    }
+    init(_ connection: PGConnection) { self.connection = connection }
 
     /// The statements of one table, built once.
     struct Statements {
@@ -97,17 +86,9 @@ final class PostgresTransaction: StoreTransaction {
         prefetched[slot] = ticket
     }
 
-    /// A write to `key` (nil: to any key of `db`) makes its prefetched result stale. `added`:
-    /// the write can only add `key` (a put, an increment), so the last key is the greater one.
-    private func written(_ db: Database, _ key: [UInt8]?, added: Bool = false) {
+    /// A write to `key` (nil: to any key of `db`) makes its prefetched result stale.
+    private func written(_ db: Database, _ key: [UInt8]?) {
         if db == .orgs || db == .apps || db == .meta { wroteTenancy = true }
-        if let known = lastKeys[db] {
-            if added, let key {
-                if known.key.map({ $0.lexicographicallyPrecedes(key) }) ?? true { lastKeys[db] = LastKey(key: key) }
-            } else {
-                lastKeys[db] = nil
-            }
-        }
         guard !prefetched.isEmpty else { return }
         if let key { prefetched[Slot(db: db, key: key)] = nil } else { prefetched = prefetched.filter { $0.key.db != db } }
     }
@@ -121,9 +102,8 @@ final class PostgresTransaction: StoreTransaction {
         do {
             try body()
         } catch where failure == nil {
-            // A prefetched result or a last key may hold what the rollback undoes.
+            // A prefetched result may hold what the rollback undoes.
             prefetched = [:]
-            lastKeys = [:]
             connection.enqueue(command: "ROLLBACK TO SAVEPOINT step")
             connection.enqueue(command: "RELEASE SAVEPOINT step")
             return error
@@ -135,7 +115,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// An upsert waits for no answer: it goes out with the next statement (`PGConnection.enqueue`).
     func put(_ db: Database, _ key: [UInt8], _ value: [UInt8], noOverwrite: Bool) throws -> Bool {
-        written(db, key, added: true)
+        written(db, key)
         guard noOverwrite else {
             try recording { try connection.enqueue(Self.statements[db]!.upsert, [.bytes(key), .bytes(value)]) }
             return true
@@ -161,11 +141,8 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     func lastKey(_ db: Database) throws -> [UInt8]? {
-        if failure == nil, let known = lastKeys[db] { return known.key }
         let result = try run(db, \.last, [])
-        let key = result.rows == 0 ? nil : result.bytes(0, 0)
-        if oneSnapshot { lastKeys[db] = LastKey(key: key) }
-        return key
+        return result.rows == 0 ? nil : result.bytes(0, 0)
     }
 
     func count(_ db: Database) throws -> Int { Int(try run(db, \.count, []).int64(0, 0)) }
@@ -181,11 +158,25 @@ final class PostgresTransaction: StoreTransaction {
         try recording { try connection.enqueue(Self.statements[db]!.sweep, [.bytes(bound), .text(String(limit))]) }
     }
 
+    /// The number comes from the table's sequence (`PostgresSchema`), not from its last key:
+    /// nothing is read, so concurrent appenders do not conflict, and the insert is queued.
+    func append(_ db: Database, _ value: [UInt8]) throws {
+        guard let sql = Self.appends[db] else { throw StoreError(.io, "database: \(db) has no sequence to append with") }
+        written(db, nil)
+        try recording { try connection.enqueue(sql, [.bytes(value)]) }
+    }
+
+    /// The insert under the next number, for each database with a sequence.
+    static let appends: [Database: String] = Dictionary(uniqueKeysWithValues: PostgresSchema.sequenced.map { db in
+        let table = PostgresSchema.table(db)
+        return (db, "INSERT INTO \(table) (k, v) VALUES (int8send(nextval('\(PostgresSchema.sequence(db))')), $1)")
+    })
+
     /// One atomic upsert that returns the new value: under `READ COMMITTED` it waits for a
     /// concurrent writer of the row and adds to what that one committed; under `SERIALIZABLE`
     /// such a conflict is a serialization failure and the transaction runs again.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
-        written(db, key, added: true)
+        written(db, key)
         let result = try run(db, \.bump, [.bytes(key)])
         guard result.rows == 1, let value = BigEndian.uint32(result.bytes(0, 0)) else {
             throw StoreError(.io, "database: incrementing \(db) returned no 4-byte value")

@@ -3,7 +3,8 @@ import AttestCore
 /// An event waiting for webhook delivery, written in the same transaction as the change that
 /// caused it, so a crash can neither lose nor invent one.
 ///
-/// Key in `outbox`: sequence u64 BE (1, 2, …: delivery order). Layout v2 (v1 lacks `target`):
+/// Key in `outbox`: sequence u64 BE (`Transaction.append`: queue order; PostgreSQL numbers from
+/// `ae_outbox_seq`, which may commit out of order or skip). Layout v2 (v1 lacks `target`):
 /// ```
 /// u8 2 | id string (evt_…, stable across retries) | event string (e.g. usage.limit_reached)
 ///      | org string | createdAt i64 | data string (a JSON object, snake_case members)
@@ -52,12 +53,11 @@ public struct OutboxEvent: StoreRecord, Hashable {
 }
 
 extension Transaction {
-    /// Appends `event` after the last queued one; returns its sequence number.
-    @discardableResult
-    public func enqueue(_ event: OutboxEvent) throws -> UInt64 {
-        let next = (try lastKey(.outbox).map { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0) + 1
-        try put(.outbox, BigEndian.bytes(next), event.encoded())
-        return next
+    /// Queues `event` under the outbox's next sequence number (`append`). The delivery worker
+    /// takes events from the first key each time, so one that commits after a higher number
+    /// (PostgreSQL, concurrent transactions) is still taken, on its next pass.
+    public func enqueue(_ event: OutboxEvent) throws {
+        try append(.outbox, event.encoded())
     }
 
     /// Queued events in order, at most `limit`.

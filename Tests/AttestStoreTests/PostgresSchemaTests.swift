@@ -1,0 +1,28 @@
+import AttestCore
+@testable import AttestStore
+import Foundation
+import Testing
+
+/// PostgreSQL only: the schema's migrations on a database that already holds data.
+@Suite(.enabled(if: StoreConformance.kinds.contains(.postgres), "needs ATTEST_TEST_POSTGRES_URL"))
+struct PostgresSchemaTests {
+    /// A version-2 database numbered its outbox by the last key; version 3's sequence starts
+    /// above the highest key there, so the first event appended after the upgrade follows it.
+    @Test func theOutboxSequenceStartsAboveTheEventsAlreadyQueued() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+        try f.open().write([.durable]) { txn in try txn.put(.outbox, BigEndian.bytes(UInt64(41)), event.encoded()) }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("DROP SEQUENCE \(schema).ae_outbox_seq")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 3")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [3])
+        try store.write([.durable]) { txn in try txn.enqueue(event) }
+        #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
+    }
+}
