@@ -24,6 +24,7 @@ for sanitizer in "${@:-address thread}"; do
     if swift build --build-tests --build-path ".build/$s" --sanitize="$s" >"$log" 2>&1 \
        && swift test --skip-build --build-path ".build/$s" --sanitize="$s" >>"$log" 2>&1; then
       echo "sanitize $s: $(grep -E '^✔ Test run' "$log" | tail -1) ($(( $(date +%s) - started ))s)"
+      rm -f "$log"
     else
       status=1
       echo "sanitize $s: FAILED ($(( $(date +%s) - started ))s); log $log" >&2

@@ -40,6 +40,7 @@ if [ "$status" -ne 0 ]; then
   echo "swift test on PostgreSQL failed (status $status); full log in $log" >&2
   exit "$status"
 fi
+rm -f "$log"  # kept only when a run failed
 
 echo "==> release build"
 swift build -c release 2>&1 | tail -1

@@ -84,6 +84,7 @@ def backup_restore(s):
         T.check("the restored store serves a refresh of a device enrolled before the backup", p.returncode == 0, p.stderr)
     finally:
         T.check("the restored stack stops cleanly", s2.stop() == 0)
+        s2.remove_if_passed(T)
         shutil.rmtree(target, ignore_errors=True)
 
 
