@@ -41,6 +41,10 @@ public protocol StoreTransaction: AnyObject {
     /// unique; concurrent transactions need not commit in their order (PostgreSQL), and a
     /// rolled-back one leaves a gap there.
     func append(_ db: Database, _ value: [UInt8]) throws
+    /// `put(noOverwrite: true)` whose outcome is asked for later: PostgreSQL queues the insert
+    /// to go out with the next statement, and the closure answers from its result (sending the
+    /// queue first if nothing went out since); LMDB inserts at once.
+    func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool
 }
 
 /// A backend: opens transactions and owns whatever makes an answer durable.
@@ -73,6 +77,12 @@ public protocol StoreBackend: AnyObject {
 }
 
 extension StoreTransaction {
+    /// `insertLater` as an insert now.
+    func insertNow(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
+        let inserted = try put(db, key, value, noOverwrite: true)
+        return { inserted }
+    }
+
     /// `append` as the last key + 1: exact where one writer runs at a time.
     func appendAfterLastKey(_ db: Database, _ value: [UInt8]) throws {
         let next = (try lastKey(db).map(BigEndian.uint64) ?? 0) + 1

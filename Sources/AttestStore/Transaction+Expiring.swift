@@ -24,6 +24,12 @@ extension Transaction {
         try put(.challenges, Self.expiryKey(expiry, id), [], noOverwrite: true)
     }
 
+    /// `consumeChallenge` whose outcome the returned closure tells (`insertLater`): on
+    /// PostgreSQL the insert rides with the next statement, e.g. the rate windows' first hit.
+    public func consumeChallengeLater(id: [UInt8], expiry: Int64) throws -> () throws -> Bool {
+        try insertLater(.challenges, Self.expiryKey(expiry, id), [])
+    }
+
     /// Counts one hit in `bucket`'s fixed window ending at `windowEnd`; returns the hits so far.
     public func hitRateWindow(_ bucket: String, windowEnd: Int64) throws -> UInt32 {
         try increment(.rates, Self.expiryKey(windowEnd, Array(bucket.utf8)))

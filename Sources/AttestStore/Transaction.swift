@@ -39,6 +39,13 @@ public final class Transaction {
         return try engine.put(db, key, value, noOverwrite: noOverwrite)
     }
 
+    /// `put(noOverwrite: true)` whose outcome the returned closure tells, later: on PostgreSQL
+    /// the insert goes out with the transaction's next statement instead of on its own.
+    public func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
+        mayWrite(db)
+        return try engine.insertLater(db, key, value)
+    }
+
     /// Removes `key`; `false` when it was not there.
     @discardableResult
     public func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {

@@ -35,6 +35,7 @@ import Testing
         func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int { 0 }
         func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
         func append(_ db: Database, _ value: [UInt8]) throws { try appendAfterLastKey(db, value) }
+        func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool { try insertNow(db, key, value) }
     }
 
     func device(_ keyByte: UInt8, counter: UInt32 = 0) -> DeviceRecord {

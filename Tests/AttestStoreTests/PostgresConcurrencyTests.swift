@@ -87,7 +87,11 @@ struct PostgresConcurrencyTests {
     @Test func oneChallengeIsConsumedOnceAcrossConnections() throws {
         let wins = Results<Bool>()
         _ = try Self.concurrently(rounds: 10) { round, store in
-            wins.append((try? store?.write([.ephemeral]) { try $0.consumeChallenge(id: [UInt8(round)], expiry: 1_000) }) == true)
+            // Odd rounds consume the way admission does: the insert queued, its outcome read later.
+            wins.append((try? store?.write([.ephemeral]) { txn in
+                round % 2 == 0 ? try txn.consumeChallenge(id: [UInt8(round)], expiry: 1_000)
+                    : try txn.consumeChallengeLater(id: [UInt8(round)], expiry: 1_000)()
+            }) == true)
         }
         #expect(wins.all.count == 10 * Self.writers)
         #expect(wins.all.filter { $0 }.count == 10, "exactly one winner per challenge")

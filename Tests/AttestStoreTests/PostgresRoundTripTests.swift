@@ -159,6 +159,21 @@ struct PostgresRoundTripTests {
         #expect(try store.write([.ephemeral]) { try $0.increment(.rates, [1]) } == 2)
         #expect(connection.roundTrips - before == 2, "BEGIN + the upsert, COMMIT")
     }
+
+    @Test func aLaterInsertGoesOutWithTheNextStatement() throws {
+        let (fixture, store, connection) = try Self.open()
+        defer { withExtendedLifetime(fixture) {} }
+        let before = connection.roundTrips
+        let fresh = try store.write([.ephemeral]) { txn -> Bool in
+            let consumed = try txn.consumeChallengeLater(id: [1], expiry: 100)
+            _ = try txn.hitRateWindow("org:acme", windowEnd: 60)
+            return try consumed()
+        }
+        #expect(fresh)
+        #expect(connection.roundTrips - before == 2, "BEGIN + the insert + the upsert, COMMIT")
+        #expect(try store.write([.ephemeral]) { try $0.consumeChallengeLater(id: [1], expiry: 100)() } == false,
+                "alone, it goes out when its outcome is asked for")
+    }
 }
 
 /// Group commit on PostgreSQL (`PostgresStore.writeBatch`): a worker's final writes in one

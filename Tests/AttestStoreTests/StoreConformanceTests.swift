@@ -129,6 +129,28 @@ import Testing
         #expect(try store.read { try $0.count(.challenges) } == 3)
     }
 
+    /// A consumption whose outcome is read later (`consumeChallengeLater`) is as single-use as
+    /// the immediate one, within a transaction and across transactions, and is rolled back
+    /// with its transaction.
+    @Test(arguments: kinds) func aLaterConsumptionIsSingleUseToo(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let outcomes = try store.write([.ephemeral]) { txn -> [Bool] in
+            let first = try txn.consumeChallengeLater(id: [1], expiry: 100)
+            let hits = try txn.hitRateWindow("ip:1", windowEnd: 60)
+            let second = try txn.consumeChallengeLater(id: [1], expiry: 100)
+            return [try first(), hits == 1, try second()]
+        }
+        #expect(outcomes == [true, true, false])
+        #expect(try !store.write([.ephemeral]) { try $0.consumeChallengeLater(id: [1], expiry: 100)() })
+        #expect(throws: Boom.self) {
+            try store.write([.ephemeral]) { txn in
+                #expect(try txn.consumeChallengeLater(id: [2], expiry: 100)())
+                throw Boom()
+            }
+        }
+        #expect(try store.write([.ephemeral]) { try $0.consumeChallengeLater(id: [2], expiry: 100)() }, "the rolled-back consumption left nothing")
+    }
+
     @Test(arguments: kinds) func rateWindowsCount(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         for expected in 1...5 as ClosedRange<UInt32> {

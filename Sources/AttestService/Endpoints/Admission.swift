@@ -77,7 +77,7 @@ extension ServiceContext {
     /// request then makes one transaction before its signature work, not two). What `read`
     /// returns is used only when the request is admitted; it must not write. `prefetch` names
     /// the keys `read` will get (`Transaction.prefetch`): on PostgreSQL they go out with the
-    /// first charge instead of in round trips of their own.
+    /// first charge instead of in round trips of their own, as does the challenge's consumption.
     /// - Throws: 429 `rate_limited`, or `challenge_already_used`.
     func admit<T>(_ token: ChallengeAuthority.Token, org: OrgRecord, request: Request, _ endpoint: DeviceEndpoint, now: Timestamp,
                   prefetch: (Transaction) -> Void = { _ in }, then read: (Transaction) throws -> T) throws -> T {
@@ -87,10 +87,12 @@ extension ServiceContext {
         let retention = Int64(configuration.usedChallengeRetentionSeconds)
         // A failing `read` must not abort the charge and the consumption: it is rethrown after the commit.
         let (charged, fresh, value) = try store.write([.ephemeral]) { txn -> (Charged, Bool, Result<T, any Error>?) in
+            // The consumption first: on PostgreSQL it goes out with the first charge.
+            let consumed = try txn.consumeChallengeLater(id: token.id, expiry: token.expiry.seconds + retention)
             prefetch(txn)
             try sweepExpiredIfDue(in: txn, now: now)
             let charged = try charge(buckets, in: txn, now: now)
-            let fresh = try txn.consumeChallenge(id: token.id, expiry: token.expiry.seconds + retention)
+            let fresh = try consumed()
             return (charged, fresh, charged.over == nil && fresh ? Result { try read(txn) } : nil)
         }
         if let over = charged.over { throw rateLimited(over, now: now) }

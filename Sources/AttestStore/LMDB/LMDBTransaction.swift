@@ -182,6 +182,8 @@ final class LMDBTransaction: StoreTransaction {
 
     func append(_ db: Database, _ value: [UInt8]) throws { try appendAfterLastKey(db, value) }
 
+    func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool { try insertNow(db, key, value) }
+
     func finish(commit: Bool) throws {
         // Ephemeral first: a challenge is consumed before the durable change lands, so a crash
         // between the two commits can never let a replay through.

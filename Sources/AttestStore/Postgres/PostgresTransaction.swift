@@ -123,6 +123,13 @@ final class PostgresTransaction: StoreTransaction {
         return try run(db, \.insert, [.bytes(key), .bytes(value)]).affected == 1
     }
 
+    /// The insert goes out with the next statement; the closure reads its row count.
+    func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
+        written(db, key)
+        let ticket = try recording { try connection.enqueueQuery(Self.statements[db]!.insert, [.bytes(key), .bytes(value)]) }
+        return { [self] in try recording { try connection.result(ticket) }.affected == 1 }
+    }
+
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool {
         written(db, key)
         return try run(db, \.delete, [.bytes(key)]).affected == 1
