@@ -21,7 +21,7 @@ extension Transaction {
 
     /// Marks the challenge consumed; `false` when it already was (atomic: NOOVERWRITE).
     public func consumeChallenge(id: [UInt8], expiry: Int64) throws -> Bool {
-        try put(.challenges, Self.expiryKey(expiry, id), [], noOverwrite: true)
+        try consumeChallengeLater(id: id, expiry: expiry)()
     }
 
     /// `consumeChallenge` whose outcome the returned closure tells (`insertLater`): on
