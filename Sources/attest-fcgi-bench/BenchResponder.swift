@@ -14,6 +14,10 @@ enum BenchMode: String, Sendable {
     case p256Verify = "p256-verify"
     /// One P-384 ECDSA verification (the cost of an attestation's leaf check), likewise.
     case p384Verify = "p384-verify"
+    /// One P-256 verification as `p256Verify`, then one ES256 signature over a digest (OpenSSL's
+    /// own signer, a prepared context, no nonces made ahead) returned as base64url: the least
+    /// cryptography a refresh can do (check the assertion, sign the token).
+    case p256VerifySign = "p256-verify-sign"
     /// Sleeps one second, then `{"ok":true}` (in-flight requests for shutdown tests).
     case slow
 }
@@ -24,6 +28,8 @@ struct BenchResponder: Responder {
     let mode: BenchMode
     private let key: ECPublicKey?
     private let signature: [UInt8]
+    /// The token-signing key of `p256VerifySign`.
+    private let tokenKey: SigningKey?
     private static let message = Array("attest-fcgi-bench p256-verify".utf8)
     /// Quiet-moment steps an echo worker runs after each request (`Responder.idle`).
     static let echoIdleSteps = 3
@@ -32,14 +38,15 @@ struct BenchResponder: Responder {
 
     init(mode: BenchMode) throws {
         self.mode = mode
-        if mode == .p256Verify || mode == .p384Verify {
-            let signer = try SigningKey.generate(mode == .p256Verify ? .p256 : .p384)
+        if mode == .p256Verify || mode == .p384Verify || mode == .p256VerifySign {
+            let signer = try SigningKey.generate(mode == .p384Verify ? .p384 : .p256)
             signature = try signer.sign(Self.message)
             key = try signer.publicKey()
         } else {
             key = nil
             signature = []
         }
+        tokenKey = mode == .p256VerifySign ? try SigningKey.generate(.p256) : nil
     }
 
     var wantsIdle: Bool { mode == .echo }
@@ -62,12 +69,17 @@ struct BenchResponder: Responder {
         case .slow:
             usleep(1_000_000)
             return .json(200, #"{"ok":true}"#)
-        case .p256Verify, .p384Verify:
-            let digest = mode == .p256Verify ? SHA256.hash(Self.message) : SHA384.hash(Self.message)
+        case .p256Verify, .p384Verify, .p256VerifySign:
+            let digest = mode == .p384Verify ? SHA384.hash(Self.message) : SHA256.hash(Self.message)
             guard let key, key.isValidSignature(signature, digest: digest) else {
                 return .json(500, #"{"ok":false}"#)
             }
-            return .json(200, #"{"ok":true}"#)
+            guard let tokenKey else { return .json(200, #"{"ok":true}"#) }
+            // The signed bytes differ per request (the request id), as a token's claims do.
+            guard let signed = try? tokenKey.sign(Array(request.requestID.utf8) + Self.message) else {
+                return .json(500, #"{"ok":false}"#)
+            }
+            return .json(200, #"{"ok":true,"signature":""# + Base64.encode(signed, url: true) + #""}"#)
         case .echo:
             let fields: [(String, String)] = [
                 ("method", JSON.string(request.method)),

@@ -13,7 +13,7 @@
 #   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
 #                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
 #                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
-#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh})
+#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh,refresh-sign})
 #   bench_start_nginx DIR               nginx in the foreground as a child; waits until it answers
 #   bench_stop_nginx                    graceful stop (SIGQUIT), then wait
 #   bench_start_pool VAR LOG BIN ARGS…  start a FastCGI pool (BIN ARGS… must include --socket);
@@ -83,11 +83,11 @@ bench_render_nginx() {
     sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
   fi
   # Benchmark floors beside the endpoints (the rendered copy only): /bench-floor/NAME goes to
-  # RUN_DIR/floor-NAME.sock for challenge, validate and refresh (fixed upstreams, as the
+  # RUN_DIR/floor-NAME.sock for challenge, validate, refresh and refresh-sign (fixed upstreams, as the
   # endpoints have), so a floor handler and an endpoint's pool run side by side.
   if [ "${BENCH_FLOOR_LOCATIONS:-0}" = 1 ]; then
     local floors="" name
-    for name in challenge validate refresh; do
+    for name in challenge validate refresh refresh-sign; do
       floors+="    location = /bench-floor/$name {\n        fastcgi_pass unix:$dir/run/floor-$name.sock;\n    }\n"
     done
     sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||$floors&|" "$dir/conf/site.conf"
