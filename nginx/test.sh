@@ -12,15 +12,7 @@ ATTEST_NEED_PYJWT=1 source nginx/scripts/deps.sh
 # through ATTEST_TEST_POSTGRES_URL. Stopped and deleted on exit, failures included.
 echo "==> PostgreSQL for the store tests (a throwaway cluster on loopback)"
 pg_dir=$(mktemp -d /tmp/attestedge-test-pg.XXXXXX)
-# The toolchain leaves a `TemporaryDirectory.*` in $TMPDIR for each build step (six a build,
-# about 40 a run): every swift command here, and in the scripts this one runs (sanitize.sh,
-# fuzz.sh, e2e/fastcgi.sh inherit the function), gets a scratch $TMPDIR deleted on exit. The
-# tests themselves make their directories under /tmp by name, so their paths do not change.
-swift_tmp=$(mktemp -d /tmp/attestedge-swift-tmp.XXXXXX)
-swift() { TMPDIR="$swift_tmp" command swift "$@"; }
-export swift_tmp
-export -f swift
-trap 'rm -rf "$swift_tmp"; bash nginx/scripts/postgres.sh destroy "$pg_dir" || echo "could not stop the PostgreSQL cluster in $pg_dir" >&2' EXIT
+trap 'bash nginx/scripts/postgres.sh destroy "$pg_dir" || echo "could not stop the PostgreSQL cluster in $pg_dir" >&2' EXIT
 ATTEST_TEST_POSTGRES_URL=$(bash nginx/scripts/postgres.sh start "$pg_dir")
 export ATTEST_TEST_POSTGRES_URL
 # The conformance suite fails, rather than skips, its PostgreSQL cases without the URL.

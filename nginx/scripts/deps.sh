@@ -25,6 +25,15 @@ if ! command -v swift >/dev/null; then
     echo "swift is not on PATH: install the Swift 6 toolchain first (https://swift.org/install)" >&2; exit 1
   fi
 fi
+# The toolchain leaves a `TemporaryDirectory.*` (and lock files) in $TMPDIR for each build
+# step, six a build and about 40 a test run: every `swift` command of the scripts that source
+# this file, and of the scripts they run (the function is exported), keeps them in the
+# checkout's .build/tmp instead of /tmp. Only the toolchain's own $TMPDIR changes: the tests
+# make their directories under /tmp by name.
+ATTEST_SWIFT_TMP=${ATTEST_SWIFT_TMP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.build/tmp}
+export ATTEST_SWIFT_TMP
+swift() { mkdir -p "$ATTEST_SWIFT_TMP" && TMPDIR="$ATTEST_SWIFT_TMP" command swift "$@"; }
+export -f swift
 # pip_need IMPORTS WHY PACKAGE…: installs PACKAGE… from PyPI unless `python3 -c IMPORTS` works
 # (Debian's pip refuses system-wide installs without --break-system-packages).
 pip_need() {
