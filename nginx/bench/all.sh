@@ -13,6 +13,8 @@
 #     worker count: challenge (GET, wrk rounds), validate and refresh (each body replayed once),
 #     heartbeat (one device's token, wrk -d: signature checked once per worker, then with
 #     server.tokenCacheEntries 0: on every heartbeat); throughput, p50/p99, pool CPU µs per request;
+#   - refresh at 2 workers again with the default per-IP rate limit (interval, PostgreSQL), the
+#     bodies spread over LIMITED_CLIENTS client addresses;
 #   - scaling: validate and refresh against stores preloaded with N devices (bench store load);
 #   - where a refresh's cost goes: nginx/bench/ablate.sh for each store.sync in ABLATIONS.
 # Ratios are against floors measured in this run. Not part of the test suite (minutes).
@@ -44,6 +46,10 @@ THREADS=${THREADS:-2}
 # that many, interleaved with its floor at the same count, to show what concurrency does.
 CONNECTIONS=${CONNECTIONS:-64}
 LOW_CONNECTIONS=${LOW_CONNECTIONS-16}
+# LIMITED_CLIENTS ("" skips it): refresh at 2 workers again, in interval mode and on PostgreSQL,
+# with the per-IP limit a new data directory gets (every deployment pays its bucket; the rows
+# above turn rate limits off), the bodies spread over that many client addresses.
+LIMITED_CLIENTS=${LIMITED_CLIENTS-1000}
 OUT=${OUT:-BENCHMARKS.md}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 # ablate.sh runs last, about 25 minutes in: find out now whether its patch still applies.
@@ -62,7 +68,7 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 # VM this is why the same floor can differ between minutes of one run.
 cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t }' /proc/stat; }
 read -r STEAL0 TOTAL0 < <(cpu_ticks)
-ROWS=() FLOOR_ROWS=() REPLAY_ROWS=() SCALE_ROWS=() CONC_ROWS=() LOST_NOTES=()
+ROWS=() FLOOR_ROWS=() REPLAY_ROWS=() SCALE_ROWS=() CONC_ROWS=() LIMITED_ROWS=() LOST_NOTES=()
 # median (bench_median) / highest of the space-separated numbers on stdin.
 median() { bench_median; }
 highest() { tr ' ' '\n' | grep . | sort -g | tail -1; }
@@ -92,7 +98,7 @@ DIR=$(mktemp -d /tmp/attestedge-all-bench.XXXXXX)
 trap 'bench_cleanup; bench_postgres_stop; rm -rf "$DIR"' EXIT
 if [[ " $SYNCS " == *" postgres "* ]]; then bench_postgres_start; fi
 PORT=$(bench_free_port)
-BENCH_NO_RATE_LIMIT=1 BENCH_FLOOR_LOCATIONS=1 bench_render_nginx "$DIR" "$PORT"
+BENCH_NO_RATE_LIMIT=1 BENCH_FLOOR_LOCATIONS=1 BENCH_CLIENT_ADDRESSES=1 bench_render_nginx "$DIR" "$PORT"
 bench_start_nginx "$DIR"
 BASE="http://127.0.0.1:$PORT"
 
@@ -170,7 +176,10 @@ replay_measure() {
   M_US=$(awk -v ms="$(( $(bench_pool_cpu_ms "$3") - cpu0 ))" -v n="$BENCH_REPLAY_OK" 'BEGIN { printf "%.0f", ms * 1000 / n }')
 }
 
-declare -A TRIVIAL VERIFYH TRIVIAL_US VERIFY_US STORE_RPS
+declare -A TRIVIAL VERIFYH TRIVIAL_US VERIFY_US STORE_RPS UNLIMITED_PAIR
+# The per-IP refresh limit a new data directory gets (attestctl init's default).
+"$BIN/attestctl" init --data "$DIR/defaults" --test-ca > /dev/null
+DEFAULT_REFRESH_PER_IP=$("$BIN/attestctl" config show --data "$DIR/defaults" | awk -F' = ' '$1 == "rateLimits.refreshPerIPPerMinute" { print $2 }')
 echo "==> floors through nginx: trivial and one-P-256-verify FastCGI handlers"
 for w in $WORKERS_LIST; do
   bench_start_pool P "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode trivial --socket "$DIR/run/challenge.sock" --workers "$w"
@@ -289,13 +298,27 @@ for sync in $SYNCS; do
     ROWS+=("| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (÷ P-256 handler, same replay, interleaved); $PAIR2_MEDIAN ($PAIR2_MIN–$PAIR2_MAX) (÷ verify + sign handler, likewise) |")
     REPLAY_ROWS+=("| one-P-256-verify handler, refresh replay | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
     REPLAY_ROWS+=("| P-256 verify + ES256 sign handler, refresh replay | $sync | $w | $F2_RPS | n/a | n/a | $F2_US |")
-    STORE_RPS[$sync,$w,refresh]=$M_RPS
+    STORE_RPS[$sync,$w,refresh]=$M_RPS UNLIMITED_PAIR[$sync,$w]="$PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX)"
     if [ -n "$LOW_CONNECTIONS" ] && [ "$w" = 2 ] && [ "$sync" != postgres ]; then
       HELD_LIMIT=$("$BIN/attestctl" config show --data "$DATA" | awk -F' = ' '$1 == "server.maxHeldAnswers" { print $2 }')
       conc_row "$CONNECTIONS"
       device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
       CONNECTIONS=$LOW_CONNECTIONS replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
       conc_row "$LOW_CONNECTIONS"
+    fi
+    if [ -n "$LIMITED_CLIENTS" ] && [ "$w" = 2 ] && [ "$sync" != commit ]; then
+      # The refresh pool again with the default per-IP limit, fresh bodies from LIMITED_CLIENTS
+      # addresses (X-Forwarded-For, trusted from loopback), interleaved with the same floor.
+      bench_stop_pool "$POOL_refresh"
+      "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute "$DEFAULT_REFRESH_PER_IP" --data "$DATA" > /dev/null
+      bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
+      device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
+      BENCH_REPLAY_CLIENTS=$LIMITED_CLIENTS replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
+      LIMITED_ROWS+=("| $sync | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) | ${UNLIMITED_PAIR[$sync,$w]} |")
+      echo "${LIMITED_ROWS[-1]}"
+      bench_stop_pool "$POOL_refresh"
+      "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute 0 --data "$DATA" > /dev/null
+      bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
     fi
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
@@ -439,6 +462,21 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
     echo "| store.sync | connections | req/s | p50 ms | p99 ms | pool CPU µs/req | handler req/s | ratio |"
     echo "|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${CONC_ROWS[@]}"
+    echo
+  fi
+  if [ ${#LIMITED_ROWS[@]} != 0 ]; then
+    echo "## Refresh with the default per-IP rate limit (2 workers)"
+    echo
+    echo "The endpoint rows above run with rate limits off. Every deployment pays at least the per-IP"
+    echo "bucket (rateLimits.refreshPerIPPerMinute, $DEFAULT_REFRESH_PER_IP by default): one more entry written in the"
+    echo "admission's transaction. Here the refresh pool runs with that default, fresh bodies spread over"
+    echo "$LIMITED_CLIENTS client addresses (X-Forwarded-For, trusted from loopback), each chunk interleaved"
+    echo "with the one-P-256-verify handler; the last column is the same ratio with limits off, from"
+    echo "the endpoint table. The organization (enterprise tier) has no limit of its own."
+    echo
+    echo "| store | req/s | p50 ms | p99 ms | pool CPU µs/req | handler req/s | ratio, limit on | ratio, limits off |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${LIMITED_ROWS[@]}"
     echo
   fi
   if [ ${#LOST_NOTES[@]} != 0 ]; then

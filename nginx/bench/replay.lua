@@ -7,9 +7,12 @@
 -- stops; those answers are not counted, but wrk's latency figures include them (few: they
 -- are why the poll is slow). wrk itself sleeps its full -d: the caller stops it
 -- once every thread has printed.
---   wrk -t2 -c16 -d300s -s replay.lua URL -- BODIES_FILE THREADS BUNDLE_ID TEAM_ID [OK_MARKER]
+--   wrk -t2 -c16 -d300s -s replay.lua URL -- BODIES_FILE THREADS BUNDLE_ID TEAM_ID [OK_MARKER [CLIENTS]]
 -- OK_MARKER (default "token"): the JSON key a 200 answer must contain to count as ok
--- (a benchmark floor handler answers {"ok":true}: pass ok).
+-- (a benchmark floor handler answers {"ok":true}: pass ok). CLIENTS (default 0): when above
+-- 0, body n is sent with X-Forwarded-For 10.x.y.z, client n mod CLIENTS, so per-IP rate
+-- limits see that many clients (nginx must trust the header from loopback: bench-lib.sh's
+-- BENCH_CLIENT_ADDRESSES).
 local ffi = require("ffi")
 ffi.cdef [[
   struct attest_timeval { long tv_sec; long tv_usec; };
@@ -33,11 +36,18 @@ function init(args)
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["X-Bundle-ID"] = args[3]
   wrk.headers["X-Team-ID"] = args[4]
-  bodies = {}
+  local clients = tonumber(args[6] or "0") or 0
+  bodies, addresses = {}, {}
   local n = 0
   for line in io.lines(file) do
     if line ~= "" then
-      if n % threads == id then bodies[#bodies + 1] = line end
+      if n % threads == id then
+        bodies[#bodies + 1] = line
+        if clients > 0 then
+          local c = n % clients
+          addresses[#bodies] = string.format("10.%d.%d.%d", math.floor(c / 65536) % 256, math.floor(c / 256) % 256, c % 256)
+        end
+      end
       n = n + 1
     end
   end
@@ -56,8 +66,10 @@ function request()
   if sent < #bodies then
     sent = sent + 1
     if first == nil then first = now() end
+    if addresses[sent] then wrk.headers["X-Forwarded-For"] = addresses[sent] end
     return wrk.format("POST", nil, nil, bodies[sent])
   end
+  wrk.headers["X-Forwarded-For"] = nil
   return wrk.format("GET", "/bench-idle")
 end
 

@@ -13,7 +13,8 @@
 #   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
 #                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
 #                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
-#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh,refresh-sign})
+#                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh,refresh-sign};
+#                                       BENCH_CLIENT_ADDRESSES=1 trusts X-Forwarded-For from loopback)
 #   bench_start_nginx DIR               nginx in the foreground as a child; waits until it answers
 #   bench_stop_nginx                    graceful stop (SIGQUIT), then wait
 #   bench_start_pool VAR LOG BIN ARGS…  start a FastCGI pool (BIN ARGS… must include --socket);
@@ -91,6 +92,12 @@ bench_render_nginx() {
       floors+="    location = /bench-floor/$name {\n        fastcgi_pass unix:$dir/run/floor-$name.sock;\n    }\n"
     done
     sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||$floors&|" "$dir/conf/site.conf"
+  fi
+  # BENCH_CLIENT_ADDRESSES=1: nginx takes the client address from X-Forwarded-For when the
+  # connection comes from loopback (the realip module), so a replay can speak for many clients
+  # (replay.lua's CLIENTS, BENCH_REPLAY_CLIENTS) and per-IP rate limits see them apart.
+  if [ "${BENCH_CLIENT_ADDRESSES:-0}" = 1 ]; then
+    sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||    set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;\n&|" "$dir/conf/site.conf"
   fi
   if grep -q '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf"; then
     echo "bench_render_nginx: unreplaced placeholder:" >&2
@@ -239,11 +246,12 @@ bench_use_postgres() {
 # BENCH_REPLAY_RPS (successes per second from the first request sent to the last answer),
 # BENCH_REPLAY_IDLE (idle polls of finished threads, counted in wrk's latencies) and
 # BENCH_REPLAY_P50 / BENCH_REPLAY_P99 (ms, wrk's latency distribution; wrk is stopped with
-# SIGINT so that it prints it).
+# SIGINT so that it prints it). BENCH_REPLAY_CLIENTS=N (default 0): the bodies speak for N
+# client addresses in X-Forwarded-For (replay.lua; needs BENCH_CLIENT_ADDRESSES=1 at render).
 bench_replay() {
   local url=$1 bodies=$2 threads=$3 conns=$4 bundle=$5 team=$6 marker=${7:-token} out pid i lines
   out=$(mktemp)
-  wrk -t"$threads" -c"$conns" -d600s --timeout 30s --latency -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" "$marker" > "$out" 2>&1 &
+  wrk -t"$threads" -c"$conns" -d600s --timeout 30s --latency -s "$(bench_root)/nginx/bench/replay.lua" "$url" -- "$bodies" "$threads" "$bundle" "$team" "$marker" "${BENCH_REPLAY_CLIENTS:-0}" > "$out" 2>&1 &
   pid=$!
   BENCH_CHILDREN+=("$pid")
   # Polled every 0.25 s: at 0.05 s this loop's grep and sleep took ~5% of a 2-core box from
