@@ -50,6 +50,9 @@ LOW_CONNECTIONS=${LOW_CONNECTIONS-16}
 # with the per-IP limit a new data directory gets (every deployment pays its bucket; the rows
 # above turn rate limits off), the bodies spread over that many client addresses.
 LIMITED_CLIENTS=${LIMITED_CLIENTS-1000}
+# LIMITED_ORG_RATE=N also gives the organization a limit of N requests per minute for that pass
+# (attestctl org set --rate-limit): one bucket every request charges. Unset: no org limit.
+LIMITED_ORG_RATE=${LIMITED_ORG_RATE:-}
 OUT=${OUT:-BENCHMARKS.md}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 # ablate.sh runs last, about 25 minutes in: find out now whether its patch still applies.
@@ -311,6 +314,7 @@ for sync in $SYNCS; do
       # addresses (X-Forwarded-For, trusted from loopback), interleaved with the same floor.
       bench_stop_pool "$POOL_refresh"
       "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute "$DEFAULT_REFRESH_PER_IP" --data "$DATA" > /dev/null
+      [ -z "$LIMITED_ORG_RATE" ] || "$BIN/attestctl" org set bench --rate-limit "$LIMITED_ORG_RATE" --data "$DATA" > /dev/null
       bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
       device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
       BENCH_REPLAY_CLIENTS=$LIMITED_CLIENTS replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
@@ -318,6 +322,7 @@ for sync in $SYNCS; do
       echo "${LIMITED_ROWS[-1]}"
       bench_stop_pool "$POOL_refresh"
       "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute 0 --data "$DATA" > /dev/null
+      [ -z "$LIMITED_ORG_RATE" ] || "$BIN/attestctl" org set bench --rate-limit 0 --data "$DATA" > /dev/null
       bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
     fi
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
@@ -472,7 +477,12 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
     echo "admission's transaction. Here the refresh pool runs with that default, fresh bodies spread over"
     echo "$LIMITED_CLIENTS client addresses (X-Forwarded-For, trusted from loopback), each chunk interleaved"
     echo "with the one-P-256-verify handler; the last column is the same ratio with limits off, from"
-    echo "the endpoint table. The organization (enterprise tier) has no limit of its own."
+    if [ -n "$LIMITED_ORG_RATE" ]; then
+      echo "the endpoint table. The organization also has a limit of its own, $LIMITED_ORG_RATE requests a minute (one"
+      echo "bucket that every request charges)."
+    else
+      echo "the endpoint table. The organization (enterprise tier) has no limit of its own."
+    fi
     echo
     echo "| store | req/s | p50 ms | p99 ms | pool CPU µs/req | handler req/s | ratio, limit on | ratio, limits off |"
     echo "|---|---|---|---|---|---|---|---|"
