@@ -150,21 +150,32 @@ wrk_pairs() {
   pair_totals reqs secs ms p50s p99s ratios
 }
 
-# pair_totals ANSWERS SECONDS CPU_MS P50S P99S RATIOS: names of the caller's arrays (per side,
-# ours and floor: answers, seconds answering, pool CPU ms, the rounds' p50s and p99s; and the
-# rounds' ratios). Sets M_* (ours), F_* (floor) and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX.
+# pair_totals ANSWERS SECONDS CPU_MS P50S P99S RATIOS [RATIOS2]: names of the caller's arrays
+# (per side, ours, floor and, with RATIOS2, floor2: answers, seconds answering, pool CPU ms, the
+# rounds' p50s and p99s; and the rounds' ratios to floor, and to floor2). Sets M_* (ours), F_*
+# (floor), PAIR_MEDIAN, PAIR_MIN, PAIR_MAX and, with RATIOS2, F2_* and PAIR2_*.
 pair_totals() {
-  local -n answers_=$1 seconds_=$2 cpu_=$3 p50s_=$4 p99s_=$5 ratios_=$6
-  local side rps us p50 p99
-  for side in ours floor; do
+  local -n answers_=$1 seconds_=$2 cpu_=$3 p50s_=$4 p99s_=$5
+  local side prefix sides=(ours:M floor:F) rps us p50 p99
+  [ -z "${7:-}" ] || sides+=(floor2:F2)
+  for side in "${sides[@]}"; do
+    prefix=${side#*:} side=${side%:*}
     rps=$(awk -v n="${answers_[$side]}" -v t="${seconds_[$side]}" 'BEGIN { printf "%.1f", n / t }')
     us=$(awk -v n="${answers_[$side]}" -v m="${cpu_[$side]}" 'BEGIN { printf "%.0f", m * 1000 / n }')
     p50=$(median <<< "${p50s_[$side]}") p99=$(highest <<< "${p99s_[$side]}")
-    if [ "$side" = ours ]; then M_RPS=$rps M_US=$us M_P50=$p50 M_P99=$p99; else F_RPS=$rps F_US=$us F_P50=$p50 F_P99=$p99; fi
+    printf -v "${prefix}_RPS" %s "$rps"; printf -v "${prefix}_US" %s "$us"
+    printf -v "${prefix}_P50" %s "$p50"; printf -v "${prefix}_P99" %s "$p99"
   done
-  PAIR_MEDIAN=$(median <<< "${ratios_[*]}")
-  PAIR_MIN=$(printf '%s\n' "${ratios_[@]}" | sort -g | head -1 | xargs printf '%.2f')
-  PAIR_MAX=$(printf '%s\n' "${ratios_[@]}" | sort -g | tail -1 | xargs printf '%.2f')
+  spread PAIR "$6"
+  [ -z "${7:-}" ] || spread PAIR2 "$7"
+}
+
+# spread PREFIX RATIOS: PREFIX_MEDIAN, PREFIX_MIN, PREFIX_MAX of the caller's array RATIOS.
+spread() {
+  local -n values_=$2
+  printf -v "$1_MEDIAN" %s "$(median <<< "${values_[*]}")"
+  printf -v "$1_MIN" %s "$(printf '%s\n' "${values_[@]}" | sort -g | head -1 | xargs printf '%.2f')"
+  printf -v "$1_MAX" %s "$(printf '%s\n' "${values_[@]}" | sort -g | tail -1 | xargs printf '%.2f')"
 }
 
 # replay_measure URL BODIES MASTER [MARKER]: each body once; sets M_RPS M_P50 M_P99 M_US.
@@ -209,11 +220,10 @@ setup_data() {
   "$BIN/attestctl" org add bench --tier enterprise --data "$1" > /dev/null
   "$BIN/attestctl" app add --org bench --team "$TEAM" --bundle "$BUNDLE" --data "$1" > /dev/null
 }
+start_pool() { bench_start_pool "POOL_$1" "$DIR/logs/$1.log" "$BIN/attest-$1" --socket "$DIR/run/$1.sock" --workers "$3" --data "$2"; } # ENDPOINT DATA WORKERS
 start_pools() { # start_pools DATA WORKERS: the endpoints' pools and, beside them, their one-verify floors
   local e
-  for e in challenge validate refresh mad; do
-    bench_start_pool "POOL_$e" "$DIR/logs/$e.log" "$BIN/attest-$e" --socket "$DIR/run/$e.sock" --workers "$2" --data "$1"
-  done
+  for e in challenge validate refresh mad; do start_pool "$e" "$1" "$2"; done
   bench_start_pool POOL_fchallenge "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode trivial --socket "$DIR/run/floor-challenge.sock" --workers "$2"
   bench_start_pool POOL_fvalidate "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p384-verify --socket "$DIR/run/floor-validate.sock" --workers "$2"
   bench_start_pool POOL_frefresh "$DIR/logs/floor.log" "$BIN/attest-fcgi-bench" --mode p256-verify --socket "$DIR/run/floor-refresh.sock" --workers "$2"
@@ -230,12 +240,11 @@ device() { "$BIN/attest-device" --server "$BASE" --team "$TEAM" --bundle "$BUNDL
 # endpoint and F_* for the floor over the whole replay (req/s = answers ÷ time answering; p50
 # the chunks' median, p99 the chunks' highest), and PAIR_MEDIAN, PAIR_MIN, PAIR_MAX: the
 # chunks' endpoint ÷ floor req/s. With FLOOR2_MASTER, each chunk is then replayed a third time
-# against /bench-floor/ENDPOINT-sign; F2_RPS, F2_US and PAIR2_MEDIAN, PAIR2_MIN, PAIR2_MAX are
-# that floor's.
+# against /bench-floor/ENDPOINT-sign, and F2_* and PAIR2_* are that floor's.
 replay_pairs() {
   local endpoint=$1 ours=$2 floor=$3 floor2=${4:-} chunk side sides=(ours floor)
   local -A ok=() secs=() ms=() p50s=() p99s=()
-  local ratios=() ratios2=() f2_ok=0 f2_secs=0 f2_ms=0
+  local ratios=() ratios2=()
   [ -z "$floor2" ] || sides+=(floor2)
   rm -f "$DIR/chunk."*
   split -n "l/$PAIRS" -d "$DIR/$endpoint.jsonl" "$DIR/chunk."
@@ -248,11 +257,6 @@ replay_pairs() {
         replay_measure "$BASE/bench-floor/$endpoint" "$chunk" "$floor" ok
       else
         replay_measure "$BASE/bench-floor/$endpoint-sign" "$chunk" "$floor2" ok
-        f2_ok=$(( f2_ok + BENCH_REPLAY_OK ))
-        f2_secs=$(awk -v a="$f2_secs" -v n="$BENCH_REPLAY_OK" -v r="$M_RPS" 'BEGIN { printf "%.6f", a + n / r }')
-        f2_ms=$(awk -v a="$f2_ms" -v n="$BENCH_REPLAY_OK" -v u="$M_US" 'BEGIN { printf "%.3f", a + n * u / 1000 }')
-        ratios2+=("$(awk -v a="${chunk_rps[0]}" -v b="$M_RPS" 'BEGIN { printf "%.4f", a / b }')")
-        continue
       fi
       ok[$side]=$(( ${ok[$side]:-0} + BENCH_REPLAY_OK ))
       secs[$side]=$(awk -v a="${secs[$side]:-0}" -v n="$BENCH_REPLAY_OK" -v r="$M_RPS" 'BEGIN { printf "%.6f", a + n / r }')
@@ -261,16 +265,10 @@ replay_pairs() {
       chunk_rps+=("$M_RPS")
     done
     ratios+=("$(awk -v a="${chunk_rps[0]}" -v b="${chunk_rps[1]}" 'BEGIN { printf "%.4f", a / b }')")
+    [ -z "$floor2" ] || ratios2+=("$(awk -v a="${chunk_rps[0]}" -v b="${chunk_rps[2]}" 'BEGIN { printf "%.4f", a / b }')")
   done
   rm -f "$DIR/chunk."*
-  pair_totals ok secs ms p50s p99s ratios
-  if [ -n "$floor2" ]; then
-    F2_RPS=$(awk -v n="$f2_ok" -v t="$f2_secs" 'BEGIN { printf "%.1f", n / t }')
-    F2_US=$(awk -v n="$f2_ok" -v m="$f2_ms" 'BEGIN { printf "%.0f", m * 1000 / n }')
-    PAIR2_MEDIAN=$(median <<< "${ratios2[*]}")
-    PAIR2_MIN=$(printf '%s\n' "${ratios2[@]}" | sort -g | head -1 | xargs printf '%.2f')
-    PAIR2_MAX=$(printf '%s\n' "${ratios2[@]}" | sort -g | tail -1 | xargs printf '%.2f')
-  fi
+  pair_totals ok secs ms p50s p99s ratios ${floor2:+ratios2}
 }
 
 # conc_row CONNECTIONS: the last replay_pairs (refresh) as a row of the concurrency section.
@@ -300,7 +298,7 @@ for sync in $SYNCS; do
     replay_pairs refresh "$POOL_refresh" "$POOL_frefresh" "$POOL_frefreshsign"
     ROWS+=("| refresh | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler, wrk GET); $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) (÷ P-256 handler, same replay, interleaved); $PAIR2_MEDIAN ($PAIR2_MIN–$PAIR2_MAX) (÷ verify + sign handler, likewise) |")
     REPLAY_ROWS+=("| one-P-256-verify handler, refresh replay | $sync | $w | $F_RPS | $F_P50 | $F_P99 | $F_US |")
-    REPLAY_ROWS+=("| P-256 verify + ES256 sign handler, refresh replay | $sync | $w | $F2_RPS | n/a | n/a | $F2_US |")
+    REPLAY_ROWS+=("| P-256 verify + ES256 sign handler, refresh replay | $sync | $w | $F2_RPS | $F2_P50 | $F2_P99 | $F2_US |")
     STORE_RPS[$sync,$w,refresh]=$M_RPS UNLIMITED_PAIR[$sync,$w]="$PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX)"
     if [ -n "$LOW_CONNECTIONS" ] && [ "$w" = 2 ] && [ "$sync" != postgres ]; then
       HELD_LIMIT=$("$BIN/attestctl" config show --data "$DATA" | awk -F' = ' '$1 == "server.maxHeldAnswers" { print $2 }')
@@ -315,7 +313,7 @@ for sync in $SYNCS; do
       bench_stop_pool "$POOL_refresh"
       "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute "$DEFAULT_REFRESH_PER_IP" --data "$DATA" > /dev/null
       [ -z "$LIMITED_ORG_RATE" ] || "$BIN/attestctl" org set bench --rate-limit "$LIMITED_ORG_RATE" --data "$DATA" > /dev/null
-      bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
+      start_pool refresh "$DATA" "$w"
       device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
       BENCH_REPLAY_CLIENTS=$LIMITED_CLIENTS replay_pairs refresh "$POOL_refresh" "$POOL_frefresh"
       LIMITED_ROWS+=("| $sync | $M_RPS | $M_P50 | $M_P99 | $M_US | $F_RPS | $PAIR_MEDIAN ($PAIR_MIN–$PAIR_MAX) | ${UNLIMITED_PAIR[$sync,$w]} |")
@@ -323,7 +321,7 @@ for sync in $SYNCS; do
       bench_stop_pool "$POOL_refresh"
       "$BIN/attestctl" config set rateLimits.refreshPerIPPerMinute 0 --data "$DATA" > /dev/null
       [ -z "$LIMITED_ORG_RATE" ] || "$BIN/attestctl" org set bench --rate-limit 0 --data "$DATA" > /dev/null
-      bench_start_pool POOL_refresh "$DIR/logs/refresh.log" "$BIN/attest-refresh" --socket "$DIR/run/refresh.sock" --workers "$w" --data "$DATA"
+      start_pool refresh "$DATA" "$w"
     fi
     BENCH_WRK_EXTRA=(-s "$DIR/heartbeat.lua")
     printf 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bundle-ID"] = "%s"\nwrk.headers["X-Team-ID"] = "%s"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$BUNDLE" "$TEAM" "$TOKEN" > "$DIR/heartbeat.lua"
@@ -334,7 +332,7 @@ for sync in $SYNCS; do
     ROWS+=("| heartbeat, token seen before | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler); $(ratio "$M_RPS" "${TRIVIAL[$w]}") (÷ trivial handler) |")
     bench_stop_pool "$POOL_mad"
     "$BIN/attestctl" config set server.tokenCacheEntries 0 --data "$DATA" > /dev/null
-    bench_start_pool POOL_mad "$DIR/logs/mad.log" "$BIN/attest-mad" --socket "$DIR/run/mad.sock" --workers "$w" --data "$DATA"
+    start_pool mad "$DATA" "$w"
     wrk_measure heartbeat "$BASE/api/v1/heartbeat" "$POOL_mad"
     ROWS+=("| heartbeat, every signature checked | $sync | $w | $M_RPS | $M_P50 | $M_P99 | $M_US | $(ratio "$M_RPS" "${VERIFYH[$w]}") (÷ verify handler) |")
     "$BIN/attestctl" config set server.tokenCacheEntries "$TOKEN_CACHE" --data "$DATA" > /dev/null
