@@ -31,6 +31,9 @@ public final class ServiceContext {
     /// Ephemeral writes of device requests this process has made: every `sweepInterval`-th
     /// also sweeps (`sweepExpiredIfDue`).
     var ephemeralWrites = 0
+    /// Countings of a device for the month this process has made that reached the sweep of
+    /// past months: every `sweepInterval`-th also sweeps (`sweepCountedDevicesIfDue`).
+    var usageCountings = 0
     /// A pool worker's context (`ServiceResponder(holdsAnswers: true)`): `respond` returns
     /// answers without waiting for their durability and leaves that wait to the worker,
     /// which holds them (`Responder.deferral`). Off: `respond` waits itself.

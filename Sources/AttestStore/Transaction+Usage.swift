@@ -6,9 +6,21 @@ import AttestCore
 /// usage_months   org ‖ 0x00 ‖ "YYYY-MM"                        → UsageMonthRecord
 /// usage_devices  month u32 BE (YYYY·100+MM) ‖ org ‖ 0x00 ‖ identity (16 bytes)
 ///                                                               → u8 1 ‖ kind u8 (0 device, 1 api_key) ‖ days u32 (bit d-1: active on day d)
+/// usage_days     org ‖ 0x00 ‖ "YYYY-MM" ‖ day u8 (1…31) ‖ shard u8 (< Transaction.spreadWays)
+///                                                               → u32 BE: billable devices counted earlier in the month
+///                                                                 whose first request of that day this shard counted
 /// ```
 /// `usage_devices` starts with the month, so the entries of past months (only needed to
 /// deduplicate within their month) are swept from the front a few at a time.
+///
+/// A day's active devices are its new devices (counted in the month's record, which a new
+/// device changes anyway: the month's total and its limit) plus the returning devices in
+/// `usage_days`. Returning devices are kept out of the month's record because they all arrive
+/// at once: a fleet's first requests of a UTC day come within minutes of midnight, and on
+/// PostgreSQL every transaction writing the one record conflicts with every other (measured:
+/// 4 processes counting returning devices reran 1.2 times per transaction). Each transaction
+/// adds to the shard it drew (`Transaction.spread`); the report adds the shards up
+/// (`usageMonthReport`).
 extension Transaction {
     /// A counted identity: what kind of device it is and the days of the month it was active.
     public struct CountedDevice: Sendable, Hashable {
@@ -37,6 +49,44 @@ extension Transaction {
 
     static func usageDeviceKey(org: String, month: String, identity: [UInt8]) -> [UInt8] {
         usageDevicePrefix(month: month) + Array(org.utf8) + [0] + identity
+    }
+
+    static func usageDayKey(org: String, month: String, day: Int, shard: UInt8) -> [UInt8] {
+        usageMonthKey(org: org, month: month) + [UInt8(day), shard]
+    }
+
+    /// Counts one billable device, counted earlier in `month`, as active on `day` (1-based) in
+    /// this transaction's shard of the day.
+    public func countReturningDevice(org: String, month: String, day: Int) throws {
+        precondition((1...31).contains(day))
+        _ = try increment(.usageDays, Self.usageDayKey(org: org, month: month, day: day, shard: spread))
+    }
+
+    /// The returning devices of each day of `month` (index 0: day 1), the shards added up;
+    /// as long as the last day with any.
+    public func returningDevices(org: String, month: String) throws -> [UInt32] {
+        let prefix = Self.usageMonthKey(org: org, month: month)
+        var days = [UInt32]()
+        try scan(.usageDays, from: prefix) { key, value in
+            guard key.count == prefix.count + 2, key.starts(with: prefix) else { return false }
+            guard value.count == 4, let n = BigEndian.uint32(value) else { throw StoreError(.corrupt, "usage day count of \(value.count) bytes") }
+            let day = Int(key[prefix.count])
+            guard (1...31).contains(day) else { throw StoreError(.corrupt, "usage day count for day \(day)") }
+            while days.count < day { days.append(0) }
+            days[day - 1] &+= n
+            return true
+        }
+        return days
+    }
+
+    /// The month's figures as reports show them: the record, with each day's returning devices
+    /// (`usage_days`) added to its active devices. `nil` when the month has neither. Counting
+    /// reads `usageMonth`, never this (it would write the sums back).
+    public func usageMonthReport(org: String, month: String) throws -> UsageMonthRecord? {
+        let returning = try returningDevices(org: org, month: month)
+        guard var record = try usageMonth(org: org, month: month) ?? (returning.isEmpty ? nil : UsageMonthRecord()) else { return nil }
+        for (i, n) in returning.enumerated() where n > 0 { record.note(day: i + 1, new: false, active: false, returning: n) }
+        return record
     }
 
     public func usageMonth(org: String, month: String) throws -> UsageMonthRecord? {

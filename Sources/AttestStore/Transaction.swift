@@ -11,6 +11,15 @@ public final class Transaction {
     /// The environments this transaction may write (empty: a read).
     let writable: Set<Database.Environment>
 
+    /// How many ways `spread` splits a counter that many concurrent transactions bump.
+    public static let spreadWays = 16
+
+    /// A number below `spreadWays` drawn once per transaction object, so once per run of a
+    /// write closure (a run after a lost conflict draws again). Counters that every
+    /// transaction would otherwise bump at the same moment (`countReturningDevice`) are split
+    /// over that many keys, so that concurrent writers on PostgreSQL rarely touch the same row.
+    public private(set) lazy var spread = UInt8.random(in: 0..<UInt8(Self.spreadWays))
+
     init(_ engine: any StoreTransaction, writable: Set<Database.Environment>) {
         self.engine = engine
         self.writable = writable

@@ -10,7 +10,7 @@ let benchCommand = Command(
     summary: "measure verification rates against raw OpenSSL ECDSA; a refresh in-process; monthly counting at scale",
     usage: """
         usage: attestctl bench verify [--seconds N] [--json]
-               attestctl bench usage [--devices N] [--data DIR]
+               attestctl bench usage [--devices N] [--from I] [--batch N] [--at TIME] [--data DIR]
                attestctl bench claims [--seconds N]
                attestctl bench store puts [--seconds N] [--dir DIR]
                attestctl bench store load --count N --app APPID [--data DIR]
@@ -33,7 +33,11 @@ let benchCommand = Command(
         bench usage counts N synthetic devices (default 1000000) for this month in the
         organization "bench-usage" (created, enterprise) of DIR, through the same admission
         code requests use, in transactions of 10000, and reports the counting rate and how
-        long reading the month's report takes. Use a scratch data directory.
+        long reading the month's report takes. Use a scratch data directory. --from I counts
+        devices I ..< I + N (default 0), --batch N puts N in a transaction, --at TIME counts
+        them at that ISO-8601 time instead of now: devices counted on an earlier day of the
+        month are counted active for TIME's day (nginx/bench/daystart.sh runs several
+        processes so, as a fleet's first requests of a day arrive).
 
         bench claims measures what an app's 20 conditional custom claims add to a token (parse
         the stored text, build the profile, score the risk, evaluate), as a fraction of the

@@ -32,7 +32,7 @@ let usageCommand = Command(
             } else {
                 orgs = try txn.orgs()
             }
-            return try orgs.map { UsageReport(org: $0, month: month, totals: try txn.usageMonth(org: $0.name, month: month), now: time) }
+            return try orgs.map { UsageReport(org: $0, month: month, totals: try txn.usageMonthReport(org: $0.name, month: month), now: time) }
         }
         if args.flag("json") {
             Output.out((args.value("org") != nil ? reports[0].json : .array(reports.map(\.json))).prettyJSONText)

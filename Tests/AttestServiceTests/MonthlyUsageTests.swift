@@ -1,6 +1,6 @@
 import AttestCore
-import AttestService
-import AttestStore
+@testable import AttestService
+@testable import AttestStore
 import AttestTesting
 import FastCGI
 import Foundation
@@ -27,8 +27,9 @@ import Testing
                                                    extra: fingerprint.map { [("deviceFingerprint", .string($0))] } ?? []))
     }
 
+    /// The month's figures as the report shows them (returning devices' days added).
     func totals(_ flow: DeviceFlow, month: String? = nil) throws -> UsageMonthRecord? {
-        try flow.context.store.read { try $0.usageMonth(org: "acme", month: month ?? flow.fixture.clock.now().monthKey) }
+        try flow.context.store.read { try $0.usageMonthReport(org: "acme", month: month ?? flow.fixture.clock.now().monthKey) }
     }
 
     /// The usage events in the outbox (validate also queues device events).
@@ -81,6 +82,50 @@ import Testing
         #expect(july.activeDevices == 1 && july.days == [.init(newDevices: 1, activeDevices: 1)], "counted afresh on July 1st")
     }
 
+    /// Past months' counted devices are swept by one counting in `sweepInterval` (a process's
+    /// first included), up to `sweepLimit`: a month's figures stay, its per-device entries go.
+    @Test func pastMonthsCountedDevicesAreSweptByLaterCountings() throws {
+        let flow = try flow(limit: 0)
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-06-10T12:00:00Z")!)
+        let june = UsageIdentity.device(appID: Fixture.appID, fingerprint: "", deviceID: "june")
+        func juneEntries() throws -> Int {
+            try flow.context.store.read { txn in
+                var n = 0
+                try txn.scan(.usageDevices, from: Transaction.usageDevicePrefix(month: "2026-06")) { key, _ in
+                    guard key.starts(with: Transaction.usageDevicePrefix(month: "2026-06")) else { return false }
+                    n += 1
+                    return true
+                }
+                return n
+            }
+        }
+        let org = try #require(try flow.context.store.read { try $0.org(named: "acme") })
+        _ = try flow.context.store.write([.durable]) { txn in
+            for i in 0..<(ServiceContext.sweepLimit + 6) {
+                _ = try flow.context.countActive(.device(appID: Fixture.appID, fingerprint: "", deviceID: "june-\(i)"), appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+            }
+            _ = try flow.context.countActive(june, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+        }
+        #expect(try juneEntries() == ServiceContext.sweepLimit + 7)
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T00:10:00Z")!)
+        func countJuly(_ n: Int) throws {
+            _ = try flow.context.store.write([.durable]) { txn in
+                for i in 0..<n {
+                    _ = try flow.context.countActive(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july-\(UInt32.random(in: 0...UInt32.max))-\(i)"),
+                                                     appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+                }
+            }
+        }
+        flow.context.usageCountings = 0  // as in a process that has not counted yet
+        try countJuly(1)
+        #expect(try juneEntries() == 7, "a process's first counting sweeps \(ServiceContext.sweepLimit)")
+        try countJuly(ServiceContext.sweepInterval - 1)
+        #expect(try juneEntries() == 7, "the next \(ServiceContext.sweepInterval - 1) do not")
+        try countJuly(1)
+        #expect(try juneEntries() == 0)
+        #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(ServiceContext.sweepLimit + 7), "the month's figures stay")
+    }
+
     @Test func dailyActivityIsCountedOncePerDay() throws {
         let flow = try flow(limit: 0)
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-01T13:00:00Z")!)
@@ -90,6 +135,10 @@ import Testing
         let t = try #require(try totals(flow))
         #expect(t.days == [.init(newDevices: 1, activeDevices: 1), .init(), .init(newDevices: 0, activeDevices: 1)])
         #expect(t.activeDevices == 1)
+        // The returning device's day went to `usage_days`; the month's record, which every
+        // returning device used to rewrite, still holds only day 1.
+        let record = try flow.context.store.read { try $0.usageMonth(org: "acme", month: "2026-06") }
+        #expect(record?.days == [.init(newDevices: 1, activeDevices: 1)])
     }
 
     @Test func aRegeneratedKeyWithTheSameFingerprintCountsOnce() throws {

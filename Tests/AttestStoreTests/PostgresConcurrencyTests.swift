@@ -133,4 +133,25 @@ extension PostgresConcurrencyTests {
         }
         #expect(admitted.all.filter { $0 }.count == Int(limit), "exactly the limit admitted")
     }
+
+    /// Every connection counts returning devices' first request of one day, as a fleet does
+    /// just after midnight: each one is in the report, none lost, none counted twice, and the
+    /// month's record (which every one of them used to rewrite) is not written at all.
+    @Test func returningDevicesAtADayStartAreAllCounted() throws {
+        let failures = Results<String>()
+        let f = try Self.concurrently { _, store in
+            do {
+                guard let store else { throw StoreError(.open, "the store did not open") }
+                for _ in 0..<10 {
+                    try store.write([.durable]) { txn in
+                        for _ in 0..<3 { try txn.countReturningDevice(org: "acme", month: "2026-12", day: 4) }
+                    }
+                }
+            } catch { failures.append("\(error)") }
+        }
+        #expect(failures.all.isEmpty)
+        let store = try f.open()
+        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days.last?.activeDevices == UInt32(Self.writers * 30))
+        #expect(try store.read { try $0.usageMonth(org: "acme", month: "2026-12") } == nil)
+    }
 }

@@ -16,13 +16,35 @@ struct PostgresSchemaTests {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
         try admin.command("DROP SEQUENCE \(schema).ae_outbox_seq")
-        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 3")
+        try admin.command("DROP TABLE \(schema).ae_usage_days")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 3")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [3])
+        #expect(try backend.migrate() == [3, 4])
         try store.write([.durable]) { txn in try txn.enqueue(event) }
         #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
+    }
+
+    /// A version-3 database has no `ae_usage_days`: refused until migrated, then a returning
+    /// device's day is counted there and reported beside what the month's record already held.
+    @Test func version4AddsTheDayCountsBesideExistingMonths() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        var month = UsageMonthRecord()
+        month.note(day: 1, new: false, active: true)
+        try f.open().write([.durable]) { txn in try txn.put(month, org: "acme", month: "2026-12") }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("DROP TABLE \(schema).ae_usage_days")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 4")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [4])
+        try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
+        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days == [.init(newDevices: 0, activeDevices: 2)])
     }
 }

@@ -208,6 +208,46 @@ import Testing
         #expect(try left() == ["2026-10": 0, "2026-11": 0, "2026-12": 3, "2027-01": 3])
     }
 
+    /// Returning devices are counted in the shard each transaction draws; the report adds the
+    /// shards to the month record's own day figures (stores written before `usage_days` kept
+    /// returning devices there), and only the month asked for, day by day.
+    @Test(arguments: kinds) func returningDevicesAddUpAcrossShards(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-12") } == nil, "nothing counted: no report")
+        var shards = Set<UInt8>()
+        for _ in 0..<40 {
+            shards.insert(try store.write([.durable]) { txn in
+                try txn.countReturningDevice(org: "a", month: "2026-12", day: 3)
+                try txn.countReturningDevice(org: "a", month: "2026-12", day: 3)
+                return txn.spread
+            })
+        }
+        try store.write([.durable]) { txn in
+            try txn.countReturningDevice(org: "a", month: "2026-12", day: 31)
+            try txn.countReturningDevice(org: "a", month: "2026-11", day: 3)
+            try txn.countReturningDevice(org: "ab", month: "2026-12", day: 3)
+        }
+        #expect(shards.count > 1 && shards.allSatisfy { Int($0) < Transaction.spreadWays }, "40 transactions drew \(shards.count) shards")
+        #expect(try store.read { try $0.returningDevices(org: "a", month: "2026-12") }.enumerated().filter { $0.element > 0 }.map { [$0.offset + 1, Int($0.element)] }
+                == [[3, 80], [31, 1]])
+        var record = UsageMonthRecord()
+        record.activeDevices = 2
+        record.countApp("T.app")
+        record.countApp("T.app")
+        record.note(day: 1, new: true, active: true)
+        record.note(day: 3, new: true, active: true)
+        record.note(day: 3, new: false, active: true)  // a returning device, as counted before usage_days
+        try store.write([.durable]) { try $0.put(record, org: "a", month: "2026-12") }
+        let report = try #require(try store.read { try $0.usageMonthReport(org: "a", month: "2026-12") })
+        #expect(report.days.count == 31 && report.days[0] == .init(newDevices: 1, activeDevices: 1))
+        #expect(report.days[2] == .init(newDevices: 1, activeDevices: 82) && report.days[30] == .init(newDevices: 0, activeDevices: 1))
+        #expect(report.activeDevices == 2)
+        #expect(try store.read { try $0.usageMonth(org: "a", month: "2026-12") } == record, "the record itself is unchanged")
+        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-11") }?.days[2].activeDevices == 1, "a month of day counts alone")
+        let check = try store.check()
+        #expect(check.isConsistent && check.databases.first { $0.database == .usageDays }?.entries ?? 0 >= 4, "\(check.databases.flatMap(\.problems))")
+    }
+
     /// Appended outbox events come back in the order they were queued, under 8-byte keys, the
     /// ones of one transaction consecutive; an event of a rolled-back transaction is not there.
     @Test(arguments: kinds) func appendedEventsKeepTheirOrder(_ kind: Kind) throws {

@@ -24,7 +24,7 @@ public enum UsageEndpoint {
                 }
                 month = parsed
             }
-            let totals = try ctx.store.read { try $0.usageMonth(org: org.name, month: month) }
+            let totals = try ctx.store.read { try $0.usageMonthReport(org: org.name, month: month) }
             return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now).json)
         }
     }

@@ -2,7 +2,8 @@ import AttestCore
 import AttestStore
 
 /// One organization's usage for one month: what `GET /api/v1/org/usage` answers and
-/// `attestctl usage` prints. Read from the month's totals record alone (O(1) in devices).
+/// `attestctl usage` prints. Read from the month's totals record and its day counts
+/// (`Transaction.usageMonthReport`: at most 31 × 16 small entries, whatever the number of devices).
 ///
 /// ```
 /// {"month": "2026-12", "activeDevices", "apiKeyDevices", "limit" (0 = unlimited),

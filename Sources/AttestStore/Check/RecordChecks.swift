@@ -61,6 +61,17 @@ enum RecordChecks {
         .usageDevices: { key, value, _ in
             key.count > 21 && value.count == 6 && value[0] == 1 ? [] : ["counted-device entry: key of \(key.count) bytes, value of \(value.count)"]
         },
+        .usageDays: { key, value, _ in
+            // org ‖ 0x00 ‖ "YYYY-MM" ‖ day ‖ shard → u32
+            var problems = [String]()
+            let zero = key.firstIndex(of: 0)
+            if zero == nil || key.count - zero! != 10 { problems.append("key is not org ‖ 0x00 ‖ month ‖ day ‖ shard") }
+            else if !(1...31).contains(key[key.count - 2]) || Int(key[key.count - 1]) >= Transaction.spreadWays {
+                problems.append("day \(key[key.count - 2]), shard \(key[key.count - 1])")
+            }
+            if value.count != 4 { problems.append("day count of \(value.count) bytes, not 4") }
+            return problems
+        },
         .apiKeys: { key, value, _ in
             _ = try APIKeyRecord(encoded: value)
             return key.count == 12 && key.starts(with: Array("aat_".utf8)) ? [] : ["API key id of \(key.count) bytes, not aat_ + 8"]

@@ -2,7 +2,9 @@ import AttestCore
 
 /// One organization's monthly-active-device figures for one UTC calendar month: what is
 /// billed, what the usage report shows, and the grace state. Read in O(1) whatever the
-/// number of devices.
+/// number of devices. A day's `activeDevices` here counts the day's new devices and, in stores
+/// written before `usage_days`, returning ones; returning devices now go to `usage_days`
+/// (`Transaction.countReturningDevice`), and reports add them (`usageMonthReport`).
 ///
 /// Key in `usage_months`: org name (UTF-8) ‖ 0x00 ‖ month `YYYY-MM`. Layout v1:
 /// ```
@@ -46,12 +48,14 @@ public struct UsageMonthRecord: StoreRecord, Hashable {
 
     public func hash(into h: inout Hasher) { h.combine(activeDevices); h.combine(apiKeyDevices); h.combine(days) }
 
-    /// Adds one to the day's figures (`day` is 1-based), growing the list as needed.
-    public mutating func note(day: Int, new: Bool, active: Bool) {
+    /// Adds one to the day's figures (`day` is 1-based), and `returning` more active devices,
+    /// growing the list as needed.
+    public mutating func note(day: Int, new: Bool, active: Bool, returning: UInt32 = 0) {
         precondition((1...31).contains(day))
         while days.count < day { days.append(Day()) }
         if new { days[day - 1].newDevices &+= 1 }
         if active { days[day - 1].activeDevices &+= 1 }
+        days[day - 1].activeDevices &+= returning
     }
 
     public mutating func countApp(_ appID: String) {
