@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark (PostgreSQL store): a fleet's first requests of a UTC day, when every device counted
-# earlier in the month is counted active for the new day at once.
+# earlier in the month is counted active for the new day at once (START=day, the default), or
+# of a month, when every device is counted anew (START=month).
 #   PROCESSES processes (default 4) each count DEVICES devices (default 5000) of their own, all
-#   counted on an earlier day of the month, in transactions of BATCH (default 16: a worker's
-#   group commit), through the admission code requests use (`attestctl bench usage --at`), at
-#   00:00:30 UTC. Rounds alternate two layouts of the same work:
+#   counted on an earlier day (START=month: of the month before), in transactions of BATCH
+#   (default 16: a worker's group commit), through the admission code requests use (`attestctl
+#   bench usage --at`, an organization without a limit), 30 s after midnight UTC. Rounds
+#   alternate two layouts of the same work:
 #     shared  every process in one organization (one schema), as a deployment's workers are
 #     apart   each process in a store of its own (a schema each): nothing shared to conflict on
 #   and it prints devices counted per second of each, shared ÷ apart, and the transactions the
@@ -13,7 +15,7 @@
 #   adds a shared round of that build after each pair, for a before/after comparison.
 # Prints numbers, asserts nothing; not part of the test suite.
 #   bash nginx/bench/daystart.sh
-#   ROUNDS=3 PROCESSES=4 DEVICES=5000 BATCH=16 bash nginx/bench/daystart.sh
+#   ROUNDS=3 PROCESSES=4 DEVICES=5000 BATCH=16 START=month bash nginx/bench/daystart.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
@@ -24,8 +26,12 @@ PROCESSES=${PROCESSES:-4}
 DEVICES=${DEVICES:-5000}
 BATCH=${BATCH:-16}
 BASE_BIN=${BASE_BIN:-}
-PRIMED_AT=2026-12-03T12:00:00Z
-DAY_START=2026-12-04T00:00:30Z
+START=${START:-day}
+case "$START" in
+  day) PRIMED_AT=2026-12-03T12:00:00Z DAY_START=2026-12-04T00:00:30Z ;;
+  month) PRIMED_AT=2026-11-20T12:00:00Z DAY_START=2026-12-01T00:00:30Z ;;
+  *) echo "daystart.sh: START is day or month, not $START" >&2; exit 2 ;;
+esac
 
 echo "==> release build of this checkout"
 swift build -c release --product attestctl 2>&1 | tail -1
