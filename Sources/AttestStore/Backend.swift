@@ -36,6 +36,9 @@ public protocol StoreTransaction: AnyObject {
     /// Adds one to the u32 big-endian counter under `key` (absent: 0) and returns the new
     /// value, atomically even under the ephemeral writes' weaker isolation.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32
+    /// `increment` when nothing needs the new value: PostgreSQL queues it to go out with the
+    /// next statement (no round trip of its own); by default (LMDB) it adds at once.
+    func addOne(_ db: Database, _ key: [UInt8]) throws
     /// Stores `value` under `db`'s next sequence number (an 8-byte big-endian key above every
     /// key this backend numbered before). Only the outbox is numbered this way. Numbers are
     /// unique; concurrent transactions need not commit in their order (PostgreSQL), and a
@@ -88,6 +91,8 @@ extension StoreTransaction {
         let next = (try lastKey(db).map(BigEndian.uint64) ?? 0) + 1
         _ = try put(db, BigEndian.bytes(next), value, noOverwrite: false)
     }
+
+    func addOne(_ db: Database, _ key: [UInt8]) throws { _ = try increment(db, key) }
 
     /// `increment` as a read and a write: exact wherever the transaction is serializable.
     func incrementByReadAndWrite(_ db: Database, _ key: [UInt8]) throws -> UInt32 {

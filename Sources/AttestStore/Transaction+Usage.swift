@@ -56,7 +56,8 @@ extension Transaction {
     }
 
     /// Counts one billable device, counted earlier in `month`, as active on `day` (1-based) in
-    /// this transaction's shard of the day.
+    /// this transaction's shard of the day. Tells nothing back, so on PostgreSQL it goes out
+    /// with the next statement.
     public func countReturningDevice(org: String, month: String, day: Int) throws {
         precondition((1...31).contains(day))
         _ = try increment(.usageDays, Self.usageDayKey(org: org, month: month, day: day, shard: spread))

@@ -105,6 +105,13 @@ public final class Transaction {
         return try engine.deleteBelow(db, bound, limit: limit)
     }
 
+    /// Adds one to the u32 big-endian counter under `key` (atomic), telling nothing back: on
+    /// PostgreSQL it goes out with the next statement.
+    public func addOne(_ db: Database, _ key: [UInt8]) throws {
+        mayWrite(db)
+        try engine.addOne(db, key)
+    }
+
     /// Adds one to the u32 big-endian counter under `key` and returns it (atomic).
     public func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 {
         mayWrite(db)

@@ -41,6 +41,29 @@ struct PostgresRoundTripServiceTests {
         #expect(trips == 4)
     }
 
+    /// A device's first refresh of a day counts the day without reading anything more (the
+    /// day count's upsert goes out with the next statement): as many round trips as a refresh
+    /// later that day. (It used to read the month's totals: one more.)
+    @Test func aDevicesFirstRefreshOfADayMakesFourRoundTrips() throws {
+        let flow = try DeviceFlow()
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-06-01T13:00:00Z")!)
+        try flow.enroll()
+        let connection = try #require((flow.context.store.backend as? PostgresStore)?.connection)
+        var trips = [Int]()
+        for day in 2...4 {
+            flow.fixture.clock.set(Timestamp(iso8601: "2026-06-0\(day)T00:00:10Z")!)
+            let body = try flow.refreshBody(challenge: try flow.fixture.challenge())
+            let before = connection.roundTrips
+            #expect(flow.post(.refresh, body).0 == 200)
+            trips.append(connection.roundTrips - before)
+        }
+        // As in aRefreshMakesFourRoundTrips; the app's record may be read again once the
+        // store's version moved (every second on PostgreSQL), so the fewest counts.
+        #expect(trips.min() == 4, "\(trips)")
+        let report = try flow.context.store.read { try $0.usageMonthReport(org: "acme", month: "2026-06") }
+        #expect(report?.days.map(\.activeDevices) == [1, 1, 1, 1])
+    }
+
     @Test func aValidateMakesFourRoundTrips() throws {
         let flow = try DeviceFlow()
         try flow.enroll()

@@ -10,8 +10,9 @@ import AttestStore
 extension ServiceContext {
     /// Refresh: the device and its deviceId entry, its monthly-active entry, its lineage and
     /// its subject. `device` is the copy the admission read; if the write finds it changed,
-    /// whatever it reads differently simply goes out on its own. (The month's totals are read
-    /// only by a device's first request of a day: not prefetched.)
+    /// whatever it reads differently simply goes out on its own. (A device's first request of
+    /// a day adds to a day count without reading it; the month's totals are read only by its
+    /// first request of a month: not prefetched.)
     func prefetchDeviceWrite(_ device: DeviceRecord, org: String, now: Timestamp, in txn: Transaction) {
         guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: device.keyID, deviceID: device.deviceID)

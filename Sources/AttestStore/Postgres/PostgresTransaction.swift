@@ -179,6 +179,13 @@ final class PostgresTransaction: StoreTransaction {
         return (db, "INSERT INTO \(table) (k, v) VALUES (int8send(nextval('\(PostgresSchema.sequence(db))')), $1)")
     })
 
+    /// The same upsert, queued: its value is not read, and a failure (a serialization
+    /// conflict) surfaces with the statement it goes out with.
+    func addOne(_ db: Database, _ key: [UInt8]) throws {
+        written(db, key)
+        try recording { try connection.enqueue(Self.statements[db]!.bump, [.bytes(key)]) }
+    }
+
     /// One atomic upsert that returns the new value: under `READ COMMITTED` it waits for a
     /// concurrent writer of the row and adds to what that one committed; under `SERIALIZABLE`
     /// such a conflict is a serialization failure and the transaction runs again.
