@@ -60,7 +60,7 @@ extension Transaction {
     /// with the next statement.
     public func countReturningDevice(org: String, month: String, day: Int) throws {
         precondition((1...31).contains(day))
-        _ = try increment(.usageDays, Self.usageDayKey(org: org, month: month, day: day, shard: spread))
+        try addOne(.usageDays, Self.usageDayKey(org: org, month: month, day: day, shard: spread))
     }
 
     /// The returning devices of each day of `month` (index 0: day 1), the shards added up;
