@@ -19,9 +19,12 @@
 /// `LOCK TABLE` on `ae_write_gate`, which CockroachDB lacks, and `int8send`, `encode` and
 /// `BIT(64)` casts around the outbox's sequence. Only PostgreSQL 15 is tested.
 ///
-/// A migration is a list of statements run in one transaction with the row that records it.
-/// `attestctl store migrate` applies those a database lacks; a fresh database is migrated on
-/// first open; a database with a newer version than this build knows is refused.
+/// A migration is a list of statements and the row that records it. `attestctl store migrate`
+/// applies those a database lacks, all in one transaction, so another process sees the
+/// version before or the version after, never one in between (processes opening a fresh
+/// database at once each try to migrate it; a process that found a version in between was
+/// refused as outdated); a fresh database is migrated on first open; a database with a newer
+/// version than this build knows is refused.
 public enum PostgresSchema {
     /// Every migration, oldest first; the last one's number is the version this build writes.
     static let migrations: [(version: Int, statements: [String])] = [
@@ -82,22 +85,22 @@ public enum PostgresSchema {
         guard current <= version else {
             throw StoreError(.open, "the database has schema version \(current); this build knows \(version): upgrade attestctl")
         }
-        var applied = [Int]()
-        for migration in migrations where migration.version > current {
-            do {
-                try connection.command("BEGIN")
+        let pending = migrations.filter { $0.version > current }
+        guard !pending.isEmpty else { return [] }
+        do {
+            try connection.command("BEGIN")
+            for migration in pending {
                 for statement in migration.statements { try connection.command(statement) }
                 _ = try connection.run("INSERT INTO ae_schema (version) VALUES ($1::INT) ON CONFLICT (version) DO NOTHING",
                                        [.text(String(migration.version))])
-                try connection.command("COMMIT")
-                applied.append(migration.version)
-            } catch {
-                try? connection.command("ROLLBACK")
-                // Another process migrating at the same moment: fine if it got there.
-                if try currentVersion(connection) >= migration.version { continue }
-                throw error
             }
+            try connection.command("COMMIT")
+            return pending.map(\.version)
+        } catch {
+            try? connection.command("ROLLBACK")
+            // Another process migrating at the same moment: fine if it got there.
+            if try currentVersion(connection) >= version { return [] }
+            throw error
         }
-        return applied
     }
 }
