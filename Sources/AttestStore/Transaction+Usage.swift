@@ -86,7 +86,7 @@ extension Transaction {
     public func usageMonthReport(org: String, month: String) throws -> UsageMonthRecord? {
         let returning = try returningDevices(org: org, month: month)
         guard var record = try usageMonth(org: org, month: month) ?? (returning.isEmpty ? nil : UsageMonthRecord()) else { return nil }
-        for (i, n) in returning.enumerated() where n > 0 { record.note(day: i + 1, new: false, active: false, returning: n) }
+        for (i, n) in returning.enumerated() where n > 0 { record.addActive(n, day: i + 1) }
         return record
     }
 

@@ -107,9 +107,16 @@ extension ServiceContext {
     /// leaf page (LMDB) or run two DELETEs (PostgreSQL). A process's first write sweeps.
     static let sweepInterval = 16, sweepLimit = 64
 
+    /// Counts one more occasion to sweep in `occasions` and tells whether this one sweeps:
+    /// the first, then every `sweepInterval`-th (the expired entries here, past months'
+    /// counted devices in `sweepCountedDevicesIfDue`).
+    static func sweepDue(_ occasions: inout Int) -> Bool {
+        defer { occasions += 1 }
+        return occasions % sweepInterval == 0
+    }
+
     func sweepExpiredIfDue(in txn: Transaction, now: Timestamp) throws {
-        defer { ephemeralWrites += 1 }
-        guard ephemeralWrites % Self.sweepInterval == 0 else { return }
+        guard Self.sweepDue(&ephemeralWrites) else { return }
         try txn.sweepExpired(.rates, now: now.seconds, limit: Self.sweepLimit)
         try txn.sweepExpired(.challenges, now: now.seconds, limit: Self.sweepLimit)
     }

@@ -100,8 +100,7 @@ extension ServiceContext {
     /// start (6,600–7,400 a second against 10,000–11,300: `nginx/bench/daystart.sh`'s
     /// reference layout).
     func sweepCountedDevicesIfDue(before month: String, in txn: Transaction) throws {
-        defer { usageCountings += 1 }
-        guard usageCountings % Self.sweepInterval == 0 else { return }
+        guard Self.sweepDue(&usageCountings) else { return }
         try txn.sweepCountedDevices(before: month, limit: Self.sweepLimit)
     }
 }

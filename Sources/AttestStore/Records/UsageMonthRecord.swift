@@ -48,14 +48,21 @@ public struct UsageMonthRecord: StoreRecord, Hashable {
 
     public func hash(into h: inout Hasher) { h.combine(activeDevices); h.combine(apiKeyDevices); h.combine(days) }
 
-    /// Adds one to the day's figures (`day` is 1-based), and `returning` more active devices,
-    /// growing the list as needed.
-    public mutating func note(day: Int, new: Bool, active: Bool, returning: UInt32 = 0) {
+    /// Adds one to the day's figures (`day` is 1-based), growing the list as needed.
+    public mutating func note(day: Int, new: Bool, active: Bool) {
+        if new { grow(to: day); days[day - 1].newDevices &+= 1 }
+        if active { addActive(1, day: day) }
+    }
+
+    /// Adds `n` to the day's active devices (the report adds `usage_days` so).
+    public mutating func addActive(_ n: UInt32, day: Int) {
+        grow(to: day)
+        days[day - 1].activeDevices &+= n
+    }
+
+    private mutating func grow(to day: Int) {
         precondition((1...31).contains(day))
         while days.count < day { days.append(Day()) }
-        if new { days[day - 1].newDevices &+= 1 }
-        if active { days[day - 1].activeDevices &+= 1 }
-        days[day - 1].activeDevices &+= returning
     }
 
     public mutating func countApp(_ appID: String) {
