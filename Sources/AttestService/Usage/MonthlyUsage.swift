@@ -94,11 +94,12 @@ extension ServiceContext {
     /// process (its first included), up to `sweepLimit` entries: on average 4 a counting. On
     /// PostgreSQL a sweep costs a planned statement even when nothing is left to delete, and
     /// two sweeps in flight read, and may delete, the same first entries, so one of them loses
-    /// a serialization conflict; a fleet's first requests of a day all count at once. Sweeping
-    /// in every counting, as before, cost about a third of the rate at which 4 processes, each
-    /// with a store of its own on one PostgreSQL server, counted returning devices at a day
-    /// start (6,600–7,400 a second against 10,000–11,300: `nginx/bench/daystart.sh`'s
-    /// reference layout).
+    /// a serialization conflict; a fleet's first requests of a day all count at once. With
+    /// 4 processes, each with a store of its own on one PostgreSQL server, counting returning
+    /// devices at a day start (`nginx/bench/daystart.sh`'s reference layout), sweeping in every
+    /// counting gave 6,600–7,400 a second and this 10,000–11,300, in runs minutes apart (not
+    /// interleaved); in one organization, rounds interleaved in one run, 4,270–4,520 against
+    /// 4,700–7,200.
     func sweepCountedDevicesIfDue(before month: String, in txn: Transaction) throws {
         guard Self.sweepDue(&usageCountings) else { return }
         try txn.sweepCountedDevices(before: month, limit: Self.sweepLimit)
