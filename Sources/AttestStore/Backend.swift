@@ -24,6 +24,9 @@ public protocol StoreTransaction: AnyObject {
     func delete(_ db: Database, _ key: [UInt8]) throws -> Bool
     /// Visits entries in key order from the first key ≥ `start` until `visit` returns `false`.
     func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws
+    /// Visits entries in descending key order from the last key < `bound` until `visit`
+    /// returns `false`.
+    func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws
     func lastKey(_ db: Database) throws -> [UInt8]?
     func count(_ db: Database) throws -> Int
     /// Deletes up to `limit` of the first entries whose key sorts before `bound` (bytewise);

@@ -69,6 +69,13 @@ public final class Transaction {
         try engine.scan(db, from: start, visit)
     }
 
+    /// Visits entries in descending key order from the last key < `bound`, copies of key and
+    /// value each time, until `visit` returns `false` or the database's start. `visit` must
+    /// not write to the database it scans.
+    public func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        try engine.scanBackward(db, before: bound, visit)
+    }
+
     /// The greatest key in `db`, or `nil` when it is empty.
     public func lastKey(_ db: Database) throws -> [UInt8]? { try engine.lastKey(db) }
 

@@ -119,6 +119,55 @@ import Testing
         #expect(jobs.contains { $0.endpointID == fast.id }, "the other endpoint is not held up")
     }
 
+    /// Creates `count` pending deliveries to `endpoint`'s events in one write (quicker than
+    /// the outbox for a backlog), due now.
+    func backlog(_ s: Setup, _ count: Int, event: String = "device.new") throws {
+        _ = try s.fixture.context.store.write([.durable]) { txn in
+            for i in 0..<count {
+                try txn.enqueue(OutboxEvent(id: "evt_\(event)_\(i)", event: event, org: "acme", createdAt: s.fixture.clock.now(), dataJSON: "{}"))
+            }
+        }
+        while try s.queue.fanOut(limit: 512, now: s.fixture.clock.now()) > 0 {}
+    }
+
+    @Test func anEndpointAtItsConcurrencyDoesNotHoldUpOthersBehindItsBacklog() throws {
+        let s = try Setup()
+        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"], description: nil)
+        try backlog(s, 100)
+        s.fixture.clock.advance(1)
+        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"], description: nil)
+        try s.enqueue("attestation.completed")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2], endpointLimit: 2)
+        #expect(jobs.map(\.endpointID) == [other.id], "the slow endpoint's 100 due deliveries come first but it has no room")
+    }
+
+    @Test func behindABacklogLongerThanOneScanEveryEndpointIsReachedWithinAFewCalls() throws {
+        let s = try Setup()
+        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"], description: nil)
+        let backlogSize = DeliveryQueue.scanBudget * 2
+        try backlog(s, backlogSize)
+        s.fixture.clock.advance(1)
+        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"], description: nil)
+        try s.enqueue("attestation.completed")
+        try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
+        var resume: [UInt8]?
+        var calls = 0, reached = false
+        while !reached && calls < 10 {
+            let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2], endpointLimit: 2,
+                                       resume: &resume)
+            #expect(!jobs.contains { $0.endpointID == slow.id })
+            reached = jobs.contains { $0.endpointID == other.id }
+            calls += 1
+        }
+        // Each call looks at half the budget from the start and half from where the last one
+        // stopped: the entry behind 2 × budget of the slow endpoint's is reached by the 4th.
+        #expect(reached && calls <= 4, "reached after \(calls) calls")
+        // Without room for the slow endpoint, nothing of its backlog was leased meanwhile.
+        let pending = try s.fixture.context.store.read { try $0.deliveries(endpoint: slow.id) }
+        #expect(pending.count == backlogSize && pending.allSatisfy { $0.state == .pending && $0.attempts.isEmpty })
+    }
+
     @Test func signaturesFollowBothSchemes() {
         // Standard Webhooks' published example (standard-webhooks spec and libraries' tests).
         let body = Array(#"{"test": 2432232314}"#.utf8)
@@ -164,5 +213,37 @@ import Testing
         while worker.delivered == 0 && turns < 2_000 { _ = try worker.turn(waitMilliseconds: 5); turns += 1 }
         #expect(worker.delivered == 1)
         #expect(try !worker.turn(), "delivered and recorded: idle again")
+    }
+}
+
+/// A recording that fails (the store unreachable or full) keeps its results: they are recorded
+/// once the store answers again, and their sender slots come back.
+@Suite struct DeliveryWorkerRecordFailureTests {
+    struct StoreDown: Error {}
+
+    @Test func resultsWhoseRecordingFailedAreRecordedLaterAndTheirSlotsFreed() throws {
+        let s = try DeliveryTests.Setup()
+        var configuration = s.fixture.context.configuration
+        configuration.webhookMaxConcurrent = 1
+        let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
+                                    clock: s.fixture.clock, pollMilliseconds: 5) { DeliveryWorkerIdleTests.Answers200() }
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        try s.enqueue("device.new")
+        var failures = 0
+        worker.beforeRecord = { if failures < 3 { failures += 1; throw StoreDown() } }
+        var turns = 0, errors = 0
+        while worker.delivered == 0 && turns < 2_000 {
+            do { _ = try worker.turn(waitMilliseconds: 5) } catch is StoreDown { errors += 1 }
+            turns += 1
+        }
+        #expect(errors == 3, "each failed recording surfaces as an error of its turn")
+        #expect(worker.delivered == 1 && worker.attempts == 1, "the attempt is recorded once the store answers, not sent again")
+        #expect(try s.log(endpoint.id).first?.attempts.count == 1)
+        // The one sender slot is free again: a later event is delivered too.
+        try s.enqueue("attestation.completed")
+        turns = 0
+        while worker.delivered < 2 && turns < 2_000 { _ = try worker.turn(waitMilliseconds: 5); turns += 1 }
+        #expect(worker.delivered == 2)
+        #expect(try s.log(endpoint.id).allSatisfy { $0.state == .delivered })
     }
 }

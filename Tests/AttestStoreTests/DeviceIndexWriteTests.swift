@@ -27,6 +27,11 @@ import Testing
                 guard try visit(k, v) else { return }
             }
         }
+        func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+            for (k, v) in (entries[db] ?? [:]).sorted(by: { $1.key.lexicographicallyPrecedes($0.key) }) where k.lexicographicallyPrecedes(bound) {
+                guard try visit(k, v) else { return }
+            }
+        }
         func lastKey(_ db: Database) throws -> [UInt8]? { entries[db]?.keys.max(by: { $0.lexicographicallyPrecedes($1) }) }
         func count(_ db: Database) throws -> Int { entries[db]?.count ?? 0 }
         func prefetch(_ db: Database, _ key: [UInt8]) {}

@@ -102,6 +102,59 @@ import Testing
         #expect(try store.read { try $0.count(.receipts) } == 0)
     }
 
+    @Test(arguments: kinds) func backwardScansStartBelowTheBoundAndPage(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let keys: [[UInt8]] = [[0x00], [0x01], [0x01, 0x00], [0x7F, 0xFF], [0x80], [0xFF]]
+        try store.write { txn in for k in keys { try txn.put(.devices, k, k + [0xAA]) } }
+        func backward(_ bound: [UInt8], stopAfter: Int = .max) throws -> [[UInt8]] {
+            var seen = [[UInt8]]()
+            try store.read { txn in
+                try txn.scanBackward(.devices, before: bound) { k, v in #expect(v == k + [0xAA]); seen.append(k); return seen.count < stopAfter }
+            }
+            return seen
+        }
+        #expect(try backward([0xFF, 0x00]) == keys.reversed(), "a bound past the last key: from the last")
+        #expect(try backward([0x80]) == [[0x7F, 0xFF], [0x01, 0x00], [0x01], [0x00]], "the bound itself is excluded")
+        #expect(try backward([0x01, 0x00, 0x00], stopAfter: 2) == [[0x01, 0x00], [0x01]], "stops when told")
+        #expect(try backward([0x00]).isEmpty, "nothing sorts before the first key")
+        // More entries than one PostgreSQL page.
+        try store.write { txn in for i in 0..<700 { try txn.put(.receipts, [UInt8(i >> 8), UInt8(i & 0xFF)], [1]) } }
+        var order = [Int]()
+        try store.read { txn in try txn.scanBackward(.receipts, before: [0xFF]) { k, _ in order.append(Int(k[0]) << 8 | Int(k[1])); return true } }
+        #expect(order == Array((0..<700).reversed()))
+    }
+
+    @Test(arguments: kinds) func anEndpointsLogReadsNewestFirstAndIsRemovedInBatches(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let now = Timestamp(seconds: 1_780_000_000)
+        // Two endpoints whose ids share a prefix; 300 deliveries to one (more than a page), 3 to the other.
+        try store.write { txn in
+            for id in ["wh_a", "wh_ab"] {
+                try txn.put(WebhookEndpointRecord(id: id, org: "acme", url: "https://example.com/", events: [], description: "", secret: "whsec_x", createdAt: now))
+            }
+            for i in 0..<303 {
+                let event = OutboxEvent(id: "evt_\(i)", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}")
+                try txn.put(DeliveryRecord(endpointID: i < 300 ? "wh_a" : "wh_ab", event: event, firstAttemptAt: now))
+            }
+        }
+        let newest = try store.read { try $0.deliveries(endpoint: "wh_a", newestFirst: 3) }
+        #expect(newest.map(\.eventID) == ["evt_299", "evt_298", "evt_297"])
+        #expect(try store.read { try $0.deliveries(endpoint: "wh_a", newestFirst: 1_000) }.map(\.eventID)
+                == (0..<300).reversed().map { "evt_\($0)" })
+        #expect(try store.read { try $0.deliveries(endpoint: "wh_ab", newestFirst: 10) }.map(\.eventID) == ["evt_302", "evt_301", "evt_300"])
+        #expect(try store.read { try $0.deliveries(endpoint: "wh_", newestFirst: 10) }.isEmpty)
+
+        var transactions = 0
+        while try !store.write([.durable], { try $0.deleteWebhook(id: "wh_a", limit: 128) }) { transactions += 1 }
+        #expect(transactions == 2, "300 deliveries in batches of 128: two partial transactions, then the last with the endpoint")
+        let (endpoint, log, otherLog, due) = try store.read { txn in
+            (try txn.webhook(id: "wh_a"), try txn.deliveries(endpoint: "wh_a"), try txn.deliveries(endpoint: "wh_ab"), try txn.count(.deliveryDue))
+        }
+        #expect(endpoint == nil && log.isEmpty)
+        #expect(otherLog.count == 3, "the other endpoint keeps its log")
+        #expect(due == 3, "the removed deliveries' due entries went with them")
+    }
+
     @Test(arguments: kinds) func aThrowingWriteRollsBackEverything(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         #expect(throws: Boom.self) {

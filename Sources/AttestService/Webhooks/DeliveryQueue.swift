@@ -79,24 +79,79 @@ public struct DeliveryQueue {
     /// same due delivery, exactly one leases it; the others see it moved and pass over it. A
     /// worker that dies mid-attempt leaves the lease to expire: the delivery is then due again
     /// and is sent once more (at least once, as ever; receivers dedupe by `webhook-id`).
+    ///
+    /// A slow endpoint holds up only itself: its due entries are passed over by key, without
+    /// reading them, once it has `endpointLimit` in flight, so however many of them come first,
+    /// other endpoints' deliveries are reached. The work per call is bounded all the same: one
+    /// scan from the earliest entry and one from `resume` (where the previous call's second scan
+    /// stopped, nil: the start), each looking at `scanBudget / 2` entries at most. Behind a
+    /// backlog longer than that, the second scan moves on each call and wraps around at the end,
+    /// so every due delivery is reached within (backlog ÷ scanBudget × 2) calls.
     public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int,
                     leaseSeconds: Int = 60) throws -> [DeliveryJob] {
-        let (candidates, skipped) = try store.read { txn -> ([DeliveryJob], [DeliveryRecord]) in
+        var resume: [UInt8]?
+        return try due(now: now, limit: limit, busy: busy, perEndpoint: perEndpoint, endpointLimit: endpointLimit,
+                       leaseSeconds: leaseSeconds, resume: &resume)
+    }
+
+    /// How many `delivery_due` entries one call of `due` looks at, at most.
+    public static let scanBudget = 1_024
+    /// How many deliveries to inactive or deleted endpoints one call of `due` marks skipped, at most.
+    static let skipLimit = 64
+
+    public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int,
+                    leaseSeconds: Int = 60, resume: inout [UInt8]?) throws -> [DeliveryJob] {
+        guard limit > 0 else { return [] }
+        let from = resume
+        let (candidates, skipped, next) = try store.read { txn -> ([DeliveryJob], [DeliveryRecord], [UInt8]?) in
             var counts = perEndpoint
-            var jobs = [DeliveryJob](), skipped = [DeliveryRecord]()
             var endpoints = [String: WebhookEndpointRecord?]()
-            for d in try txn.dueDeliveries(now: now, limit: limit * 4 + 16, skip: busy) where jobs.count < limit {
-                if endpoints[d.endpointID] == nil { endpoints[d.endpointID] = .some(try txn.webhook(id: d.endpointID)) }
-                guard let endpoint = endpoints[d.endpointID]!, endpoint.isActive else { skipped.append(d); continue }
-                guard counts[d.endpointID, default: 0] < endpointLimit else { continue }
-                counts[d.endpointID, default: 0] += 1
+            var taken = 0, passedOver = 0
+            func endpoint(_ id: String) throws -> WebhookEndpointRecord? {
+                if let known = endpoints[id] { return known }
+                let found = try txn.webhook(id: id)
+                endpoints[id] = .some(found)
+                return found
+            }
+            var failure: (any Error)?
+            func choose(_ key: [UInt8]) -> Transaction.DueChoice {
+                if taken == limit && passedOver == Self.skipLimit { return .stop }
+                guard !busy.contains(key) else { return .pass }
+                let id = DeliveryRecord.endpointID(ofKey: key)
+                let target: WebhookEndpointRecord?
+                do { target = try endpoint(id) } catch { failure = error; return .stop }
+                guard let target, target.isActive else {
+                    guard passedOver < Self.skipLimit else { return .pass }
+                    passedOver += 1
+                    return .take
+                }
+                guard taken < limit, counts[id, default: 0] < endpointLimit else { return .pass }
+                counts[id, default: 0] += 1
+                taken += 1
+                return .take
+            }
+            let first = try txn.dueDeliveries(now: now, scanLimit: Self.scanBudget / 2, choose: choose)
+            var found = first.found, next: [UInt8]?
+            if let stopped = first.next {
+                // More is due than one scan looks at: go on from the previous call's resume
+                // point (or from here, if that is behind where this scan stopped).
+                let start = from.map { stopped.lexicographicallyPrecedes($0) ? $0 : stopped } ?? stopped
+                let more = try txn.dueDeliveries(now: now, from: start, scanLimit: Self.scanBudget / 2, choose: choose)
+                found += more.found
+                next = more.next
+            }
+            if let failure { throw failure }
+            var jobs = [DeliveryJob](), skipped = [DeliveryRecord]()
+            for d in found {
+                guard let target = endpoints[d.endpointID] ?? nil, target.isActive else { skipped.append(d); continue }
                 let body = WebhookSignature.body(d)
-                jobs.append(DeliveryJob(endpointID: d.endpointID, sequence: d.sequence, url: endpoint.url,
-                                        headers: WebhookSignature.headers(secret: endpoint.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
+                jobs.append(DeliveryJob(endpointID: d.endpointID, sequence: d.sequence, url: target.url,
+                                        headers: WebhookSignature.headers(secret: target.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
                                         body: body, dueAt: d.nextAttemptAt))
             }
-            return (jobs, skipped)
+            return (jobs, skipped, next)
         }
+        resume = next
         guard !candidates.isEmpty || !skipped.isEmpty else { return [] }
         return try store.write([.durable]) { txn -> [DeliveryJob] in
             for d in skipped {

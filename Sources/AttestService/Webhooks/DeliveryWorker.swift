@@ -27,6 +27,12 @@ public final class DeliveryWorker {
     let pollMilliseconds: Int
     let pool: SenderPool
     var inFlight = [[UInt8]: String]()  // delivery key → endpoint id
+    /// Attempts that finished but are not recorded yet (`collect`), with when they arrived.
+    private var unrecorded = [(results: [(DeliveryJob, AttemptResult)], at: Timestamp)]()
+    /// Where `due`'s scan behind a long backlog goes on from (`DeliveryQueue.due`).
+    private var dueResume: [UInt8]?
+    /// Test hook: runs before each recording transaction; throwing makes that recording fail.
+    public var beforeRecord: (() throws -> Void)?
     public var log: (LogMessage) -> Void = { _ in }
     /// Totals since start, for logs and benchmarks.
     public private(set) var attempts = 0, delivered = 0
@@ -81,7 +87,7 @@ public final class DeliveryWorker {
             var counts = [String: Int]()
             for endpoint in inFlight.values { counts[endpoint, default: 0] += 1 }
             let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint,
-                                     leaseSeconds: timeoutSeconds + 5)
+                                     leaseSeconds: timeoutSeconds + 5, resume: &dueResume)
             for job in jobs {
                 inFlight[job.key] = job.endpointID
                 pool.submit(job)
@@ -93,18 +99,30 @@ public final class DeliveryWorker {
     }
 
     /// Records the results that arrive within `waitMilliseconds`; how many.
+    ///
+    /// Results whose recording failed (the store unreachable or full) are kept, with the time
+    /// they arrived, and recorded first by the next call, without waiting: until then their
+    /// jobs stay in flight, so they neither free a sender slot nor can be leased again by this
+    /// process. Dropping them would lose their slots for good and strand their deliveries
+    /// until a restart.
     @discardableResult
     private func collect(waitMilliseconds: Int) throws -> Int {
-        let results = pool.results(waitMilliseconds: waitMilliseconds)
-        guard !results.isEmpty else { return 0 }
-        delivered += try queue.record(results, at: clock.now())
-        attempts += results.count
-        for (job, result) in results {
-            inFlight[job.key] = nil
-            if !result.succeeded {
-                log("deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) error=\"\(result.error)\"")
+        let arrived = pool.results(waitMilliseconds: unrecorded.isEmpty ? waitMilliseconds : 0)
+        if !arrived.isEmpty { unrecorded.append((arrived, clock.now())) }
+        var count = 0
+        while let (results, at) = unrecorded.first {
+            try beforeRecord?()
+            delivered += try queue.record(results, at: at)
+            unrecorded.removeFirst()
+            attempts += results.count
+            count += results.count
+            for (job, result) in results {
+                inFlight[job.key] = nil
+                if !result.succeeded {
+                    log("deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) error=\"\(result.error)\"")
+                }
             }
         }
-        return results.count
+        return count
     }
 }

@@ -72,13 +72,17 @@ public struct WebhookAdmin {
         }
     }
 
-    /// Deletes the endpoint, its delivery log and its pending deliveries.
+    /// Deletes the endpoint, its delivery log and its pending deliveries: in transactions of
+    /// `removalBatch` deliveries, the endpoint with the last (`Transaction.deleteWebhook`).
     public func remove(org: String?, id: String) throws {
-        try store.write([.durable]) { txn in
+        while try !store.write([.durable], { txn in
             _ = try Self.find(org: org, id: id, in: txn)
-            try txn.deleteWebhook(id: id)
-        }
+            return try txn.deleteWebhook(id: id, limit: Self.removalBatch)
+        }) {}
     }
+
+    /// Deliveries removed per transaction when an endpoint is deleted.
+    static let removalBatch = 2_000
 
     /// Queues `webhook.test` for this endpoint alone; returns the event's id.
     public func test(org: String?, id: String) throws -> String {
@@ -98,7 +102,7 @@ public struct WebhookAdmin {
     public func deliveries(org: String?, id: String, limit: Int) throws -> [DeliveryRecord] {
         try store.read { txn in
             _ = try Self.find(org: org, id: id, in: txn)
-            return Array(try txn.deliveries(endpoint: id).reversed().prefix(limit))
+            return try txn.deliveries(endpoint: id, newestFirst: limit)
         }
     }
 

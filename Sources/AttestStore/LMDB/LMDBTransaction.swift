@@ -134,6 +134,29 @@ final class LMDBTransaction: StoreTransaction {
         if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue)") }
     }
 
+    /// Visits entries in descending key order from the last key < `bound`: the cursor is set
+    /// on the first key ≥ `bound` (or past the end) and steps back.
+    func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        let (t, dbi) = try txn(for: db, writing: false)
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(t, dbi, &cursor), "opening a cursor on \(db.rawValue)")
+        defer { mdb_cursor_close(cursor) }
+        var mk = MDB_val(), mv = MDB_val()
+        var boundCopy = bound
+        var rc: Int32 = boundCopy.withUnsafeMutableBytes { b in
+            mk = MDB_val(mv_size: b.count, mv_data: b.baseAddress)
+            return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
+        }
+        rc = rc == 0 ? mdb_cursor_get(cursor, &mk, &mv, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &mk, &mv, MDB_LAST) : rc
+        while rc == 0 {
+            let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
+            let value = Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
+            guard try visit(key, value) else { return }
+            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_PREV)
+        }
+        if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue) backward") }
+    }
+
     /// The greatest key in `db`, or `nil` when it is empty.
     func lastKey(_ db: Database) throws -> [UInt8]? {
         let (t, dbi) = try txn(for: db, writing: false)

@@ -25,7 +25,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// The statements of one table, built once.
     struct Statements {
-        let get, insert, upsert, delete, scanFrom, scanAfter, last, count, sweep, bump: String
+        let get, insert, upsert, delete, scanFrom, scanAfter, scanBefore, last, count, sweep, bump: String
 
         init(_ table: String) {
             get = "SELECT v FROM \(table) WHERE k = $1"
@@ -34,6 +34,7 @@ final class PostgresTransaction: StoreTransaction {
             delete = "DELETE FROM \(table) WHERE k = $1"
             scanFrom = "SELECT k, v FROM \(table) WHERE k >= $1 ORDER BY k LIMIT \(PostgresTransaction.page)"
             scanAfter = "SELECT k, v FROM \(table) WHERE k > $1 ORDER BY k LIMIT \(PostgresTransaction.page)"
+            scanBefore = "SELECT k, v FROM \(table) WHERE k < $1 ORDER BY k DESC LIMIT \(PostgresTransaction.page)"
             last = "SELECT k FROM \(table) ORDER BY k DESC LIMIT 1"
             count = "SELECT count(*) FROM \(table)"
             sweep = "DELETE FROM \(table) WHERE k IN (SELECT k FROM \(table) WHERE k < $1 ORDER BY k LIMIT $2)"
@@ -144,6 +145,18 @@ final class PostgresTransaction: StoreTransaction {
             }
             guard rows == Self.page else { return }
             result = try run(db, \.scanAfter, [.bytes(result.bytes(rows - 1, 0))])
+        }
+    }
+
+    func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        var result = try run(db, \.scanBefore, [.bytes(bound)])
+        while true {
+            let rows = result.rows
+            for row in 0..<rows {
+                guard try visit(result.bytes(row, 0), result.bytes(row, 1)) else { return }
+            }
+            guard rows == Self.page else { return }
+            result = try run(db, \.scanBefore, [.bytes(result.bytes(rows - 1, 0))])
         }
     }
 

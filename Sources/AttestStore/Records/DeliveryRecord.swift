@@ -16,6 +16,11 @@ public struct DeliveryRecord: StoreRecord, Hashable {
     public static let currentVersion: UInt8 = 1
     public static let recordName = "delivery"
 
+    /// The endpoint id of a delivery key (endpoint id ‖ 0x00 ‖ sequence u64 BE).
+    public static func endpointID(ofKey key: [UInt8]) -> String {
+        String(decoding: key.count > 9 ? key[..<(key.count - 9)] : [], as: UTF8.self)
+    }
+
     public enum State: UInt8, Sendable, CaseIterable {
         case pending = 0, delivered, failed, skipped
         public var name: String { String(describing: self) }
@@ -138,6 +143,20 @@ extension Transaction {
         try delete(.deliveries, delivery.key)
     }
 
+    /// An endpoint's deliveries, newest first, at most `limit`: reads no more than it returns,
+    /// however long the log.
+    public func deliveries(endpoint: String, newestFirst limit: Int) throws -> [DeliveryRecord] {
+        let prefix = Array(endpoint.utf8) + [0]
+        var found = [DeliveryRecord]()
+        guard limit > 0 else { return [] }
+        try scanBackward(.deliveries, before: Array(endpoint.utf8) + [1]) { key, value in
+            guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+            found.append(try DeliveryRecord(encoded: value).restored(key: key))
+            return found.count < limit
+        }
+        return found
+    }
+
     /// One endpoint's deliveries, oldest first.
     public func deliveries(endpoint: String) throws -> [DeliveryRecord] {
         let prefix = Array(endpoint.utf8) + [0]
@@ -150,19 +169,33 @@ extension Transaction {
         return found
     }
 
-    /// Pending deliveries whose next attempt is at or before `now`, earliest first, at most
-    /// `limit` (`skip`: keys to pass over, e.g. those already being sent).
-    public func dueDeliveries(now: Timestamp, limit: Int, skip: Set<[UInt8]> = []) throws -> [DeliveryRecord] {
+    /// What `dueDeliveries` does with a due entry, decided from its delivery key alone.
+    public enum DueChoice { case take, pass, stop }
+
+    /// Pending deliveries whose next attempt is at or before `now`, earliest first, from the
+    /// `delivery_due` entry `from` on (nil: the first). `choose` sees each entry's delivery key
+    /// before its record is read: `take` reads it, `pass` goes on to the next (a key already
+    /// being sent, an endpoint at its concurrency), `stop` ends the scan. At most `scanLimit`
+    /// entries are looked at. `next` is the entry the scan stopped at (nil: it went through
+    /// everything due, or `choose` stopped it).
+    public func dueDeliveries(now: Timestamp, from: [UInt8]? = nil, scanLimit: Int = .max,
+                              choose: ([UInt8]) -> DueChoice) throws -> (found: [DeliveryRecord], next: [UInt8]?) {
         var found = [DeliveryRecord]()
-        guard limit > 0 else { return [] }
-        try scan(.deliveryDue) { key, _ in
+        var next: [UInt8]?
+        var scanned = 0
+        try scan(.deliveryDue, from: from) { key, _ in
             guard key.count > 8, Int64(bitPattern: BigEndian.uint64(key)) <= now.seconds else { return false }
+            guard scanned < scanLimit else { next = key; return false }
+            scanned += 1
             let deliveryKey = Array(key[8...])
-            if !skip.contains(deliveryKey), let value = try get(.deliveries, deliveryKey) {
-                found.append(try DeliveryRecord(encoded: value).restored(key: deliveryKey))
+            switch choose(deliveryKey) {
+            case .stop: return false
+            case .pass: return true
+            case .take:
+                if let value = try get(.deliveries, deliveryKey) { found.append(try DeliveryRecord(encoded: value).restored(key: deliveryKey)) }
+                return true
             }
-            return found.count < limit
         }
-        return found
+        return (found, next)
     }
 }

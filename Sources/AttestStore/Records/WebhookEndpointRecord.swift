@@ -89,11 +89,23 @@ extension Transaction {
         return found.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
     }
 
-    /// Removes an endpoint with its delivery log and pending deliveries.
-    public func deleteWebhook(id: String) throws {
-        for delivery in try deliveries(endpoint: id) {
-            try delete(delivery)
+    /// Removes up to `limit` of an endpoint's deliveries (its log and pending ones), oldest
+    /// first, and the endpoint itself once none is left; whether it is gone. A long log is
+    /// removed over several transactions (one LMDB write transaction can dirty only so many
+    /// pages); meanwhile the endpoint stays, with what is left of its log.
+    @discardableResult
+    public func deleteWebhook(id: String, limit: Int = .max) throws -> Bool {
+        let prefix = Array(id.utf8) + [0]
+        var removed = 0, more = false
+        try scan(.deliveries, from: prefix) { key, value in
+            guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+            guard removed < limit else { more = true; return false }
+            try delete(try DeliveryRecord(encoded: value).restored(key: key))
+            removed += 1
+            return true
         }
+        guard !more else { return false }
         try delete(.webhooks, Array(id.utf8))
+        return true
     }
 }
