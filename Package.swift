@@ -58,6 +58,7 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),
         .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore", "AttestCore", "CLMDB"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: strict),
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore", "AttestCore", "FastCGI"], swiftSettings: strict),
         .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService"], swiftSettings: strict),

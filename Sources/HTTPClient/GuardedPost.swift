@@ -32,16 +32,20 @@ public final class GuardedPost {
 
     private let handle: UnsafeMutableRawPointer
     private let allowPlainHTTP: Bool
+    private let resolve: [String]
     private let context: Context
 
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     /// `check` nil and `allowPlainHTTP` true lift the guard (tests with a local receiver).
-    public init(check: AddressCheck?, allowPlainHTTP: Bool, bodyCap: Int = 4096) {
+    /// `resolve`: curl's `CURLOPT_RESOLVE` entries, `host:port:address[,address…]`, in place of
+    /// DNS for those names (tests: a name with several addresses).
+    public init(check: AddressCheck?, allowPlainHTTP: Bool, bodyCap: Int = 4096, resolve: [String] = []) {
         _ = Self.globalInit
         guard let h = curl_easy_init() else { fatalError("curl_easy_init failed") }
         handle = h
         self.allowPlainHTTP = allowPlainHTTP
+        self.resolve = resolve
         context = Context(check: check, bodyCap: bodyCap)
     }
 
@@ -64,6 +68,10 @@ public final class GuardedPost {
         _ = attest_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutSeconds * 1000)
         _ = attest_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = attest_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, list)
+        var resolved: UnsafeMutablePointer<curl_slist>? = nil
+        for entry in resolve { resolved = curl_slist_append(resolved, entry) }
+        defer { curl_slist_free_all(resolved) }
+        if resolved != nil { _ = attest_curl_setopt_pointer(handle, CURLOPT_RESOLVE, resolved) }
         _ = attest_curl_setopt_long(handle, CURLOPT_POST, 1)
         _ = attest_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count)
         let raw = Unmanaged.passUnretained(context).toOpaque()
@@ -108,15 +116,16 @@ public final class GuardedPost {
         var status = 0
         _ = attest_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         var error = ""
-        if !context.refusal.isEmpty {
-            error = "destination refused: " + context.refusal
-            status = 0
-        } else if code == CURLE_WRITE_ERROR && status != 0 {
+        if code == CURLE_WRITE_ERROR && status != 0 {
             error = ""  // the answer was longer than the cap: its status and first bytes are enough
         } else if code != CURLE_OK {
             error = String(cString: curl_easy_strerror(code))
             if code == CURLE_OPERATION_TIMEDOUT { status = 0 }
         }
+        // A refused address fails the attempt only when no answer came: curl goes on to the
+        // host's next address, and an answer from an address the guard let through stands
+        // (a host with a public and a private address is not sent every event again).
+        if status == 0 && !context.refusal.isEmpty { error = "destination refused: " + context.refusal }
         return Result(status: status, body: context.body, error: error, milliseconds: ms)
     }
 }
