@@ -20,7 +20,13 @@ final class SenderPool: @unchecked Sendable {
         self.transport = transport
         pthread_mutex_init(&lock, nil)
         pthread_cond_init(&jobsReady, nil)
-        pthread_cond_init(&resultsReady, nil)
+        // `results` waits against the monotonic clock: a wall-clock step back (NTP) while
+        // nothing is in flight would otherwise stall the whole deliverer for the step.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(&resultsReady, &attributes)
+        pthread_condattr_destroy(&attributes)
         for _ in 0..<count {
             var thread = pthread_t()
             pthread_create(&thread, nil, { raw in
@@ -44,7 +50,7 @@ final class SenderPool: @unchecked Sendable {
         defer { pthread_mutex_unlock(&lock) }
         if done.isEmpty && waitMilliseconds > 0 {
             var deadline = timespec()
-            clock_gettime(CLOCK_REALTIME, &deadline)
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
             let ns = deadline.tv_nsec + waitMilliseconds * 1_000_000
             deadline.tv_sec += ns / 1_000_000_000
             deadline.tv_nsec = ns % 1_000_000_000
