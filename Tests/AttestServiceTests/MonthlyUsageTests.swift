@@ -107,7 +107,7 @@ import Testing
             _ = try flow.context.countActive(june, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
         }
         #expect(try juneEntries() == ServiceContext.sweepLimit + 7)
-        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T00:10:00Z")!)
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T23:50:00Z")!)
         func countJuly(_ n: Int) throws {
             _ = try flow.context.store.write([.durable]) { txn in
                 for i in 0..<n {
@@ -118,12 +118,34 @@ import Testing
         }
         flow.context.usageCountings = 0  // as in a process that has not counted yet
         try countJuly(1)
+        #expect(try juneEntries() == ServiceContext.sweepLimit + 7, "June's entries stay through July's first day")
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-02T00:10:00Z")!)
+        flow.context.usageCountings = 0
+        try countJuly(1)
         #expect(try juneEntries() == 7, "a process's first counting sweeps \(ServiceContext.sweepLimit)")
         try countJuly(ServiceContext.sweepInterval - 1)
         #expect(try juneEntries() == 7, "the next \(ServiceContext.sweepInterval - 1) do not")
         try countJuly(1)
         #expect(try juneEntries() == 0)
         #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(ServiceContext.sweepLimit + 7), "the month's figures stay")
+    }
+
+    @Test func aRequestThatReadTheClockBeforeMidnightFindsItsDeviceAfterTheMonthTurned() throws {
+        let flow = try flow(limit: 1, grace: 0)
+        let org = try #require(try flow.context.store.read { try $0.org(named: "acme") })
+        let x = UsageIdentity.device(appID: Fixture.appID, fingerprint: "", deviceID: "x")
+        func count(_ identity: UsageIdentity, at time: String) throws -> MonthlyAdmission {
+            try flow.context.store.write([.durable]) { txn in
+                try flow.context.countActive(identity, appID: Fixture.appID, org: org, in: txn, now: Timestamp(iso8601: time)!)
+            }
+        }
+        #expect(try count(x, at: "2026-06-10T12:00:00Z") == .admitted)
+        flow.context.usageCountings = 0  // the next counting sweeps
+        #expect(try count(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july"), at: "2026-07-01T00:00:00Z") == .admitted)
+        // A worker that read the clock at 23:59:59 commits after that: June is at its limit
+        // with no grace left, so losing x's entry would refuse it (or count it twice).
+        #expect(try count(x, at: "2026-06-30T23:59:59Z") == .alreadyCounted)
+        #expect(try totals(flow, month: "2026-06")?.activeDevices == 1)
     }
 
     @Test func dailyActivityIsCountedOncePerDay() throws {

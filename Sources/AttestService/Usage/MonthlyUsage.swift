@@ -39,7 +39,10 @@ extension ServiceContext {
         // The common case (counted, and already active today) reads one small record.
         let counted = try txn.countedDevice(org: org.name, month: month, identity: identity.bytes)
         if let counted, counted.days & bit != 0 { return .alreadyCounted }
-        try sweepCountedDevicesIfDue(before: month, in: txn)
+        // Entries of the month before stay for the first day of this one: a request that read
+        // the clock just before midnight (a worker mid-verification, a held answer, a host
+        // whose clock is behind) still counts in that month and must find its device there.
+        try sweepCountedDevicesIfDue(before: (now - 86_400).monthKey, in: txn)
         if var counted {
             // A returning device's first request of the day: its day is counted in a shard of
             // `usage_days`, not in the month's record, which it neither reads nor writes (a
