@@ -185,6 +185,8 @@ import Testing
             ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.251", false), ("255.255.255.255", false),
             ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false), ("ff02::1", false), ("::ffff:127.0.0.1", false),
             ("64:ff9b::a00:1", false),
+            ("::127.0.0.1", false), ("::8.8.8.8", false), ("64:ff9b:1::808:808", false),
+            ("192.0.2.1", false), ("198.51.100.7", false), ("203.0.113.9", false), ("203.0.114.9", true),
         ]
         for (text, isPublic) in cases {
             #expect((IPAddress(text)!.restriction == nil) == isPublic, "\(text)")

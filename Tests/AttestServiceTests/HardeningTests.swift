@@ -70,6 +70,24 @@ import Testing
                 "another IP is not limited")
     }
 
+    @Test func anIPv6ClientHasOneBucketPerSlash64() throws {
+        #expect(IPAddress.rateLimitKey("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
+        #expect(IPAddress.rateLimitKey("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64")
+        #expect(IPAddress.rateLimitKey("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(IPAddress.rateLimitKey("192.0.2.7") == "192.0.2.7")
+        #expect(IPAddress.rateLimitKey("unix:") == "unix:")
+        let flow = try DeviceFlow(rate: 5, configure: { $0.refreshPerIPPerMinute = 3 })
+        try flow.enroll()
+        var seen = [String]()
+        for i in 0..<6 {
+            seen.append(code(flow.fixture.call(.refresh, body: "{}", headers: Fixture.appHeaders, remote: "2001:db8:7:7:\(i + 1)::\(i)")))
+        }
+        #expect(seen.prefix(3).allSatisfy { $0 == "400 bad_request" } && seen.dropFirst(3).allSatisfy { $0 == "429 rate_limited" },
+                "six addresses of one /64 share its bucket of 3: \(seen)")
+        #expect(code(flow.fixture.call(.refresh, body: "{}", headers: Fixture.appHeaders, remote: "2001:db8:7:8::1")) == "400 bad_request",
+                "the next /64 has a bucket of its own")
+    }
+
     // 2. A keyId alone must not invalidate a device.
 
     @Test func aForgedAssertionForAKnownKeyChangesNothing() throws {

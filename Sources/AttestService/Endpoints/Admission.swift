@@ -125,7 +125,7 @@ extension ServiceContext {
         let limit = perIPLimit(endpoint)
         let ip = request.remoteAddress
         guard limit > 0, !ip.isEmpty else { return nil }
-        return (endpoint.rawValue + "-ip:" + ip, limit)
+        return (endpoint.rawValue + "-ip:" + IPAddress.rateLimitKey(ip), limit)
     }
 
     /// What charging found: the first bucket over its limit, if any, and the bucket with the

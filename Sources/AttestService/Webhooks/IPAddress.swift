@@ -31,6 +31,20 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The key a per-client rate limit counts `text` (a peer address as nginx passes it)
+    /// under: an IPv4 address as it is; an IPv6 address by its /64, the block one subscriber
+    /// or host is usually given, so a client cannot get a fresh bucket from each of its 2⁶⁴
+    /// addresses; an IPv4-mapped IPv6 address as the IPv4 address it carries. Text that is not
+    /// an address is its own key.
+    public static func rateLimitKey(_ text: String) -> String {
+        guard let address = IPAddress(text), address.bytes.count == 16 else { return text }
+        let b = address.bytes
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
+            return IPAddress(bytes: Array(b[12...]))!.description
+        }
+        return IPAddress(bytes: Array(b[..<8]) + [UInt8](repeating: 0, count: 8))!.description + "/64"
+    }
+
     /// Why a webhook must not go to this address (loopback, private, link-local, multicast,
     /// or another special-use range), or `nil` when it is a public unicast address.
     /// IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4 address they carry.
@@ -40,6 +54,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return Self.restriction(v4: Array(b[12...])) }
         if b[0..<12] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] { return Self.restriction(v4: Array(b[12...])) }
         if b[0..<15].allSatisfy({ $0 == 0 }) { return b[15] == 1 ? "loopback" : "unspecified" }
+        if b[0..<12].allSatisfy({ $0 == 0 }) { return "reserved (IPv4-compatible)" }
+        if b[0..<6] == [0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01] { return "private (local-use NAT64)" }
         if b[0] == 0xFF { return "multicast" }
         if b[0] & 0xFE == 0xFC { return "private (unique local)" }
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return "link-local" }
@@ -58,6 +74,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         case (172, 16...31): return "private"
         case (192, 168): return "private"
         case (192, 0) where b[2] == 0: return "special-use"
+        case (192, 0) where b[2] == 2, (198, 51) where b[2] == 100, (203, 0) where b[2] == 113: return "documentation"
         case (198, 18...19): return "special-use"
         case (224...239, _): return "multicast"
         case (240...255, _): return "reserved"
