@@ -13,8 +13,10 @@ import Glibc
 /// The listening socket is non-blocking and shared by every worker of the pool; each worker
 /// waits on it and on its stop signals at once (`WorkerEvents`), and a worker that loses the
 /// race for a connection gets `EAGAIN` and waits again. On a stop the worker first serves the
-/// connections already queued (at most `maxDrain`): after SIGTERM the master has unlinked the
-/// socket, so that queue can only shrink.
+/// connections already queued (at most `maxDrain`), holding answers as it does while running
+/// (`drain`): when the pool stops, the master has unlinked the socket, so that queue can only
+/// shrink; a worker retired by a reload shares a socket that stays open, so new connections
+/// can join it until `maxDrain`.
 ///
 /// Exit statuses: 0 after a requested stop, 1 when waiting or accepting keeps failing,
 /// `Worker.responderFailed` (78, `EX_CONFIG`) when `makeResponder` throws.
@@ -89,16 +91,27 @@ struct Worker {
             case .failed(let code): failures = backOff(after: failures, "accept: \(errnoDescription(code))")
             }
         }
+        let drained = drain(pool, &responder)
+        log("worker stopping after \(served + drained) requests (\(drained) queued at the stop)")
+        exit(0)
+    }
+
+    /// A stopping worker's last work: serves the connections queued (at most `maxDrain`),
+    /// settling its held answers whenever as many are held as it may hold, as it does while
+    /// running, and at the end; how many connections it took. Without the settling on the
+    /// way, every answer would wait for the whole queue, and a SIGKILL at the end of the
+    /// grace period would lose them all at once.
+    func drain(_ pool: ConnectionPool, _ responder: inout any Responder) -> Int {
         var drained = 0
         drain: while drained < Self.maxDrain {
+            if pool.held.isFull { pool.settleAll(&responder) }
             switch serveOne(pool, &responder) {
             case .served, .dropped: drained += 1
             case .nothingQueued, .failed: break drain
             }
         }
         pool.settleAll(&responder)
-        log("worker stopping after \(served + drained) requests (\(drained) queued at the stop)")
-        exit(0)
+        return drained
     }
 
     /// Accepts one queued connection, if any, and answers it, or holds its answer (see

@@ -46,14 +46,14 @@ import Testing
         let pool: ConnectionPool
         let worker: Worker
 
-        init(requests: Int) {
+        init(requests: Int, heldLimit: Int = HeldAnswers<Connection>.defaultLimit) {
             clients = (0..<requests).map { [listener] i in
                 let client = listener.connect()
                 TestListener.write(client, Records.request([("REQUEST_METHOD", "GET"), ("REQUEST_ID", "r\(i)")]))
                 return client
             }
             responder = DeferringResponder(ledger: ledger)
-            pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1)
+            pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1, heldLimit: heldLimit)
             worker = Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path), log: Log(name: "test"), masterPID: getpid())
         }
 
@@ -100,6 +100,16 @@ import Testing
         #expect(try body(clients[1]).hasSuffix(#"{"n":2}"#))
         #expect(try body(clients[2]).hasSuffix(#"{"n":3}"#))
         guard case .nothingQueued = h.serve() else { Issue.record("queue should be empty"); return }
+    }
+
+    @Test("a stopping worker drains its queue holding no more answers than its limit")
+    func drainRespectsTheLimit() throws {
+        let h = Harness(requests: 5, heldLimit: 2)
+        let drained = h.worker.drain(h.pool, &h.responder)
+        #expect(drained == 5)
+        #expect(h.ledger.settleCalls == [2, 4, 5], "settled each time 2 were held, then at the end")
+        #expect(h.pool.held.isEmpty)
+        for (i, client) in h.clients.enumerated() { #expect(try body(client).hasSuffix(#"{"n":\#(i + 1)}"#)) }
     }
 
     @Test("a failed settlement answers every held request 503 instead")
