@@ -49,6 +49,9 @@ final class Connection {
     private var deadline = 0.0
     /// Nothing more is to be read: the body's end, EOF, an error or a timeout was seen.
     private var inputDone = false
+    /// The web server sent `ABORT_REQUEST` while the body was being read: the request is not
+    /// answered (`endAborted`), whatever of its body came.
+    private(set) var aborted = false
     private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
 
     /// `maxConnections` is what `FCGI_GET_VALUES` reports as `FCGI_MAX_CONNS`.
@@ -74,6 +77,7 @@ final class Connection {
         fd = client
         parser.reset()
         inputDone = false
+        aborted = false
         deadline = MonotonicClock.now() + timeouts.requestSeconds
         while true {
             do {
@@ -139,6 +143,13 @@ final class Connection {
         }
     }
 
+    /// Ends a request the web server aborted (`aborted`) with `END_REQUEST` alone, as when
+    /// it aborts before the params, and closes the connection.
+    func endAborted() {
+        _ = send(RecordWriter.endRequest(requestID: parser.requestID, status: .requestComplete))
+        finish()
+    }
+
     /// Sends `stdout` (the CGI response) as `FCGI_STDOUT` records and ends the request;
     /// `false` when the peer has gone away or stopped reading.
     @discardableResult
@@ -172,8 +183,12 @@ final class Connection {
                     switch event {
                     case .stdin(let bytes):
                         if !take(bytes) { return }
-                    case .stdinEnd, .aborted:
+                    case .stdinEnd:
                         inputDone = true
+                        return
+                    case .aborted:
+                        inputDone = true
+                        aborted = true
                         return
                     case .reply(let bytes):
                         guard send(bytes) else { inputDone = true; return }
@@ -195,6 +210,13 @@ final class Connection {
     /// stalled peer is not drained).
     private func fill() -> FastCGIError? {
         while true {
+            // Checked on every read, not only before a wait: a peer that keeps the socket
+            // readable with records that carry nothing (DATA, another request's) must not
+            // hold the worker past the deadline.
+            guard MonotonicClock.now() < deadline else {
+                inputDone = true
+                return FastCGIError(.timeout, "the request took longer than \(timeouts.requestSeconds) s")
+            }
             let n = recv(fd, chunk.baseAddress, chunk.count, 0)
             if n > 0 {
                 parser.consume(UnsafeRawBufferPointer(rebasing: chunk[..<n]))

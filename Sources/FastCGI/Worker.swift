@@ -127,7 +127,10 @@ struct Worker {
             if let error { log("dropped a connection without answering: \(error)") }
             return .dropped
         case .request(let params):
-            let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder)
+            guard let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder) else {
+                connection.endAborted()
+                return .dropped
+            }
             let deferral = responder.deferral()
             if let deferral, !responder.isSettled(deferral.position) {
                 pool.hold(response, deferral)
@@ -140,11 +143,15 @@ struct Worker {
     }
 
     /// Reads the body of an accepted request, asks the responder and writes its response,
-    /// settling first what it waits for (`SingleConnection`: no holding).
+    /// settling first what it waits for (`SingleConnection`: no holding); `nil` when the web
+    /// server aborted the request meanwhile (nothing answered).
     @discardableResult
     static func serve(_ connection: Connection, params: Params, bodyLimit: Int,
-                      responder: inout any Responder) -> Response {
-        var response = answer(connection, params: params, bodyLimit: bodyLimit, responder: &responder)
+                      responder: inout any Responder) -> Response? {
+        guard var response = answer(connection, params: params, bodyLimit: bodyLimit, responder: &responder) else {
+            connection.endAborted()
+            return nil
+        }
         if let deferral = responder.deferral() {
             response = responder.settle(deferral.position) ? deferral.leave(response) : deferral.failure()
         }
@@ -152,10 +159,12 @@ struct Worker {
         return response
     }
 
-    /// Reads the body of an accepted request and asks the responder.
+    /// Reads the body of an accepted request and asks the responder; `nil`, without asking,
+    /// when the web server aborted the request while its body was read.
     static func answer(_ connection: Connection, params: Params, bodyLimit: Int,
-                       responder: inout any Responder) -> Response {
+                       responder: inout any Responder) -> Response? {
         let (body, tooLarge) = connection.readBody(contentLength: params["CONTENT_LENGTH"], limit: bodyLimit)
+        guard !connection.aborted else { return nil }
         return responder.respond(to: Request(fastCGIParams: params, body: body, bodyTooLarge: tooLarge))
     }
 

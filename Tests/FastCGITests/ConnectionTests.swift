@@ -57,6 +57,40 @@ import Testing
         }
     }
 
+    @Test("nothing is read past the request's deadline, even when bytes are waiting")
+    func deadlineWhileBytesAreWaiting() {
+        // A peer that keeps the socket readable (records that carry nothing, another request
+        // id's) never lets a wait time out; the deadline must stop the reading itself. With a
+        // deadline already past, even a whole request waiting in the socket is not read.
+        let listener = TestListener()
+        let client = listener.connect()
+        defer { close(client) }
+        TestListener.write(client, Records.begin() + Records.record(8) + Records.record(8, id: 9)
+                           + Records.stream(4, Records.pairs([("REQUEST_METHOD", "GET")])) + Records.stream(5, []))
+        var timeouts = Self.quick
+        timeouts.requestSeconds = 0
+        let accepted = Connection(listenFD: listener.fd, timeouts: timeouts).accept()
+        guard case .dropped(let error?) = accepted else { Issue.record("expected a timeout, got \(accepted)"); return }
+        #expect(error == FastCGIError(.timeout, ""))
+    }
+
+    @Test("a request aborted while its body is read is not answered: END_REQUEST alone")
+    func abortedDuringTheBody() throws {
+        let listener = TestListener()
+        let client = listener.connect()
+        defer { close(client) }
+        let params = Records.pairs([("REQUEST_METHOD", "POST"), ("CONTENT_LENGTH", "2"), ("REQUEST_ID", "r1")])
+        TestListener.write(client, Records.begin() + Records.record(4, params) + Records.record(4)
+                           + Records.record(5, Array("{}".utf8)) + Records.record(2))
+        var responder = LengthResponder()
+        let (accepted, response) = answer(listener, &responder)
+        guard case .request = accepted else { Issue.record("expected a request, got \(accepted)"); return }
+        #expect(response == nil && responder.seen.isEmpty, "the responder never saw the aborted request")
+        let (bytes, _) = TestListener.readAll(client)
+        let records = try #require(Records.replies(bytes))
+        #expect(records.map(\.type) == [3], "END_REQUEST alone, no STDOUT")
+    }
+
     @Test("a stalled peer is dropped after the read timeout, and sees EOF")
     func stalledPeer() {
         let listener = TestListener()

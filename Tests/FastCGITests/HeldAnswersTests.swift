@@ -155,7 +155,7 @@ import Testing
             guard case .request(let params) = connection.accept() else { Issue.record("expected a request"); return }
             let response = Worker.serve(connection, params: params, bodyLimit: 1024, responder: &responder)
             #expect(ledger.settleCalls == [1])
-            #expect(response.status == (fails ? 503 : 200))
+            #expect(response?.status == (fails ? 503 : 200))
             #expect(ledger.released == (fails ? [] : [1]))
         }
     }
