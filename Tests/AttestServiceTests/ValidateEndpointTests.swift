@@ -260,12 +260,14 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
     }
 
     @Test func oversizedBodiesAre413AndOtherMethods405() throws {
-        let flow = try DeviceFlow()
+        let flow = try DeviceFlow(configure: { $0.bodyLimitBytes = 2_048 })
         var request = Fixture.request("POST", Endpoint.validate.path, headers: Fixture.appHeaders)
         request.bodyTooLarge = true
         let response = Endpoint.validate.handle(request, flow.context)
         #expect(response.status == 413)
-        #expect((try JSONParser.parse(response.body))["code"]?.stringValue == "payload_too_large")
+        let body = try JSONParser.parse(response.body)
+        #expect(body["code"]?.stringValue == "payload_too_large")
+        #expect(body["hint"]?.stringValue == "Bodies are limited to 2048 bytes (server.bodyLimitBytes).", "the configured limit, not a fixed one")
         #expect(flow.fixture.call(.validate, "GET").0 == 405)
     }
 

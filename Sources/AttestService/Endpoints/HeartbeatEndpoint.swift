@@ -26,7 +26,7 @@ public enum HeartbeatEndpoint {
     }
 
     static func heartbeat(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        try ValidateEndpoint.requirePOST(request, path)
+        try ValidateEndpoint.requirePOST(request, path, bodyLimit: ctx.configuration.bodyLimitBytes)
         let now = ctx.clock.now()
         let fields = try RequestFields(body: request.body.isEmpty ? Array("{}".utf8) : request.body)
         _ = try fields.optionalText("sdkVersion")

@@ -73,7 +73,7 @@ public enum RefreshEndpoint {
     static func refresh(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
         let (app, fields, token) = try ctx.unauthenticated(request, .refresh, now: now) {
-            try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh")
+            try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh", bodyLimit: ctx.configuration.bodyLimitBytes)
             let app = try ctx.appContext(request)!
             let fields = try Fields(request.body)
             return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))

@@ -86,7 +86,7 @@ public enum ValidateEndpoint {
         let now = ctx.clock.now()
         // 1–3a. App, fields, the challenge's HMAC: failures charge the client IP only.
         let (app, fields, token) = try ctx.unauthenticated(request, .validate, now: now) {
-            try requirePOST(request, "/api/v1/attestation/validate")
+            try requirePOST(request, "/api/v1/attestation/validate", bodyLimit: ctx.configuration.bodyLimitBytes)
             let app = try ctx.appContext(request)!
             let fields = try Fields(request.body, app: app.app)
             return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))
@@ -173,10 +173,10 @@ public enum ValidateEndpoint {
         }
     }
 
-    static func requirePOST(_ request: Request, _ path: String) throws {
+    static func requirePOST(_ request: Request, _ path: String, bodyLimit: Int) throws {
         guard request.method == "POST" else { throw ServiceError(.methodNotAllowed, "Use POST for \(path).") }
         guard !request.bodyTooLarge else {
-            throw ServiceError(.payloadTooLarge, "The request body is too large.", hint: "Bodies are limited to 64 KiB.")
+            throw ServiceError(.payloadTooLarge, "The request body is too large.", hint: "Bodies are limited to \(bodyLimit) bytes (server.bodyLimitBytes).")
         }
     }
 }
