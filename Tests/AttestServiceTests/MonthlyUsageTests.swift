@@ -348,6 +348,27 @@ import Testing
         #expect(heartbeat(flow, bearer: "aat_wrongwrongwrongwrongwrongwrong", headers: [:]).0 == 401)
     }
 
+    @Test func apiKeyDevicesAreCappedPerMonthAndTheCapIs429UntilTheMonthEnds() throws {
+        let flow = try flow(limit: 0, configure: { $0.apiKeyDevicesPerMonth = 2 })
+        let key = try apiKey(flow)
+        func beat(_ id: String) -> (Int, String, String?) {
+            let request = Fixture.request("POST", HeartbeatEndpoint.path, body: #"{"deviceId":"\#(id)"}"#, headers: ["Authorization": "Bearer " + key])
+            let response = Endpoint.mad.handle(request, flow.context)
+            let body = (try? JSONParser.parse(response.body)) ?? .null
+            return (response.status, body["code"]?.stringValue ?? "", response.headers.first { $0.name == "Retry-After" }?.value)
+        }
+        #expect(beat("sim-1").0 == 200 && beat("sim-2").0 == 200)
+        let (status, code, retry) = beat("sim-3")
+        // 2026-06-01T12:00:00Z: 29 days and 12 hours until July.
+        #expect(status == 429 && code == "rate_limited" && retry == String(29 * 86_400 + 43_200), "\(status) \(code) \(retry ?? "-")")
+        flow.fixture.clock.advance(86_400)
+        #expect(beat("sim-1").0 == 200, "a device already reported goes on, on later days too")
+        #expect(try totals(flow)?.apiKeyDevices == 2)
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T00:00:00Z")!)
+        #expect(beat("sim-3").0 == 200, "a new month, a new count")
+        #expect(Configuration().apiKeyDevicesPerMonth == 1_000)
+    }
+
     // Usage API and API keys.
 
     @Test func theUsageAPIReportsTheKeysOwnOrganization() throws {

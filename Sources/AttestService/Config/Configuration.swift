@@ -74,6 +74,8 @@ public struct Configuration: Sendable, Equatable {
     public var madLimitStatus = 402
     /// `heartbeat.intervalSeconds`: what heartbeat answers as `interval` and `nextHeartbeatSeconds`.
     public var heartbeatIntervalSeconds = 120
+    /// `usage.apiKeyDevicesPerMonth`: devices an organization's API keys may report a month (0: no cap).
+    public var apiKeyDevicesPerMonth = 1_000
     /// `webhooks.allowPrivateDestinations`: lifts the webhook SSRF guard (plain `http://` and
     /// loopback, private, link-local or multicast addresses) — tests with a local receiver only.
     public var allowPrivateWebhookAddresses = false

@@ -108,6 +108,7 @@ public struct ConfigurationKey: Sendable {
                          kind: .integerChoice([402, 429]), get: { .int(Int64($0.madLimitStatus)) },
                          set: { c, v in c.madLimitStatus = Int(v.intValue!) }),
         .int("heartbeat.intervalSeconds", "Seconds between heartbeats the server asks for (interval, nextHeartbeatSeconds).", 10...86_400, \.heartbeatIntervalSeconds),
+        .int("usage.apiKeyDevicesPerMonth", "Devices an organization's API keys may report (heartbeat with deviceId) per month; a new one beyond it is 429 until the month ends (0: no cap). They are never billed: the cap bounds what a leaked key can write.", 0...100_000_000, \.apiKeyDevicesPerMonth),
         ConfigurationKey(name: "webhooks.allowPrivateDestinations", doc: "Lift the webhook SSRF guard: allow http:// and URLs on loopback, private, link-local or multicast addresses (tests with a local receiver; also 'attestctl serve --allow-private-webhooks').",
                          kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
                          set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),

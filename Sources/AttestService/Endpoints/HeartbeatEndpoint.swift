@@ -15,7 +15,8 @@ import FastCGI
 /// headers, and name a device of that app that is not revoked; anything else is 401
 /// `unauthorized` (the SDK then refreshes its token and resends once). The signature is checked
 /// the first time a worker sees a token, the rest on every heartbeat (`VerifiedTokens`).
-/// API-key devices are counted apart and never billed. A device not yet counted this month can
+/// API-key devices are counted apart and never billed; a new one beyond
+/// `usage.apiKeyDevicesPerMonth` is 429 until the month ends. A device not yet counted this month can
 /// be refused with 402 like at validate. A device already marked active today costs one read
 /// transaction (the device and its day together), no write.
 public enum HeartbeatEndpoint {
@@ -48,11 +49,29 @@ public enum HeartbeatEndpoint {
             let (identity, countedToday) = try ctx.deviceForToken(credential, app: app.app, org: org, now: now)
             admission = try ctx.markActive(identity, countedToday: countedToday, apiKey: false, appID: app.app.appID, org: org, now: now)
         }
-        if case .refused(let limit, let current) = admission {
+        switch admission {
+        case .refused(let limit, let current):
             throw ServiceError.quotaExceeded(limit: limit, current: current, org: org, compatStatus: ctx.configuration.madLimitStatus)
+        case .apiKeyDevicesCapped(let limit):
+            throw apiKeyDevicesCapped(limit: limit, org: org, now: now)
+        case .admitted, .alreadyCounted:
+            break
         }
         let interval = JSONValue.int(Int64(ctx.configuration.heartbeatIntervalSeconds))
         return ServiceContext.json(.object([("interval", interval), ("nextHeartbeatSeconds", interval)]))
+    }
+
+    /// 429 `rate_limited` until the month ends: the organization's API keys reported
+    /// `usage.apiKeyDevicesPerMonth` devices this month; devices already reported go on.
+    static func apiKeyDevicesCapped(limit: Int, org: OrgRecord, now: Timestamp) -> ServiceError {
+        let c = now.civil
+        let daysLeft = Int64(Timestamp.daysInMonth(year: c.year, month: c.month) - c.day)
+        let retry = daysLeft * 86_400 + 86_400 - Int64(c.hour * 3600 + c.minute * 60 + c.second)
+        return ServiceError(.rateLimited, "This organization's API keys have reported \(limit) devices this month, the most allowed; new ones are not counted until the month ends.",
+                            hint: "Raise usage.apiKeyDevicesPerMonth, or reuse deviceIds in simulator and CI builds.",
+                            log: "org \(org.name): API-key devices at \(limit) this month",
+                            headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(limit)),
+                                      ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", String(retry))])
     }
 
     static func unauthorized(_ log: String) -> ServiceError {

@@ -9,6 +9,8 @@ enum MonthlyAdmission: Equatable {
     case admitted
     /// Not counted: the organization is over its limit and its grace has ended.
     case refused(limit: UInt32, current: UInt32)
+    /// Not counted: a new API-key device beyond `usage.apiKeyDevicesPerMonth`.
+    case apiKeyDevicesCapped(limit: Int)
 }
 
 /// Monthly-active-device admission and counting (SPEC §4), run inside the write transaction
@@ -21,7 +23,9 @@ enum MonthlyAdmission: Equatable {
 ///   per month) and queues `usage.limit_reached`; during grace new devices are admitted.
 /// - After the grace, new devices are refused (402 `quota_exceeded`); the first refusal
 ///   queues `usage.grace_ended`.
-/// - API-key devices are counted apart (`apiKeyDevices`), never billed or refused.
+/// - API-key devices are counted apart (`apiKeyDevices`) and never billed; new ones beyond
+///   `usage.apiKeyDevicesPerMonth` are not counted (the heartbeat answers 429), so a leaked
+///   key cannot grow the store without bound.
 extension ServiceContext {
     /// `now`'s day of the month as a bit of `Transaction.CountedDevice.days`.
     static func dayBit(_ now: Timestamp) -> UInt32 { UInt32(1) << UInt32(now.civil.day - 1) }
@@ -54,6 +58,8 @@ extension ServiceContext {
         }
         var totals = try txn.usageMonth(org: org.name, month: month) ?? UsageMonthRecord()
         if apiKey {
+            let cap = configuration.apiKeyDevicesPerMonth
+            if cap > 0 && Int(totals.apiKeyDevices) >= cap { return .apiKeyDevicesCapped(limit: cap) }
             totals.apiKeyDevices &+= 1
         } else {
             if org.madLimit > 0 && totals.activeDevices >= org.madLimit {
