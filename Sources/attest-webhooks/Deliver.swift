@@ -42,7 +42,7 @@ enum Deliver {
             Output.err("attest-webhooks deliver[\(processID())]: delivering from \(data.path) "
                        + "(\(configuration.webhookMaxConcurrent) threads, \(configuration.webhookConcurrencyPerEndpoint) per endpoint)")
             worker.run { stopRequested != 0 }
-            Output.err("attest-webhooks deliver[\(processID())]: stopped after \(worker.attempts) attempts, \(worker.delivered) delivered")
+            Output.err("attest-webhooks deliver[\(processID())]: stopped after \(worker.attempts) attempts, \(worker.delivered) delivered, \(worker.pruned) pruned from the log")
             return 0
         } catch let error as UsageError {
             Output.err("attest-webhooks deliver: \(error.message)\n\(usage)")

@@ -168,6 +168,53 @@ import Testing
         #expect(pending.count == backlogSize && pending.allSatisfy { $0.state == .pending && $0.attempts.isEmpty })
     }
 
+    @Test func finishedDeliveriesOlderThanTheRetentionArePrunedPendingOnesStay() throws {
+        let s = try Setup(schedule: [1])
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        // Day 0: three deliveries: one delivered, one failed (after its one retry), one pending.
+        try backlog(s, 3)
+        let jobs = try s.due()
+        try s.queue.record([(jobs[0], Self.answer(200)), (jobs[1], Self.answer(500)), (jobs[2], Self.answer(500))], at: s.fixture.clock.now())
+        s.fixture.clock.advance(1)
+        try s.queue.record([(try s.due().first { $0.sequence == jobs[1].sequence }!, Self.answer(500))], at: s.fixture.clock.now())
+        // Day 2: one more, delivered.
+        s.fixture.clock.advance(2 * 86_400)
+        try backlog(s, 1, event: "attestation.completed")
+        try s.queue.record([(try s.due().max { $0.sequence < $1.sequence }!, Self.answer(200))], at: s.fixture.clock.now())
+        #expect(try s.log(endpoint.id).map(\.state) == [.delivered, .pending, .failed, .delivered])
+
+        let removed = try s.queue.prune(createdBefore: s.fixture.clock.now() - 86_400, limit: 100)
+        #expect(removed == 2, "the day-0 delivered and failed ones")
+        #expect(try s.log(endpoint.id).map(\.state) == [.delivered, .pending], "the day-2 one and the pending one stay")
+        #expect(try s.queue.prune(createdBefore: s.fixture.clock.now() - 86_400, limit: 100) == 0)
+    }
+
+    @Test func theDelivererPrunesOnItsTurnsAndKeepsUpWithABacklog() throws {
+        let s = try Setup()
+        var configuration = s.fixture.context.configuration
+        configuration.webhookLogRetentionDays = 1
+        let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
+        let backlogSize = DeliveryWorker.pruneBatch * 2 + 10
+        try backlog(s, backlogSize)
+        _ = try s.fixture.context.store.write([.durable]) { txn in
+            for d in try txn.deliveries(endpoint: endpoint.id) {
+                var done = d
+                done.state = .delivered
+                done.nextAttemptAt = nil
+                try txn.put(done, previousDue: d.nextAttemptAt)
+            }
+        }
+        let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
+                                    clock: s.fixture.clock, pollMilliseconds: 1) { DeliveryWorkerIdleTests.Answers200() }
+        #expect(try !worker.turn(waitMilliseconds: 1), "nothing old enough yet: an idle turn")
+        s.fixture.clock.advance(86_400 + 1)
+        #expect(try worker.turn(waitMilliseconds: 1), "a full batch: more to do")
+        #expect(try worker.turn(waitMilliseconds: 1), "the next turn prunes again without waiting a minute")
+        #expect(try !worker.turn(waitMilliseconds: 1), "the rest fit one batch")
+        #expect(worker.pruned == backlogSize)
+        #expect(try s.log(endpoint.id).isEmpty)
+    }
+
     @Test func signaturesFollowBothSchemes() {
         // Standard Webhooks' published example (standard-webhooks spec and libraries' tests).
         let body = Array(#"{"test": 2432232314}"#.utf8)

@@ -89,6 +89,9 @@ public struct Configuration: Sendable, Equatable {
     public var webhookConcurrencyPerEndpoint = 2
     /// `webhooks.maxConcurrentDeliveries`: attempts in flight in all (the sender's threads).
     public var webhookMaxConcurrent = 16
+    /// `webhooks.logRetentionDays`: finished deliveries are removed from the log this long
+    /// after they were created (0: kept until their endpoint is deleted).
+    public var webhookLogRetentionDays = 30
 
     /// The SDK treats a token as expired 300 s before its `expiresAt`; shorter lifetimes than
     /// this would make every call re-run challenge and assertion.

@@ -120,6 +120,7 @@ public struct ConfigurationKey: Sendable {
         .int("webhooks.timeoutSeconds", "Time limit of one delivery attempt (connect, send, answer).", 1...60, \.webhookTimeoutSeconds),
         .int("webhooks.concurrencyPerEndpoint", "Delivery attempts in flight to one endpoint at most (a slow endpoint holds no more than this).", 1...64, \.webhookConcurrencyPerEndpoint),
         .int("webhooks.maxConcurrentDeliveries", "Delivery attempts in flight in all (the sender's threads).", 1...256, \.webhookMaxConcurrent),
+        .int("webhooks.logRetentionDays", "Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the deliverer removes older ones (0: keep them until the endpoint is deleted).", 0...3_650, \.webhookLogRetentionDays),
     ]
 
     public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }

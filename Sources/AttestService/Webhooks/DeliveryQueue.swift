@@ -175,6 +175,32 @@ public struct DeliveryQueue {
         }
     }
 
+    /// Removes up to `limit` finished deliveries created before `cutoff` (the delivery log's
+    /// retention, `webhooks.logRetentionDays`), oldest first within each endpoint; how many.
+    /// Found by a read, removed by one write that checks each is still finished, so an idle
+    /// log costs no write transaction.
+    @discardableResult
+    public func prune(createdBefore cutoff: Timestamp, limit: Int) throws -> Int {
+        let expired = try store.read { txn -> [[UInt8]] in
+            var keys = [[UInt8]]()
+            for endpoint in try txn.webhooks() where keys.count < limit {
+                keys += try txn.expiredDeliveries(endpoint: endpoint.id, createdBefore: cutoff, limit: limit - keys.count)
+            }
+            return keys
+        }
+        guard !expired.isEmpty else { return 0 }
+        return try store.write([.durable]) { txn in
+            var removed = 0
+            for key in expired {
+                let endpoint = DeliveryRecord.endpointID(ofKey: key), sequence = BigEndian.uint64(key.suffix(8))
+                guard let d = try txn.delivery(endpoint: endpoint, sequence: sequence), d.state != .pending else { continue }
+                try txn.delete(d)
+                removed += 1
+            }
+            return removed
+        }
+    }
+
     /// Records attempts in one write transaction: 2xx → delivered; otherwise the next retry
     /// from `retrySchedule`, or failed after the last. Returns how many were delivered.
     @discardableResult

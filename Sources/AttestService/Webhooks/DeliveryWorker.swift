@@ -35,7 +35,9 @@ public final class DeliveryWorker {
     public var beforeRecord: (() throws -> Void)?
     public var log: (LogMessage) -> Void = { _ in }
     /// Totals since start, for logs and benchmarks.
-    public private(set) var attempts = 0, delivered = 0
+    public private(set) var attempts = 0, delivered = 0, pruned = 0
+    let retentionDays: Int
+    private var lastPrune: Timestamp?
 
     public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(), pollMilliseconds: Int = 50,
                 transport: @escaping @Sendable () -> any WebhookTransport) {
@@ -44,6 +46,7 @@ public final class DeliveryWorker {
         threads = configuration.webhookMaxConcurrent
         perEndpoint = configuration.webhookConcurrencyPerEndpoint
         timeoutSeconds = configuration.webhookTimeoutSeconds
+        retentionDays = configuration.webhookLogRetentionDays
         self.pollMilliseconds = pollMilliseconds
         pool = SenderPool(threads: threads, timeoutSeconds: timeoutSeconds, transport: transport)
     }
@@ -80,6 +83,7 @@ public final class DeliveryWorker {
     @discardableResult
     public func turn(waitMilliseconds: Int? = nil) throws -> Bool {
         let now = clock.now()
+        let pruned = try pruneIfDue(now)
         let fanned = try queue.fanOut(limit: 512, now: now)
         var submitted = 0
         let free = threads - inFlight.count
@@ -95,8 +99,24 @@ public final class DeliveryWorker {
             submitted = jobs.count
         }
         let collected = try collect(waitMilliseconds: waitMilliseconds ?? pollMilliseconds)
-        return fanned > 0 || submitted > 0 || collected > 0 || !inFlight.isEmpty
+        return pruned || fanned > 0 || submitted > 0 || collected > 0 || !inFlight.isEmpty
     }
+
+    /// The delivery log's retention: once a minute (and at the first turn) removes a batch of
+    /// finished deliveries older than `webhooks.logRetentionDays`; while batches come back
+    /// full, on every turn, so the removal keeps up with any rate of events. Whether it
+    /// removed a full batch.
+    private func pruneIfDue(_ now: Timestamp) throws -> Bool {
+        guard retentionDays > 0, lastPrune.map({ now.seconds - $0.seconds >= 60 }) ?? true else { return false }
+        let removed = try queue.prune(createdBefore: now - Int64(retentionDays) * 86_400, limit: Self.pruneBatch)
+        pruned += removed
+        let full = removed >= Self.pruneBatch
+        lastPrune = full ? nil : now
+        return full
+    }
+
+    /// Deliveries one pruning removes at most (one write transaction).
+    public static let pruneBatch = 1_000
 
     /// Records the results that arrive within `waitMilliseconds`; how many.
     ///

@@ -157,6 +157,23 @@ extension Transaction {
         return found
     }
 
+    /// Keys of up to `limit` of an endpoint's finished deliveries (delivered, failed, skipped)
+    /// created before `cutoff`, oldest first: the log is in creation order, so the scan stops
+    /// at the first one created since. Pending ones stay, whatever their age.
+    public func expiredDeliveries(endpoint: String, createdBefore cutoff: Timestamp, limit: Int) throws -> [[UInt8]] {
+        let prefix = Array(endpoint.utf8) + [0]
+        var found = [[UInt8]]()
+        guard limit > 0 else { return [] }
+        try scan(.deliveries, from: prefix) { key, value in
+            guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+            let delivery = try DeliveryRecord(encoded: value)
+            guard delivery.createdAt < cutoff else { return false }
+            if delivery.state != .pending { found.append(key) }
+            return found.count < limit
+        }
+        return found
+    }
+
     /// One endpoint's deliveries, oldest first.
     public func deliveries(endpoint: String) throws -> [DeliveryRecord] {
         let prefix = Array(endpoint.utf8) + [0]
