@@ -22,11 +22,18 @@ struct ServiceUser: Equatable {
 
     var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups) }
 
-    /// The account named `name`, or `nil` when there is none.
+    /// The account named `name`, or `nil` when there is none. Looked up with the reentrant
+    /// calls: `getpwnam` and `getgrgid` return static buffers another thread's lookup can
+    /// overwrite (the tests run in parallel; one once read root's group as "nogroup").
     static func lookUp(_ name: String) -> ServiceUser? {
-        guard let pw = getpwnam(name) else { return nil }
-        let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
-        let groupName = getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? String(gid)
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        var pw = passwd(), found: UnsafeMutablePointer<passwd>?
+        guard getpwnam_r(name, &pw, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        let uid = pw.pw_uid, gid = pw.pw_gid
+        var group = Glibc.group(), foundGroup: UnsafeMutablePointer<Glibc.group>?
+        var groupBuffer = [CChar](repeating: 0, count: 16_384)
+        let groupName = getgrgid_r(gid, &group, &groupBuffer, groupBuffer.count, &foundGroup) == 0 && foundGroup != nil
+            ? String(cString: group.gr_name) : String(gid)
         var count: Int32 = 64
         var list = [gid_t](repeating: 0, count: Int(count))
         if getgrouplist(name, gid, &list, &count) < 0 {
