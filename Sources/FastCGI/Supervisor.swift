@@ -197,7 +197,9 @@ struct Supervisor {
             return
         }
         reap()
-        let workers = slots.compactMap(\.pid) + Array(retiring)
+        // The previous image's workers too, if ours have not all started yet (a fork that
+        // failed and waits for its retry): left out, the next image would never retire them.
+        let workers = slots.compactMap(\.pid) + Array(retiring) + inherited
         socket.keepAcrossExec()
         log("re-executing \(executable.path) (handing over the socket and \(workers.count) workers)")
         let failure = executable.exec(handover: Reload.Handover(fd: socket.fd, workers: workers))
