@@ -37,8 +37,8 @@ import Testing
         try flow.context.store.read { try $0.outbox() }.map(\.event.event).filter { $0.hasPrefix("usage.") }
     }
 
-    func apiKey(_ flow: DeviceFlow, org: String = "acme") throws -> String {
-        let (key, record) = APIKeys.generate(org: org, name: "test", random: SystemRandom(), now: flow.fixture.clock.now())
+    func apiKey(_ flow: DeviceFlow, org: String = "acme", scope: APIKeyRecord.Scope = .all) throws -> String {
+        let (key, record) = APIKeys.generate(org: org, name: "test", scope: scope, random: SystemRandom(), now: flow.fixture.clock.now())
         try flow.context.store.write([.durable]) { txn in
             if try txn.org(named: org) == nil { try txn.put(OrgRecord(name: org, tier: .pro, createdAt: flow.fixture.clock.now())) }
             try txn.put(record)
@@ -370,6 +370,20 @@ import Testing
     }
 
     // Usage API and API keys.
+
+    @Test func aHeartbeatScopedKeySendsHeartbeatsButIsRefusedByTheManagementAPIs() throws {
+        let flow = try flow(limit: 0)
+        let sdkKey = try apiKey(flow, scope: .heartbeat), adminKey = try apiKey(flow)
+        #expect(heartbeat(flow, bearer: sdkKey, headers: [:], body: #"{"deviceId":"sim-1"}"#).0 == 200)
+        let refused = usage(flow, key: sdkKey)
+        #expect(refused.0 == 403 && refused.1["code"]?.stringValue == "forbidden", "\(refused)")
+        func webhooks(_ key: String) -> Int {
+            Endpoint.webhooks.handle(Fixture.request("GET", WebhooksEndpoint.path, headers: ["Authorization": "Bearer " + key]), flow.context).status
+        }
+        #expect(webhooks(sdkKey) == 403)
+        #expect(usage(flow, key: adminKey).0 == 200 && webhooks(adminKey) == 200, "a key of scope all does everything")
+        #expect(heartbeat(flow, bearer: adminKey, headers: [:], body: #"{"deviceId":"sim-2"}"#).0 == 200)
+    }
 
     @Test func theUsageAPIReportsTheKeysOwnOrganization() throws {
         let flow = try flow(limit: 5, grace: 3)

@@ -74,6 +74,18 @@ import Testing
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
     }
 
+    @Test func apiKeyScopesRoundTripAndVersion1ReadsAsAll() throws {
+        let key = APIKeyRecord(id: "", org: "acme", name: "CI", hash: [UInt8](repeating: 7, count: 32), createdAt: now, scope: .heartbeat)
+        #expect(try APIKeyRecord(encoded: key.encoded()) == key)
+        // A v1 record is the v2 layout without the trailing scope byte.
+        var v1 = key.encoded().dropLast()
+        v1[v1.startIndex] = 1
+        #expect(try APIKeyRecord(encoded: Array(v1)).scope == .all, "keys made before scopes could do everything")
+        var bad = key.encoded()
+        bad[bad.count - 1] = 9
+        #expect(throws: StoreError(.corrupt, "")) { try APIKeyRecord(encoded: bad) }
+    }
+
     @Test func unknownVersionsAreRejected() throws {
         var bytes = OrgRecord(name: "a", createdAt: now).encoded()
         bytes[0] = 2

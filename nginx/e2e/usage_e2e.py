@@ -121,6 +121,11 @@ def usage_agrees(s):
     T.check("a revoked key is 401 at once", r.status == 401, repr(r))
     p = s.device(s.state("sim"), "heartbeat", "--api-key", other, "--device-id", "simulator-1")
     T.check("an API-key heartbeat (simulator build) is accepted", p.returncode == 0, p.stderr)
+    sdk = s.ctl_json("apikey", "create", "--org", "racers", "--scope", "heartbeat")
+    p = s.device(s.state("sim"), "heartbeat", "--api-key", sdk["key"], "--device-id", "simulator-1")
+    T.check("a heartbeat-scoped key sends heartbeats", p.returncode == 0 and sdk.get("scope") == "heartbeat", p.stderr + json.dumps(sdk))
+    r = s.http("GET", "/api/v1/org/usage", {"Authorization": "Bearer " + sdk["key"]})
+    T.check("a heartbeat-scoped key is 403 forbidden on the usage API", r.status == 403 and (r.json or {}).get("code") == "forbidden", repr(r))
     racers = s.ctl_json("usage", "--org", "racers")
     T.check("the API-key device is counted apart, not billed", racers.get("apiKeyDevices") == 1, json.dumps(racers))
 

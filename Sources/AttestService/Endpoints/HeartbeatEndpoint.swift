@@ -37,7 +37,7 @@ public enum HeartbeatEndpoint {
         let admission: MonthlyAdmission
         let org: OrgRecord
         if credential.hasPrefix(APIKeys.prefix) {
-            org = try ctx.organization(apiKey: credential)
+            org = try ctx.organization(apiKey: credential, for: .heartbeat)
             guard let deviceID = deviceIDField else {
                 throw ServiceError(.badRequest, "The field deviceId is required with an API key.")
             }

@@ -15,7 +15,7 @@ public enum UsageEndpoint {
             guard let key = ctx.bearer(request) else {
                 throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
             }
-            let org = try ctx.organization(apiKey: key)
+            let org = try ctx.organization(apiKey: key, for: .management)
             let now = ctx.clock.now()
             var month = now.monthKey
             for pair in request.query.split(separator: "&") where pair.hasPrefix("month=") {

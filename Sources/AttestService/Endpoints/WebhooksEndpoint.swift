@@ -33,7 +33,7 @@ public enum WebhooksEndpoint {
         guard let key = ctx.bearer(request) else {
             throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
         }
-        let org = try ctx.organization(apiKey: key).name
+        let org = try ctx.organization(apiKey: key, for: .management).name
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
                                  random: ctx.random, now: ctx.clock.now())
         admin.resolve = ctx.resolveHost

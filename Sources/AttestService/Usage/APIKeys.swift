@@ -12,10 +12,16 @@ public enum APIKeys {
     static let idLength = 12
 
     /// A new key and its record, not yet stored.
-    public static func generate(org: String, name: String, random: any RandomSource, now: Timestamp) -> (key: String, record: APIKeyRecord) {
+    public static func generate(org: String, name: String, scope: APIKeyRecord.Scope = .all, random: any RandomSource,
+                                now: Timestamp) -> (key: String, record: APIKeyRecord) {
         let key = prefix + Base64.encode(random.bytes(24), url: true)
-        return (key, APIKeyRecord(id: String(key.prefix(idLength)), org: org, name: name, hash: SHA256.hash(key.utf8), createdAt: now))
+        return (key, APIKeyRecord(id: String(key.prefix(idLength)), org: org, name: name, hash: SHA256.hash(key.utf8), createdAt: now,
+                                  scope: scope))
     }
+
+    /// What a request uses a key for: a heartbeat (any key), or the usage or webhook
+    /// management API (a key of scope `all`).
+    enum Use { case heartbeat, management }
 }
 
 extension ServiceContext {
@@ -29,15 +35,22 @@ extension ServiceContext {
 
     /// The organization of an active API key (401 `unauthorized` otherwise): the record is
     /// found by the key's id and the key's SHA-256 compared with the stored one in constant time.
-    func organization(apiKey key: String) throws -> OrgRecord {
-        let found = try store.read { txn -> OrgRecord? in
+    /// A key of scope `heartbeat` used for the management APIs is 403 `forbidden`.
+    func organization(apiKey key: String, for use: APIKeys.Use) throws -> OrgRecord {
+        let found = try store.read { txn -> (OrgRecord, APIKeyRecord)? in
             guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64, let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
-                  constantTimeEqual(record.hash, SHA256.hash(key.utf8)), record.revokedAt == nil else { return nil }
-            return try txn.org(named: record.org)
+                  constantTimeEqual(record.hash, SHA256.hash(key.utf8)), record.revokedAt == nil,
+                  let org = try txn.org(named: record.org) else { return nil }
+            return (org, record)
         }
-        guard let found else {
+        guard let (org, record) = found else {
             throw ServiceError(.unauthorized, "Invalid or revoked API key.", hint: "Create one with 'attestctl apikey create --org NAME'.")
         }
-        return found
+        guard use == .heartbeat || record.scope == .all else {
+            throw ServiceError(.forbidden, "This API key may only send heartbeats.",
+                               hint: "Use a key created with --scope all for the usage and webhook APIs.",
+                               log: "API key \(record.id) of scope \(record.scope.name) used for a management API")
+        }
+        return org
     }
 }
