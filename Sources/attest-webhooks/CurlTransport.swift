@@ -17,7 +17,6 @@ final class CurlTransport: WebhookTransport {
 
     func post(url: String, headers: [(String, String)], body: [UInt8], timeoutSeconds: Int) -> AttemptResult {
         let r = client.post(url, headers: headers, body: body, timeoutSeconds: timeoutSeconds)
-        let excerpt = String(decoding: r.body.prefix(AttemptResult.excerptBytes), as: UTF8.self)
-        return AttemptResult(status: r.status, durationMs: r.milliseconds, excerpt: excerpt, error: r.error)
+        return AttemptResult(status: r.status, durationMs: r.milliseconds, excerpt: AttemptResult.excerpt(of: r.body), error: r.error)
     }
 }

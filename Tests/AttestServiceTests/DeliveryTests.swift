@@ -215,6 +215,15 @@ import Testing
         #expect(try s.log(endpoint.id).isEmpty)
     }
 
+    @Test func theExcerptIsAtMost256BytesWhateverTheAnswer() {
+        #expect(AttemptResult.excerpt(of: Array("ok".utf8)) == "ok")
+        let binary = AttemptResult.excerpt(of: [UInt8](repeating: 0xFF, count: 4096))
+        #expect(binary.utf8.count <= AttemptResult.excerptBytes && binary.unicodeScalars.allSatisfy { $0 == "\u{FFFD}" })
+        // "€" is 3 bytes: 256 bytes end one byte into the 86th.
+        let text = AttemptResult.excerpt(of: Array(String(repeating: "€", count: 300).utf8))
+        #expect(text == String(repeating: "€", count: 85), "the character cut at the edge is dropped")
+    }
+
     @Test func signaturesFollowBothSchemes() {
         // Standard Webhooks' published example (standard-webhooks spec and libraries' tests).
         let body = Array(#"{"test": 2432232314}"#.utf8)

@@ -26,6 +26,15 @@ public struct AttemptResult: Sendable {
 
     public static let excerptBytes = 256
 
+    /// The log's excerpt of an answer's body: its first `excerptBytes` bytes as text, cut
+    /// back to at most `excerptBytes` bytes of UTF-8 (bytes that are not UTF-8 become U+FFFD,
+    /// three bytes each, which could otherwise triple the excerpt).
+    public static func excerpt(of body: [UInt8]) -> String {
+        var text = String(decoding: body.prefix(excerptBytes), as: UTF8.self)
+        while text.utf8.count > excerptBytes { text.removeLast() }
+        return text
+    }
+
     public init(status: Int, durationMs: Int, excerpt: String, error: String) {
         self.status = status
         self.durationMs = durationMs
