@@ -55,6 +55,28 @@ import Testing
         #expect(both.chainVerifier.cachedIntermediateCount == 2, "two intermediates, two entries")
     }
 
+    @Test func onlyAnIntermediateTheChainUsedIsCached() throws {
+        // Anchors holding an intermediate as well as its root (a test CA file with both):
+        // OpenSSL chains a genuine leaf through the trusted intermediate and leaves the one
+        // supplied in x5c unused. That one must not be cached, or everything it signs passes.
+        let a = try TestPKI.generate(name: "Anchored", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
+        let attacker = try TestPKI.generate(name: "Attacker", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
+        let verifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: [a.rootCertificate, a.intermediateCertificate]))
+        let device = try SoftwareDevice.generate()
+        var synthetic = device.synthetic(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID)
+        synthetic.x5c = [try synthetic.build(pki: a, at: Fixtures.now).credentialCertificate, attacker.intermediateDER]
+        let object = try synthetic.build(pki: a, at: Fixtures.now).attestationObject
+        _ = try? verifier.verify(attestationObject: object[...], keyID: device.keyID, clientDataHash: Fixtures.clientDataHash,
+                                 appID: Fixtures.appID, policy: .production, at: Fixtures.now)
+        #expect(!verifier.chainVerifier.hasVerified(intermediateDER: attacker.intermediateDER[...], at: Fixtures.now))
+        let forger = try SoftwareDevice.generate()
+        let (keyID, forged) = try forger.attest(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, pki: attacker, at: Fixtures.now)
+        #expect(errorCode {
+            try verifier.verify(attestationObject: forged[...], keyID: keyID, clientDataHash: Fixtures.clientDataHash,
+                                appID: Fixtures.appID, policy: .production, at: Fixtures.now)
+        } == .certificateChain, "a leaf signed by the attacker's CA does not chain")
+    }
+
     @Test func timeAfterTheCachedWindowIsVerifiedInFullAndFails() throws {
         #expect(try verifyNewDevice(at: Fixtures.now) == nil, "warm the cache inside the intermediate's window")
         #expect(try verifyNewDevice(at: Fixtures.now + 11 * 86_400) == .certificateChain,

@@ -99,8 +99,13 @@ public final class ChainVerifier: @unchecked Sendable {
             }
             let intermediate = try Certificate(derEncoded: intermediatesDER[0])
             let chain = try Self.run(store: anchorStore, leaf: leaf, untrusted: [intermediate], at: time)
-            // chain = [leaf, intermediate, anchor]: cache the intermediate when that is the shape.
-            if chain.count == 3, let entry = VerifiedIntermediate(intermediate, issuer: chain[2]) {
+            // chain = [leaf, intermediate, anchor]: cache the intermediate when that is the shape
+            // and the chain's second certificate is the one supplied. OpenSSL may build the
+            // chain through an anchor instead (anchors that are not self-signed, e.g. a test
+            // CA file holding its intermediate too) and leave the supplied one unused: caching
+            // that one would trust whatever it signs.
+            if chain.validity.count == 3, chain.secondIsFirstUntrusted,
+               let entry = VerifiedIntermediate(intermediate, issuer: chain.validity[2]) {
                 cache.withLock { entries in
                     if entries.count >= Self.cacheCapacity { entries.removeAll() }
                     entries[SHA256.hash(intermediatesDER[0])] = entry
@@ -114,9 +119,11 @@ public final class ChainVerifier: @unchecked Sendable {
     }
 
     /// Runs `X509_verify_cert`; returns the verified chain's certificates' validity as
-    /// (notBefore, notAfter) pairs, leaf first.
+    /// (notBefore, notAfter) pairs, leaf first, and whether its second certificate is the
+    /// first of `untrusted` (rather than an anchor or another certificate).
     @discardableResult
-    static func run(store: OpaquePointer, leaf: Certificate, untrusted: [Certificate], at time: Timestamp) throws(AttestError) -> [(Timestamp, Timestamp)] {
+    static func run(store: OpaquePointer, leaf: Certificate, untrusted: [Certificate],
+                    at time: Timestamp) throws(AttestError) -> (validity: [(Timestamp, Timestamp)], secondIsFirstUntrusted: Bool) {
         guard let ctx = X509_STORE_CTX_new() else { throw AttestError.openSSL(.crypto, "X509_STORE_CTX_new") }
         defer { X509_STORE_CTX_free(ctx) }
         let stack = attest_sk_X509_new_null()
@@ -134,13 +141,15 @@ public final class ChainVerifier: @unchecked Sendable {
             throw AttestError(.certificateChain, "\(text) at depth \(depth) (time \(time.iso8601))")
         }
         var validity = [(Timestamp, Timestamp)]()
+        var secondIsFirstUntrusted = false
         if let chain = X509_STORE_CTX_get0_chain(ctx) {
             for i in 0..<attest_sk_X509_num(chain) {
                 let cert = attest_sk_X509_value(chain, i)
                 validity.append((Certificate.timestamp(X509_get0_notBefore(cert)), Certificate.timestamp(X509_get0_notAfter(cert))))
+                if i == 1, let first = untrusted.first { secondIsFirstUntrusted = X509_cmp(cert, first.x509) == 0 }
             }
         }
-        return validity
+        return (validity, secondIsFirstUntrusted)
     }
 }
 
