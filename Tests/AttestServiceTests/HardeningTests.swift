@@ -120,6 +120,31 @@ import Testing
         #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
     }
 
+    @Test func anotherOrganizationsKeyIdIsUnknownAndNothingIsQueuedOrChanged() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        try flow.context.store.write([.durable]) { txn in for (sequence, _) in try txn.outbox() { try txn.dequeue(sequence) } }
+        let before = try #require(try flow.storedDevice())
+        let beta = try addOtherApp(flow, org: "beta")
+        func junk(_ headers: [String: String]) throws -> JSONValue {
+            let challenge = try flow.fixture.challenge(headers: headers)
+            let cbor = CBORWriter.encode(.map([CBORMapEntry(key: .text("signature"), value: .bytes([0x30, 0x06, 2, 1, 1, 2, 1, 1][...])),
+                                               CBORMapEntry(key: .text("authenticatorData"), value: .bytes([UInt8](repeating: 0, count: 37)[...]))]))
+            return ["keyId": .string(Base64.encode(flow.device.keyID)), "assertion": .string(Base64.encode(cbor)),
+                    "clientDataHash": .string(Base64.encode(SHA256.hash(challenge.utf8))), "challenge": .string(challenge)]
+        }
+        #expect(code(flow.post(.refresh, try junk(beta), headers: beta)) == "404 not_found", "acme's key is unknown to beta's app")
+        #expect(try flow.context.store.read { try $0.outbox() }.isEmpty, "no anomaly event for beta (or acme)")
+        #expect(try flow.storedDevice() == before)
+        try flow.context.store.write([.durable]) { txn in
+            var device = try #require(try txn.device(keyID: flow.device.keyID))
+            device.status = .revoked
+            try txn.put(device)
+        }
+        #expect(code(flow.post(.refresh, try junk(beta), headers: beta)) == "404 not_found", "its state does not show either")
+        #expect(code(flow.post(.refresh, try junk(Fixture.appHeaders))) == "403 forbidden", "its own app still sees it revoked")
+    }
+
     @Test func aGenuinelySignedReplayStillInvalidates() throws {
         let flow = try DeviceFlow()
         try flow.enroll()

@@ -80,8 +80,15 @@ public enum RefreshEndpoint {
         }
         // The challenge is consumed from here on, whatever follows.
         let keyID = fields.keyID
+        // A key of another organization's app is unknown here: answering for it would tell an
+        // outsider the state of a device it has no business with, and its events (a forged
+        // assertion's anomaly, an invalidation) would go to the wrong organization.
         let stored = try ctx.admit(token, org: app.org, request: request, .refresh, now: now,
-                                   prefetch: { $0.prefetch(.devices, keyID) }) { try $0.device(keyID: keyID) }
+                                   prefetch: { $0.prefetch(.devices, keyID) }) { txn -> DeviceRecord? in
+            guard let device = try txn.device(keyID: keyID) else { return nil }
+            if device.appID == app.app.appID { return device }
+            return try txn.app(id: device.appID)?.org == app.org.name ? device : nil
+        }
         guard let device = stored else {
             throw unknownKey(ctx.configuration.unknownKeyStatus)
         }
