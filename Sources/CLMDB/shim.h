@@ -6,6 +6,7 @@
 /* Atomic access to a u64 in memory shared between processes (the durable environment's
    sync.state page, see DurabilityBarrier.swift). */
 static inline uint64_t attest_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void attest_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* Raises *p to v unless it is already at least v. */
 static inline void attest_max_u64(uint64_t *p, uint64_t v) {
     uint64_t seen = __atomic_load_n(p, __ATOMIC_ACQUIRE);

@@ -41,7 +41,8 @@ let restoreCommand = Command(
         Checks the whole file (format, schema, SHA-256) before writing anything, then writes
         the data directory's files. A directory that already holds a store is refused unless
         --force; a store that a running pool serves (DIR/run/*.sock.pid alive) is always
-        refused: stop the stack first.
+        refused (a pid file in DIR/run, or any process with the store open, wherever its
+        pools run): stop the stack first.
 
         example: attestctl restore --from /var/backups/attestedge-2026-12-01.aebk --data /var/lib/attestedge-restored
         """,
@@ -56,6 +57,16 @@ let restoreCommand = Command(
         }
         guard live.isEmpty else {
             throw CommandFailure("\(data.path) is served right now (\(live.joined(separator: ", "))): stop the stack before restoring into it")
+        }
+        // Pools started elsewhere (systemd's run under /run/attestedge) leave no pid file here:
+        // the store's own lock files say whether any process has it open.
+        switch Store.isOpenElsewhere(directory: data.storeDirectory) {
+        case true?:
+            throw CommandFailure("\(data.storeDirectory) is open in another process (a running pool or attestctl): stop the stack before restoring into it")
+        case nil:
+            throw CommandFailure("cannot tell whether \(data.storeDirectory) is open elsewhere (its lock files cannot be read): stop the stack and check the files' owner")
+        case false?:
+            break
         }
         if FileIO.exists(data.storeDirectory + "/durable/data.mdb") && !args.flag("force") {
             throw CommandFailure("\(data.path) already holds a store: restore into a new directory, or pass --force to replace it")

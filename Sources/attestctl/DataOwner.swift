@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// Commands that write into the data directory.
-let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks"]
+let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks", "restore",
+                                        "apikey", "subject", "claims", "usage"]
 
 /// Run as root on a data directory that belongs to another user (`attestctl serve` hands it
 /// to `server.user`), the commands that write into it act as that user: a rotated signing key

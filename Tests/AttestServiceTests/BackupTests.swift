@@ -26,6 +26,31 @@ import Testing
         #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
     }
 
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func restoringOverAStoreKeepsItsSyncsAndForgetsNoUsedChallenge() throws {
+        var template = Array("/tmp/attest-restore-test-XXXXXX".utf8CString)
+        let root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let data = DataDirectory(root + "/data")
+        let now = Timestamp(iso8601: "2026-06-01T12:00:00Z")!
+        try data.initialise(configuration: Configuration(), now: now)
+        let options = try data.loadConfiguration().storeOptions
+        let file = root + "/backup.aebk"
+        do {
+            let store = try Store(directory: data.storeDirectory, options: options)
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "acme", createdAt: now)) }
+            _ = try Backup.take(data: data, store: store, to: file, now: now)
+            // Commits after the backup: the live file's transaction ids run ahead of the copy's.
+            for i in 0..<50 { try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "org\(i)", createdAt: now)) } }
+        }
+        _ = try Backup.restore(from: file, into: data)
+        let store = try Store(directory: data.storeDirectory, options: options)
+        #expect(try store.read { try $0.org(named: "org0") } == nil && store.read { try $0.org(named: "acme") } != nil)
+        let before = store.durabilitySyncs
+        try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "after", createdAt: now)) }
+        #expect(store.durabilitySyncs == before + 1, "a write after the restore is synced before it returns")
+        #expect(store.ephemeralResetAt > 0, "the ephemeral store is recreated, with a cutoff for the challenges issued before")
+    }
+
     @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
         let flow = try DeviceFlow()
         try flow.enroll()

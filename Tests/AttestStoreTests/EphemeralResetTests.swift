@@ -27,6 +27,26 @@ import Testing
         try String(contentsOfFile: storePath + "/ephemeral.boot", encoding: .utf8)
     }
 
+    @Test func aStoreHeldOpenByAnotherProcessIsSeenAsOpen() throws {
+        do { _ = try open() }  // creates both environments, closed again
+        #expect(Store.isOpenElsewhere(directory: storePath) == false)
+        // Another process holding what LMDB holds while an environment is open: an fcntl lock
+        // on the first byte of its lock.mdb (python's lockf is fcntl's F_SETLK).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        let ready = storePath + "/held"
+        holder.arguments = ["-c", """
+            import fcntl, os, sys, time
+            f = open(sys.argv[1], "r+"); fcntl.lockf(f, fcntl.LOCK_SH, 1, 0)
+            open(sys.argv[2], "w").close(); time.sleep(10)
+            """, storePath + "/ephemeral/lock.mdb", ready]
+        try holder.run()
+        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: ready) && waited < 500 { usleep(10_000); waited += 1 }
+        #expect(Store.isOpenElsewhere(directory: storePath) == true, "the ephemeral environment is held open elsewhere")
+    }
+
     @Test func aNewStoreRecordsTheBootWithoutAReset() throws {
         let store = try open()
         #expect(store.ephemeralResetAt == 0)

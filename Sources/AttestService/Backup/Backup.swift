@@ -115,11 +115,21 @@ public enum Backup {
             }
             close(fd)
             chmod(temporary, mode_t(entry.mode & 0o777))
-            if entry.path.hasPrefix("store/") { unlink(String(target.dropLast("data.mdb".count)) + "lock.mdb") }
+            if entry.path.hasPrefix("store/") {
+                // The copy restarts LMDB's transaction ids: a sync.state left from the replaced
+                // file would report its first commits durable unsynced (the barrier resets a
+                // stale one as well).
+                let directory = String(target.dropLast("data.mdb".count))
+                for file in ["lock.mdb", "sync.state"] { unlink(directory + file) }
+            }
             guard rename(temporary, target) == 0 else { throw BackupFile.Failure("cannot rename \(temporary) to \(target)") }
             bytes += entry.length
         }
         try reader.finish()
+        // The restored ephemeral environment does not know the challenges used since the
+        // backup was taken: without its boot record the next process to open the store
+        // recreates it empty and refuses every challenge issued before then as expired.
+        unlink(data.storeDirectory + "/ephemeral.boot")
         return Summary(header: header, bytes: bytes)
     }
 }

@@ -49,6 +49,18 @@ final class DurabilityBarrier {
         }
         self.fd = fd
         self.shared = shared
+        resetIfStale()
+    }
+
+    /// A reported id above the environment's last transaction is left from another
+    /// `data.mdb`: one replaced by a copy that restarts transaction ids (a restored backup, a
+    /// compacted copy). Believed, it would report the new file's next commits durable
+    /// unsynced, and in `interval` mode nothing would sync until the ids caught up. Reset to 0.
+    private func resetIfStale() {
+        guard let shared else { return }
+        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(fd, LOCK_UN) }
+        if Int(attest_load_u64(shared)) > environment.lastTransactionID { attest_store_u64(shared, 0) }
     }
 
     deinit {
