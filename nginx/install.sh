@@ -18,7 +18,11 @@
 # same build prints "nothing changed". When systemd runs and SYSCONF is /etc it enables the
 # target, and on an upgrade it swaps the endpoints whose binary changed one at a time
 # (systemctl reload attestedge@NAME: the pool re-executes its new binary with zero failed
-# requests), then tests and reloads nginx. It never touches the data of an existing install.
+# requests), then tests and reloads nginx; a failing nginx -t or reload stops it with exit 1.
+# What a run changed stays listed in PREFIX/share/attestedge/install-pending until nginx has
+# reloaded, so a run after a failed or interrupted one finishes those steps even when no file
+# changes. It never touches the data of an existing install, except that an explicit --listen
+# is written to its config.json (server.listen, which the rendered site listens on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -32,7 +36,7 @@ while (($#)); do
     --sysconfdir) SYSCONF=$2; shift 2 ;;
     --listen) LISTEN=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,12 +44,14 @@ done
 ENDPOINTS=(challenge validate refresh mad webhooks)
 SHARE=$PREFIX/share/attestedge
 MANIFEST=$SHARE/manifest
+PENDING=$SHARE/install-pending
 CHANGED=()
 
-source nginx/scripts/deps.sh
+# A production host: nginx and what the build links, not the test and benchmark tooling.
+ATTEST_DEPS=runtime source nginx/scripts/deps.sh
 if [ "$BUILD" = 1 ]; then
   echo "==> release build"
-  swift build -c release 2>&1 | tail -1
+  release_build
 fi
 BUILT=$ROOT/.build/release
 for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do
@@ -54,6 +60,8 @@ done
 
 mkdir -p "$PREFIX/bin" "$SHARE/nginx" "$SYSCONF/nginx/attestedge" "$SYSCONF/nginx/sites-enabled" "$SYSCONF/systemd/system"
 touch "$MANIFEST.new"
+# Listed whether or not it exists now, so uninstall.sh removes one a failed run left behind.
+echo "$PENDING" >> "$MANIFEST.new"
 
 # put SOURCE TARGET MODE: installs SOURCE as TARGET (a new file renamed over the old, so a
 # running binary is never overwritten in place) unless TARGET already has those bytes and mode.
@@ -84,9 +92,17 @@ fi
 if [ ! -f "$DATA/config.json" ]; then
   "$PREFIX/bin/attestctl" init --data "$DATA" > /dev/null
   echo "created data directory $DATA"
-  [ -z "$LISTEN" ] || "$PREFIX/bin/attestctl" config set server.listen "$LISTEN" --data "$DATA" > /dev/null
   # Under systemd the pools' stderr is journald: make it the request log (a line per request).
   "$PREFIX/bin/attestctl" config set server.requestLog all --data "$DATA" > /dev/null
+fi
+# An explicit --listen applies to an existing install too (the site below is rendered from it).
+# Written only when it differs: config set rewrites config.json even with the same value.
+if [ -n "$LISTEN" ]; then
+  current=$("$PREFIX/bin/attestctl" config show --data "$DATA" | sed -n 's/^server\.listen = //p')
+  if [ "$current" != "\"$LISTEN\"" ]; then
+    "$PREFIX/bin/attestctl" config set server.listen "$LISTEN" --data "$DATA" > /dev/null
+    echo "set server.listen to $LISTEN (was $current)"
+  fi
 fi
 chmod 0750 "$DATA"
 if [ "$(id -u)" = 0 ]; then
@@ -127,25 +143,46 @@ done
 sort -u "$MANIFEST.new" > "$SITE_TMP/manifest"
 put "$SITE_TMP/manifest" "$MANIFEST" 644
 
-if [ "${#CHANGED[@]}" = 0 ]; then
-  echo "==> nothing changed: $PREFIX and $SYSCONF already hold this build"
-  exit 0
-fi
-
 if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
+  # Recorded before acting on it: if a step below fails or the run is interrupted, the next run
+  # finds the list and swaps and reloads what this one changed, though no file differs then.
+  ((${#CHANGED[@]} == 0)) || printf '%s\n' "${CHANGED[@]}" >> "$PENDING"
+  if [ ! -s "$PENDING" ] && systemctl is-enabled --quiet attestedge.target && systemctl is-active --quiet attestedge.target; then
+    echo "==> nothing changed: $PREFIX and $SYSCONF already hold this build"
+    exit 0
+  fi
+  ((${#CHANGED[@]})) || echo "==> no file changed, but an earlier run did not finish or attestedge.target is not running: finishing"
+  mapfile -t TODO < <(sort -u "$PENDING" 2>/dev/null)
   echo "==> systemd: enable and swap what changed"
   systemctl daemon-reload
   systemctl enable --now attestedge.target
   for e in "${ENDPOINTS[@]}"; do
-    if printf '%s\n' "${CHANGED[@]}" | grep -qx "$PREFIX/bin/attest-$e" && systemctl is-active --quiet "attestedge@$e"; then
+    if printf '%s\n' "${TODO[@]}" | grep -qx "$PREFIX/bin/attest-$e" && systemctl is-active --quiet "attestedge@$e"; then
       echo "swapping $e"
       systemctl reload "attestedge@$e"
       sleep 1
     fi
   done
   systemctl is-active --quiet attestedge-deliver && systemctl restart attestedge-deliver || true
-  nginx -t && systemctl reload nginx
+  echo "==> nginx: test the configuration and reload"
+  # Not `nginx -t && systemctl reload nginx`: set -e ignores a failure before && and the run
+  # would end "installed" with exit 0 while nginx still serves the old site.
+  if ! nginx -t; then
+    echo "install.sh: nginx -t failed (above): nginx keeps serving its previous configuration;" >&2
+    echo "    fix it (the site is $SYSCONF/nginx/attestedge/site.conf) and run install.sh again" >&2
+    exit 1
+  fi
+  if ! systemctl reload nginx; then
+    echo "install.sh: systemctl reload nginx failed (is nginx running? systemctl status nginx);" >&2
+    echo "    start or fix nginx and run install.sh again" >&2
+    exit 1
+  fi
+  rm -f "$PENDING"
 else
+  if [ "${#CHANGED[@]}" = 0 ]; then
+    echo "==> nothing changed: $PREFIX and $SYSCONF already hold this build"
+    exit 0
+  fi
   echo "==> not starting anything: systemd is not running here or --sysconfdir is not /etc"
   echo "    on a real host: systemctl daemon-reload && systemctl enable --now attestedge.target && systemctl reload nginx"
 fi

@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source nginx/scripts/deps.sh
 echo "==> release build (the first one takes a few minutes)"
-swift build -c release 2>&1 | tail -1
+release_build
 exec .build/release/attestctl serve --data "${ATTEST_EDGE_DATA:-./var}" --test-ca "$@"

@@ -43,7 +43,7 @@ fi
 rm -f "$log"  # kept only when a run failed
 
 echo "==> release build"
-swift build -c release 2>&1 | tail -1
+release_build
 
 # The benchmark's ablation build (nginx/bench/ablate.sh) patches the refresh path; a change
 # there that breaks the patch would otherwise surface only 25 minutes into nginx/bench/all.sh.

@@ -2,10 +2,19 @@
 # Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools (libpq for the
 # PostgreSQL store, the postgresql server for the tests' throwaway cluster), and (for the
 # end-to-end tests) PyJWT and standardwebhooks from PyPI, and (for nginx/bench/all.sh) pyattest.
-# Installs only what is missing; safe to run again.
+# ATTEST_DEPS=runtime (nginx/install.sh) installs only what a production host needs to build and
+# run it. Installs only what is missing; safe to run again. Also defines release_build.
 set -euo pipefail
 
-packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps)
+case "${ATTEST_DEPS:-all}" in
+  # nginx; the libraries the build links (their -dev packages bring the shared libraries the
+  # binaries load); procps for /bin/kill, the units' ExecReload. No test or benchmark tooling.
+  runtime) packages=(nginx libssl-dev liblmdb-dev libcurl4-openssl-dev libpq-dev procps) ;;
+  # run.sh, test.sh, the benchmarks: also the tests' PostgreSQL server, mdb_stat, spawn-fcgi,
+  # faketime, wrk, Python and curl.
+  all) packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps) ;;
+  *) echo "deps.sh: ATTEST_DEPS is runtime or all, not '$ATTEST_DEPS'" >&2; exit 2 ;;
+esac
 # ATTEST_EXTRA_PACKAGES: more Debian packages a caller needs (the profiler's perf and valgrind).
 read -r -a deps_extra <<< "${ATTEST_EXTRA_PACKAGES:-}"
 packages+=("${deps_extra[@]}")
@@ -34,6 +43,23 @@ ATTEST_SWIFT_TMP=${ATTEST_SWIFT_TMP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export ATTEST_SWIFT_TMP
 swift() { mkdir -p "$ATTEST_SWIFT_TMP" && TMPDIR="$ATTEST_SWIFT_TMP" command swift "$@"; }
 export -f swift
+# release_build: `swift build -c release`, its last line only on success. On failure the last 40
+# lines (where the compiler's errors are; `| tail -1` hid them) go to stderr, the full output
+# stays in a log under $ATTEST_SWIFT_TMP, and it returns the build's status (set -e stops there).
+release_build() {
+  local log status=0
+  mkdir -p "$ATTEST_SWIFT_TMP"
+  log=$(mktemp "$ATTEST_SWIFT_TMP/release-build.XXXXXX.log")
+  swift build -c release > "$log" 2>&1 || status=$?
+  if [ "$status" = 0 ]; then
+    tail -1 "$log"
+    rm -f "$log"
+    return 0
+  fi
+  echo "swift build -c release failed (status $status); its last 40 lines (full log: $log):" >&2
+  tail -40 "$log" >&2
+  return "$status"
+}
 # pip_need IMPORTS WHY PACKAGE…: installs PACKAGE… from PyPI unless `python3 -c IMPORTS` works
 # (Debian's pip refuses system-wide installs without --break-system-packages).
 pip_need() {
