@@ -235,6 +235,25 @@ def nginx_killed(s):
     T.check("and keeps serving", started and s.serve.poll() is None and r.status in (200, 429), repr(r) + s.serve_output()[-800:])
 
 
+def hangup(s):
+    """A closed terminal or ssh session: SIGHUP to serve and to everything in its process group
+    (nginx leads its own). Everything stops, as on SIGTERM; before, serve died at once and left
+    nginx and the pools running unsupervised, and the next serve could not bind the port."""
+    group = os.getpgid(s.serve.pid)
+    for pid in s.processes():
+        try:
+            if os.getpgid(pid) == group:
+                os.kill(pid, signal.SIGHUP)
+        except ProcessLookupError:
+            pass
+    exited = wait_for(lambda: s.serve.poll() is not None, 30)
+    T.check("serve stops everything on SIGHUP (exit 0)", exited and s.serve.returncode == 0, s.serve_output()[-800:])
+    running = lambda: subprocess.run(["pgrep", "-f", s.data], capture_output=True, text=True).stdout.split()
+    T.check("nothing is left running after the hangup", wait_for(lambda: not running(), 15), str(running()))
+    T.check("and the port is free again", wait_for(lambda: port_is_free(s.port), 5))
+    s.start()
+
+
 class Impostor(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200)
@@ -284,6 +303,7 @@ def main():
         section("bounded logs", bounded_logs, s)
         section("nginx killed", nginx_killed, s)
         section("crashing pool", crashing_pool, s)
+        section("hangup", hangup, s)
         rc = s.stop()
         T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}\n{s.serve_output()[-1500:]}")
         section("impostor", impostor_on_port, s)

@@ -18,7 +18,7 @@ let serveCommand = Command(
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
         configuration into DIR/nginx, starts one pre-forked pool per endpoint, the webhook
         delivery worker (attest-webhooks deliver) and nginx, waits until each answers and prints
-        the base URL. Ctrl-C or SIGTERM stops everything it started.
+        the base URL. Ctrl-C, SIGTERM or SIGHUP (the terminal closing) stops everything it started.
         A pool that crashes later is restarted with backoff; if nginx dies, everything stops.
         Logs in DIR/log are rotated past server.logMaxMiB (one previous file, NAME.1, is kept).
 
@@ -76,7 +76,7 @@ struct Serve {
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
         var signals = sigset_t()
         sigemptyset(&signals)
-        for s in [SIGINT, SIGTERM, SIGCHLD] { sigaddset(&signals, s) }
+        for s in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&signals, s) }
         sigprocmask(SIG_BLOCK, &signals, nil)
 
         var children = [ChildProcess]()

@@ -6,7 +6,8 @@ import Glibc
 
 /// What `attestctl serve` runs once everything is up: it waits for a signal or a death, at
 /// most `tick` seconds at a time, and
-/// - stops everything on SIGINT or SIGTERM (exit 0);
+/// - stops everything on SIGINT, SIGTERM or SIGHUP (exit 0): SIGHUP is the terminal or ssh
+///   session closing, which must not leave nginx and the pools running unsupervised;
 /// - stops everything when nginx dies (exit 1): nginx is the front door. Its whole process
 ///   group is killed first, so no orphaned worker keeps the port and answers 502 for ever;
 /// - restarts a pool master that died, following its `RestartPolicy`, while nginx and the other
@@ -29,13 +30,13 @@ final class ServeSupervisor {
         restartAt = Array(repeating: nil, count: pools.count)
     }
 
-    /// Runs until a stop; `signals` (SIGINT, SIGTERM, SIGCHLD) must be blocked.
+    /// Runs until a stop; `signals` (SIGINT, SIGTERM, SIGHUP, SIGCHLD) must be blocked.
     func run(signals: sigset_t) -> Int32 {
         var set = signals
         while true {
             var timeout = Self.timespec(seconds: nextWake() - monotonicSeconds())
             let received = sigtimedwait(&set, nil, &timeout)
-            if received == SIGINT || received == SIGTERM {
+            if received == SIGINT || received == SIGTERM || received == SIGHUP {
                 Output.out("\nstopping…")
                 Self.stop(pools + [nginx])
                 Output.out("stopped")
