@@ -14,7 +14,8 @@ let keysCommand = Command(
         tokens.publicationDelaySeconds later (default 600), when every cached copy of the JWKS
         (nginx serves it with max-age=300) has it. The key signing until then retires at that
         moment: its private key is deleted and it stays in jwks.json for --overlap seconds
-        (default tokens.rotationOverlapSeconds) so the tokens it signed keep verifying.
+        (default tokens.rotationOverlapSeconds, or the longest token lifetime in use if that
+        is longer) so the tokens it signed keep verifying until they expire.
         --now makes the new key sign at once: for emergencies (a leaked key, with --overlap 0
         to withdraw it too); relying parties reject the new tokens until their JWKS cache expires.
 
@@ -35,7 +36,18 @@ let keysCommand = Command(
         if sub == "rotate" {
             let algorithm = args.value("algorithm") ?? config.tokenAlgorithm
             guard algorithm == "ES256" || algorithm == "RS256" else { throw UsageError("--algorithm must be ES256 or RS256") }
-            let overlap = try args.int("overlap", default: config.rotationOverlapSeconds, in: 0...31_536_000)
+            // A token signed just before the rotation stays valid for its lifetime: its key must
+            // stay in the JWKS at least that long, or relying parties reject it before its exp.
+            let (_, store) = try openStore(data)
+            let longest = config.longestTokenLifetime(apps: try store.read { try $0.apps() })
+            let overlap = try args.int("overlap", default: max(config.rotationOverlapSeconds, longest), in: 0...31_536_000)
+            if overlap < longest {
+                Output.err("""
+                    WARNING: --overlap \(overlap) is shorter than the longest token lifetime in use (\(longest) s): tokens the \
+                    current key signed just before it retires stop verifying before they expire. Shorten it only to withdraw a \
+                    compromised key.
+                    """)
+            }
             let delay = args.flag("now") ? 0 : config.publicationDelaySeconds
             let entry = try ring.rotate(algorithm: algorithm, now: time, publicationDelay: Int64(delay), overlap: Int64(overlap))
             if entry.activateAt == time {

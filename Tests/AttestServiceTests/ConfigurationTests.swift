@@ -1,10 +1,22 @@
 import AttestCore
 import AttestService
+import AttestStore
 import Testing
 
 @Suite struct ConfigurationTests {
     func problem(_ text: String) -> String? {
         do { _ = try Configuration(jsonText: text); return nil } catch { return error.message }
+    }
+
+    @Test func theLongestTokenLifetimeIsTheDeploymentsOrAnAppsOwn() {
+        var config = Configuration()
+        config.tokenLifetimeSeconds = 3_600
+        let now = Timestamp(seconds: 1_780_000_000)
+        let plain = AppRecord(teamID: "T", bundleID: "a", org: "o", createdAt: now)
+        let long = AppRecord(teamID: "T", bundleID: "b", org: "o", tokenLifetimeSeconds: 172_800, createdAt: now)
+        #expect(config.longestTokenLifetime(apps: []) == 3_600)
+        #expect(config.longestTokenLifetime(apps: [plain]) == 3_600, "0: the app uses the deployment's")
+        #expect(config.longestTokenLifetime(apps: [plain, long]) == 172_800)
     }
 
     @Test func anEmptyObjectIsAllDefaults() throws {

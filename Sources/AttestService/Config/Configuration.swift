@@ -106,3 +106,12 @@ public struct Configuration: Sendable, Equatable {
                      maxRetries: postgresMaxRetries)
     }
 }
+
+extension Configuration {
+    /// The longest a token signed now can stay valid: the deployment's lifetime or an app's
+    /// own (`app add --token-lifetime`), whichever is longer. A key retired now must stay in
+    /// the JWKS at least that long (`attestctl keys rotate`).
+    public func longestTokenLifetime(apps: [AppRecord]) -> Int {
+        apps.map { Int($0.tokenLifetimeSeconds) }.reduce(tokenLifetimeSeconds, max)
+    }
+}
