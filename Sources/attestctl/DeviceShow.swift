@@ -14,7 +14,7 @@ func showDevice(_ device: DeviceRecord, store: Store, json: Bool) throws {
     let (assessment, changes, tier) = try store.read { txn -> (DeviceAssessment?, [FlagChange], Tier?) in
         let changes = try txn.flagChanges(.of(device))
         guard let app = try txn.app(id: device.appID), let org = try txn.org(named: app.org) else { return (nil, changes, nil) }
-        let rules = (try? CustomClaims.parse(app.customClaimsJSON)) ?? []
+        let rules = CustomClaims.allowed((try? CustomClaims.parse(app.customClaimsJSON)) ?? [], tier: org.tier)
         return (try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: txn, now: at), changes, org.tier)
     }
     let history = assessment?.lineage.history ?? []

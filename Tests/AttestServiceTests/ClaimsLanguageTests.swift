@@ -109,6 +109,32 @@ import Testing
         #expect(try s2 == 200 && DeviceFlow.claims(refreshed)["custom_claims"]?["plan"]?.stringValue == "ios-plan")
     }
 
+    @Test func aStoredClaimOverTodaysSizeLimitsDoesNotTakeTheOthersWithIt() throws {
+        // Written before keys and values had limits: it keeps reading, and so do the others.
+        let flow = try DeviceFlow(tier: .pro)
+        let blob = String(repeating: "x", count: 1_100)
+        try flow.setStoredClaims(#"[{"type":"static","key":"tier","value":"premium"},{"type":"static","key":"blob","value":"\#(blob)"}]"#)
+        let (status, body) = try flow.attest(flow.device)
+        #expect(status == 200 && body["customClaims"]?["tier"]?.stringValue == "premium" && body["customClaims"]?["blob"]?.stringValue == blob)
+        #expect(throws: ServiceError.self, "writing it today is refused") { try CustomClaims.validate(try CustomClaims.parse(#"[{"key":"blob","value":"\#(blob)"}]"#), tier: .pro) }
+    }
+
+    @Test func afterADowngradeOnlyWhatTheTierAllowsApplies() throws {
+        let flow = try DeviceFlow(tier: .pro)
+        try flow.setClaims([try rule("plan", "basic"), try rule("trusted", true, when: "riskScore le 20")])
+        let (_, pro) = try flow.attest(flow.device)
+        #expect(pro["customClaims"]?["trusted"]?.stringValue == "true")
+        try flow.context.store.write { txn in
+            var org = try #require(try txn.org(named: "acme"))
+            org.tier = .free
+            try txn.put(org)
+        }
+        let (status, refreshed) = try flow.refresh()
+        let claims = try DeviceFlow.claims(refreshed)["custom_claims"]
+        #expect(status == 200 && claims?["plan"]?.stringValue == "basic", "the static claim still applies")
+        #expect(claims?["trusted"] == nil, "free evaluates no condition (it would show the risk score free tokens leave out)")
+    }
+
     @Test func claimsAreEvaluatedAfreshAtEveryRefresh() throws {
         let flow = try DeviceFlow(tier: .pro)
         try flow.enroll()

@@ -84,8 +84,9 @@ extension ServiceContext {
                                hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
         }
-        // The parsed claims survive while their text is unchanged.
-        if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON {
+        // The parsed claims survive while their text and the tier that limits them are unchanged.
+        if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON,
+           previous.org.tier == found.org.tier {
             found.parsedClaims = previous.parsedClaims
         }
         if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }

@@ -55,7 +55,9 @@ public struct ClaimRule: Sendable, Equatable {
         case let other?:
             throw ServiceError(.badRequest, "claim \(key): type \(other) is neither \"static\" nor \"conditional\"")
         }
-        try check()
+        // Sizes are checked where claims are written (`CustomClaims.validate`), not here:
+        // claims stored before the limits existed must keep reading, or one oversized claim
+        // would take all of an app's claims out of its tokens.
     }
 
     /// Checks the key's and value's sizes.

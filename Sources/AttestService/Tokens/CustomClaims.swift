@@ -41,6 +41,13 @@ public enum CustomClaims {
         guard encode(rules).utf8.count <= maximumBytes else { throw ServiceError(.badRequest, "custom claims are longer than \(maximumBytes) bytes") }
     }
 
+    /// The rules of `rules` a tier evaluates: claims written under a higher tier stay stored,
+    /// but after a downgrade only the first `customClaimLimit` apply, static ones alone on
+    /// free (whose tokens carry no risk score, not even through a claim's condition).
+    public static func allowed(_ rules: [ClaimRule], tier: Tier) -> [ClaimRule] {
+        Array((tier == .free ? rules.filter { $0.condition == nil } : rules).prefix(tier.customClaimLimit))
+    }
+
     /// Checks a stored claims text against the syntax and the tier's limits.
     public static func validate(_ json: String, tier: Tier) throws(ServiceError) {
         try validate(try parse(json), tier: tier)
@@ -85,11 +92,11 @@ public enum CustomClaims {
 }
 
 extension AppContext {
-    /// The app's claim rules; a stored text that no longer reads (it was checked when set)
-    /// gives none, logged by the caller.
+    /// The app's claim rules, as far as its organization's tier allows (`CustomClaims.allowed`);
+    /// a stored text that no longer reads (it was checked when set) gives none.
     var claimRules: [ClaimRule] {
         if let cached = parsedClaims { return cached }
-        let rules = (try? CustomClaims.parse(app.customClaimsJSON)) ?? []
+        let rules = CustomClaims.allowed((try? CustomClaims.parse(app.customClaimsJSON)) ?? [], tier: org.tier)
         parsedClaims = rules
         return rules
     }
