@@ -68,5 +68,12 @@ import Testing
         #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
         try FileIO.writeAtomically(file, Array("not a backup at all, but long enough to be read as one".utf8), mode: 0o600)
         #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+        // The first entry's length with its top bit set: a damaged file, not a trap.
+        // Layout: "AEBACKUP" format schema created(8) entries(4), then name length(2) name mode(4) length(8).
+        var lengthFlipped = bytes  // the copy damaged in its middle: the first entry's header is intact
+        let nameLength = Int(lengthFlipped[22]) << 8 | Int(lengthFlipped[23])
+        lengthFlipped[24 + nameLength + 4] |= 0x80
+        try FileIO.writeAtomically(file, lengthFlipped, mode: 0o600)
+        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
     }
 }

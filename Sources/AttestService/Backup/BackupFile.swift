@@ -128,7 +128,8 @@ public enum BackupFile {
         func entryHeader() throws -> (path: String, mode: UInt32, length: Int) {
             let name = try read(Int(try number(2)))
             let mode = UInt32(try number(4))
-            let length = Int(try number(8))
+            // A damaged length (the top bit set) must fail as a damaged file, not trap.
+            guard let length = Int(exactly: try number(8)) else { throw Failure("\(self.path) is damaged: an entry's length is out of range") }
             let path = String(decoding: name, as: UTF8.self)
             guard !path.isEmpty, !path.hasPrefix("/"), !path.split(separator: "/").contains(".."), !path.contains("\0") else {
                 throw Failure("\(self.path) names an unsafe path \(path.debugDescription)")

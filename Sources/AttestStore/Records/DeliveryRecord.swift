@@ -106,6 +106,7 @@ public struct DeliveryRecord: StoreRecord, Hashable {
 
     func restored(key: [UInt8]) -> DeliveryRecord {
         var copy = self
+        guard key.count > 9 else { return copy }  // not a delivery key (a damaged index): left as decoded
         let split = key.count - 9
         copy.endpointID = String(decoding: key[..<split], as: UTF8.self)
         copy.sequence = BigEndian.uint64(key[(split + 1)...])
