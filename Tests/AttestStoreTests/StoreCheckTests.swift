@@ -40,6 +40,35 @@ import Testing
         #expect(report.crossProblems.contains { $0.contains("devices has 1") }, "the counts differ")
     }
 
+    @Test func subjectLinksAndDueDeliveriesAreCheckedBothWays() throws {
+        let (store, device) = try filledStore()
+        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}")
+        try store.write { txn in
+            var linked = device
+            try txn.link(&linked, to: "family-1", org: "acme", now: now)
+            try txn.put(linked)
+            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://example.com/", events: [], description: "", secret: "whsec_x", createdAt: now))
+            try txn.put(DeliveryRecord(endpointID: "wh_1", event: event, firstAttemptAt: now))
+        }
+        #expect(try store.check().isConsistent, "written through the API: consistent")
+        try store.write { txn in
+            // Damage: the pending delivery loses its due entry; a due entry points at nothing;
+            // a subject link names a device that is not linked; the linked device loses its link entry.
+            let pending = try #require(try txn.deliveries(endpoint: "wh_1").first)
+            _ = try txn.delete(.deliveryDue, BigEndian.bytes(now.seconds) + pending.key)
+            _ = try txn.put(.deliveryDue, BigEndian.bytes(now.seconds) + Array("wh_1".utf8) + [0] + BigEndian.bytes(UInt64(99)), [])
+            var scan = [[UInt8]]()
+            try txn.scan(.subjectDevices) { key, _ in scan.append(key); return true }
+            for key in scan { _ = try txn.delete(.subjectDevices, key) }
+            _ = try txn.put(.subjectDevices, [UInt8](repeating: 5, count: 16) + device.keyID, [1])
+        }
+        let problems = try store.check().databases.reduce(into: [Database: [String]]()) { $0[$1.database] = $1.problems }
+        #expect(problems[.deliveries]?.first?.contains("would never be sent") == true, "\(problems[.deliveries] ?? [])")
+        #expect(problems[.deliveryDue] == ["a due entry for no delivery"])
+        #expect(problems[.subjectDevices]?.first?.contains("does not have") == true, "\(problems[.subjectDevices] ?? [])")
+        #expect(problems[.devices]?.contains { $0.contains("subject_devices") } == true, "\(problems[.devices] ?? [])")
+    }
+
     @Test func undecodableRecordAndOrphansAreNamed() throws {
         let (store, device) = try filledStore()
         try store.write { txn in

@@ -29,8 +29,23 @@ enum RecordChecks {
             if key.count != 32 { problems.append("keyId is \(key.count) bytes, not 32") }
             if device.publicKey.count != 65 || device.publicKey.first != 4 { problems.append("public key is not an uncompressed P-256 point") }
             if try txn.get(.deviceIDs, Array(device.deviceID.utf8)) != key { problems.append("device_ids does not map \(device.deviceID) to this key") }
-            if try txn.app(id: device.appID) == nil { problems.append("device \(device.deviceID) names a missing app \(device.appID)") }
+            let app = try txn.app(id: device.appID)
+            if app == nil { problems.append("device \(device.deviceID) names a missing app \(device.appID)") }
+            if !device.subjectID.isEmpty, let app,
+               try txn.get(.subjectDevices, Transaction.subjectDigest(org: app.org, subjectID: device.subjectID) + key) == nil {
+                problems.append("device \(device.deviceID) is linked to a subject subject_devices does not list it under")
+            }
             return problems
+        },
+        .subjectDevices: { key, _, txn in
+            // SHA-256(org ‖ 0 ‖ subjectID)[0..<16] ‖ keyID (32): the device exists and is linked to that subject.
+            guard key.count == 48 else { return ["subject link key of \(key.count) bytes, not 16 + 32"] }
+            guard let device = try txn.device(keyID: Array(key[16...])) else { return ["a subject link to no device"] }
+            guard !device.subjectID.isEmpty, let app = try txn.app(id: device.appID),
+                  Transaction.subjectDigest(org: app.org, subjectID: device.subjectID) == Array(key[..<16]) else {
+                return ["a subject link device \(device.deviceID) does not have"]
+            }
+            return []
         },
         .deviceIDs: { key, value, txn in
             guard let device = try txn.device(keyID: value) else { return ["deviceId \(String(decoding: key, as: UTF8.self)) points at no device"] }
@@ -83,7 +98,26 @@ enum RecordChecks {
         .subjects: { _, value, _ in _ = try SubjectRecord(encoded: value); return [] },
         .flagLog: { _, value, _ in _ = try FlagChange(encoded: value); return [] },
         .webhooks: { _, value, _ in _ = try WebhookEndpointRecord(encoded: value); return [] },
-        .deliveries: { _, value, _ in _ = try DeliveryRecord(encoded: value); return [] },
+        .deliveries: { key, value, txn in
+            // endpoint id ‖ 0x00 ‖ sequence (8); a pending one is listed in delivery_due at its next attempt.
+            guard key.count > 9, key[key.count - 9] == 0 else { return ["delivery key of \(key.count) bytes, not endpoint ‖ 0x00 ‖ sequence"] }
+            let delivery = try DeliveryRecord(encoded: value)
+            if delivery.state == .pending, let next = delivery.nextAttemptAt,
+               try txn.get(.deliveryDue, BigEndian.bytes(next.seconds) + key) == nil {
+                return ["a pending delivery delivery_due does not list: it would never be sent"]
+            }
+            return []
+        },
+        .deliveryDue: { key, _, txn in
+            // nextAttemptAt (8) ‖ delivery key: a pending delivery due then.
+            guard key.count > 17 else { return ["due entry of \(key.count) bytes"] }
+            guard let value = try txn.get(.deliveries, Array(key[8...])) else { return ["a due entry for no delivery"] }
+            let delivery = try DeliveryRecord(encoded: value)
+            guard delivery.state == .pending, delivery.nextAttemptAt?.seconds == Int64(bitPattern: BigEndian.uint64(key)) else {
+                return ["a due entry for a delivery that is \(delivery.state.name) or due at another time"]
+            }
+            return []
+        },
         .challenges: { key, value, _ in
             key.count == 24 && value.isEmpty ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
         },
