@@ -17,6 +17,8 @@ let orgCommand = Command(
                       business 100000, enterprise unlimited)
         --rate-limit  validate+refresh requests per minute for the whole organization (0: unlimited;
                       default by tier: free 600, pro 6000, business 60000, enterprise unlimited)
+        set --tier also moves the limits that are at the old tier's defaults to the new tier's;
+        limits set by hand stay (and --mad-limit / --rate-limit given with it win).
 
         example: attestctl org add acme --tier pro --mad-limit 5000 --upgrade-url https://example.com/upgrade
         """,
@@ -44,6 +46,9 @@ let orgCommand = Command(
                 guard var org = try txn.org(named: name) else { throw CommandFailure("no organization \"\(name)\" (see 'attestctl org list')") }
                 if let tier = args.value("tier") {
                     guard let t = Tier(rawValue: tier) else { throw UsageError("--tier must be free, pro, business or enterprise") }
+                    // Limits still at the old tier's defaults follow the tier; ones set by hand stay.
+                    if org.madLimit == org.tier.defaultMADLimit { org.madLimit = t.defaultMADLimit }
+                    if org.ratePerMinute == org.tier.defaultRatePerMinute { org.ratePerMinute = t.defaultRatePerMinute }
                     org.tier = t
                 }
                 if args.value("mad-limit") != nil { org.madLimit = UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))) }

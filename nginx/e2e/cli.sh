@@ -31,6 +31,15 @@ for cmd in "org list" "app list" "apikey list" "webhooks list" "usage" "usage --
   check "attestctl $cmd --json prints JSON" "json $cmd"
 done
 
+# org set --tier moves the limits still at the old tier's defaults; limits set by hand stay.
+"$B" org add upgraded --tier free > /dev/null
+"$B" org add custom --tier free --mad-limit 50 > /dev/null
+"$B" org set upgraded --tier enterprise > /dev/null
+"$B" org set custom --tier pro > /dev/null
+limits=$("$B" org list --json | python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (o["name"], o["madLimit"], o["ratePerMinute"]) for o in json.load(sys.stdin) if o["name"] in ("upgraded", "custom")))')
+check "org set --tier follows the new tier's default limits, keeps ones set by hand" \
+  'grep -q "upgraded:0:0" <<< "$limits" && grep -q "custom:50:6000" <<< "$limits"' "$limits"
+
 out=$("$B" org frobnicate 2>&1); rc=$?
 check "an unknown subcommand exits 2 with the usage" '[ $rc = 2 ] && grep -q "usage: attestctl org" <<< "$out"' "$out"
 out=$("$B" device show 00000000000000000000000000000000 2>&1); rc=$?
