@@ -11,7 +11,7 @@ let doctorCommand = Command(
     name: "doctor",
     summary: "check configuration, keys, store, nginx, pools and clock; list problems with fixes",
     usage: """
-        usage: attestctl doctor [--strict] [--json] [--data DIR]
+        usage: attestctl doctor [--strict] [--json] [--data DIR] [--run DIR]
 
         Checks: the configuration loads; the challenge secret and signing keys exist with mode
         0600; a key signs now and jwks.json publishes what the key index says; the store opens
@@ -19,13 +19,15 @@ let doctorCommand = Command(
         configuration passes 'nginx -t'; every pool's socket accepts connections; the clock is
         not behind data already written; test roots trusted (a warning; --strict makes
         warnings count as problems). Exit status: 0 healthy, 1 problems (a numbered list, each
-        with its fix), 2 bad usage.
+        with its fix), 2 bad usage. The pools' sockets are looked for in --run DIR, else in
+        DATA/run ('attestctl serve'), else in /run/attestedge (the systemd units).
 
         example: attestctl doctor --data /var/lib/attestedge
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data"], switches: ["strict", "json"])
-        let report = Doctor(data: dataDirectory(args)).run()
+        let args = try Arguments(argv, valued: ["data", "run"], switches: ["strict", "json"])
+        let data = dataDirectory(args)
+        let report = Doctor(data: data, sockets: args.value("run") ?? Doctor.socketDirectory(data)).run()
         let problems = report.filter { !$0.warning || args.flag("strict") }
         if args.flag("json") {
             Output.out(JSONValue.object([
@@ -52,6 +54,19 @@ struct Doctor {
 
     static let checks = 8
     let data: DataDirectory
+    /// Where the pools' sockets are.
+    let sockets: String
+
+    /// The systemd units' sockets (`RuntimeDirectory=attestedge`).
+    static let systemdSockets = "/run/attestedge"
+
+    /// DATA/run when a socket of serve's is there, else /run/attestedge when one of the
+    /// units' is, else DATA/run (the finding then names it).
+    static func socketDirectory(_ data: DataDirectory) -> String {
+        let hasSocket = { (dir: String) in Endpoint.allCases.contains { FileIO.exists(dir + "/\($0.rawValue).sock") } }
+        if hasSocket(data.runDirectory) { return data.runDirectory }
+        return hasSocket(systemdSockets) ? systemdSockets : data.runDirectory
+    }
 
     func run() -> [Finding] {
         var findings = [Finding]()
@@ -158,11 +173,14 @@ struct Doctor {
 
     func pools() -> [Finding] {
         var findings = [Finding]()
+        let systemd = sockets == Self.systemdSockets
         for endpoint in Endpoint.allCases {
-            let socket = data.runDirectory + "/\(endpoint.rawValue).sock"
+            let socket = sockets + "/\(endpoint.rawValue).sock"
             if !socketAccepts(socket) {
-                findings.append(Finding(problem: "the \(endpoint.rawValue) pool does not accept on \(socket)",
-                                        fix: "start the stack ('attestctl serve --data \(data.path)', or 'systemctl start attestedge@\(endpoint.rawValue)'), then see \(data.logDirectory)/attest-\(endpoint.rawValue).log"))
+                let fix = systemd
+                    ? "systemctl start attestedge@\(endpoint.rawValue), then see journalctl -u attestedge@\(endpoint.rawValue)"
+                    : "start the stack ('attestctl serve --data \(data.path)', or 'systemctl start attestedge@\(endpoint.rawValue)'), then see \(data.logDirectory)/attest-\(endpoint.rawValue).log"
+                findings.append(Finding(problem: "the \(endpoint.rawValue) pool does not accept on \(socket)", fix: fix))
             }
         }
         return findings

@@ -40,6 +40,29 @@ limits=$("$B" org list --json | python3 -c 'import json,sys; print(" ".join("%s:
 check "org set --tier follows the new tier's default limits, keeps ones set by hand" \
   'grep -q "upgraded:0:0" <<< "$limits" && grep -q "custom:50:6000" <<< "$limits"' "$limits"
 
+# doctor looks for the pools' sockets where it is told (--run DIR), as under systemd, where
+# they are in /run/attestedge and DATA/run has none: five listening sockets stand in for them.
+S=$D/sockets
+mkdir -p "$S"
+python3 - "$S" <<'PY' &
+import socket, sys, time
+held = []
+for name in ["challenge", "validate", "refresh", "mad", "webhooks"]:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(f"{sys.argv[1]}/{name}.sock")
+    s.listen(8)
+    held.append(s)
+open(f"{sys.argv[1]}/ready", "w").close()
+time.sleep(30)
+PY
+holder=$!
+for _ in $(seq 100); do [ -e "$S/ready" ] && break; sleep 0.1; done
+out=$("$B" doctor --json 2>&1)
+check "doctor without the stack names the pools' sockets as the problem" 'grep -q "pool does not accept" <<< "$out"' "$out"
+out=$("$B" doctor --run "$S" --json 2>&1)
+check "doctor --run DIR finds the pools' sockets there" '! grep -q "pool does not accept" <<< "$out"' "$out"
+kill "$holder" 2> /dev/null; wait "$holder" 2> /dev/null
+
 out=$("$B" org frobnicate 2>&1); rc=$?
 check "an unknown subcommand exits 2 with the usage" '[ $rc = 2 ] && grep -q "usage: attestctl org" <<< "$out"' "$out"
 out=$("$B" device show 00000000000000000000000000000000 2>&1); rc=$?
