@@ -17,6 +17,27 @@ import Testing
 
     // Subjects.
 
+    @Test func aRefreshRefusedByItsLineagesBlockChangesNothing() throws {
+        // A key beyond the lineage's mirrored history carries no flag of its own: the block is
+        // found in the final write, after the month's count and the subject link were written.
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let device = try #require(try flow.storedDevice())
+        try flow.context.store.write { txn in
+            var lineage = try txn.lineage(of: device)
+            lineage.flags.insert(.blocked)
+            try txn.put(lineage, .of(device))
+        }
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-07-02T12:00:00Z")!)  // a new month: refresh would count it
+        let (status, _) = try flow.refresh([("subjectId", "family-9")])
+        #expect(status == 403)
+        let (stored, counted) = try flow.context.store.read { txn in
+            (try txn.device(keyID: device.keyID), try txn.usageMonthReport(org: "acme", month: "2026-07"))
+        }
+        #expect(stored?.subjectID == device.subjectID && stored?.counter == device.counter, "the device is as it was")
+        #expect((counted?.activeDevices ?? 0) == 0, "July counted nobody")
+    }
+
     @Test func aSubjectIsLinkedAtValidateKeptWhenOmittedMovedAndUnlinked() throws {
         let flow = try DeviceFlow()
         try grant(flow, "house-1", "premium")

@@ -144,8 +144,10 @@ public enum RefreshEndpoint {
                 try txn.link(&current, to: subjectID, org: app.org.name, now: now)
             }
             let assessment = try ctx.assess(&current, app: app, in: txn, now: now)
-            // The lineage is what an operator flagged: a key beyond the mirrored ones is refused too.
-            if assessment.profile.flags.contains(.blocked) { return .failed(blocked(current)) }
+            // The lineage is what an operator flagged: a key beyond the mirrored ones is refused
+            // too, and thrown, not returned, so the month's count and the subject link written
+            // above roll back with everything else (a refused refresh changes nothing).
+            if assessment.profile.flags.contains(.blocked) { throw blocked(current) }
             try txn.put(current)
             return .advanced(current, assessment)
         }, then: { outcome in
