@@ -39,6 +39,18 @@ import Testing
         #expect(try LineageRecord(encoded: record.encoded()) == record)
     }
 
+    @Test func forgedAssertionsNeverPushOutFailedOnes() {
+        var record = LineageRecord()
+        record.noteFailure(.failed, at: now)
+        for i in 0..<(LineageRecord.failureLimit + 10) { record.noteFailure(.forged, at: now + 1 + Int64(i)) }
+        #expect(record.failures.count == LineageRecord.failureLimit)
+        #expect(record.failures(.failed, now: now + 100) == 1, "the device's own failure stays")
+        var full = LineageRecord()
+        for i in 0..<LineageRecord.failureLimit { full.noteFailure(.forged, at: now + Int64(i)) }
+        full.noteFailure(.failed, at: now + 100)
+        #expect(full.failures(.failed, now: now + 100) == 1, "a failed one joins a log full of forged ones")
+    }
+
     @Test func aDeviceWithoutFingerprintHasALineageOfItsOwn() throws {
         let store = try open()
         var device = DeviceRecord(keyID: key(1), deviceID: "d1", appID: "ABCDE12345.com.a", publicKey: [4], environment: .production,

@@ -63,11 +63,13 @@ public struct LineageRecord: StoreRecord, Hashable {
         if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
     }
 
-    /// Records an assertion failure, dropping those older than the window.
+    /// Records an assertion failure, dropping those older than the window. Over the limit the
+    /// oldest forged one goes first (anyone who knows a keyId can send forged assertions: they
+    /// must not push out the device's own failed ones, worth more risk points), else the oldest.
     public mutating func noteFailure(_ kind: FailureKind, at: Timestamp) {
         failures.removeAll { $0.at.seconds <= at.seconds - Self.failureWindow }
         failures.append(Failure(at: at, kind: kind))
-        if failures.count > Self.failureLimit { failures.removeFirst(failures.count - Self.failureLimit) }
+        if failures.count > Self.failureLimit { failures.remove(at: failures.firstIndex { $0.kind == .forged } ?? 0) }
     }
 
     /// Failures of `kind` in the 24 hours before `now`.
