@@ -62,4 +62,16 @@ import Testing
         #expect(conf.contains("return 200 '\(id)';"))
         #expect(id.count == 32 && id != NginxSite.newStartID(), "a fresh 128-bit id per start")
     }
+
+    @Test("a data directory whose path nginx would split is refused with what to do")
+    func pathsNginxCannotTakeAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let data = DataDirectory(dir.path + "/My Projects/data")
+        for sub in [dir.path + "/My Projects", data.path, data.nginxDirectory] { mkdir(sub, 0o755) }
+        let failure = #expect(throws: CommandFailure.self) {
+            try NginxSite(templates: Self.templates).render(data: data, configuration: Configuration(), user: "a a",
+                                                            startID: NginxSite.newStartID(), absentPools: [])
+        }
+        #expect(failure?.description.contains("--data") == true, "\(failure.map { "\($0)" } ?? "")")
+    }
 }

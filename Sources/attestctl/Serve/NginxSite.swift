@@ -51,7 +51,17 @@ struct NginxSite {
         try render(["site.conf", "fastcgi_params"], values: values, absentPools: [], into: outputDirectory)
     }
 
+    /// Characters nginx would split a directive at or read as its own syntax.
+    static let unsafePathCharacters = Set<Character>(" \t\n\r;{}\"'$#\\")
+
     private func render(_ files: [String], values: [String: String], absentPools: [String], into directory: String) throws {
+        // The paths go into directives unquoted: one with a space (a checkout under "My
+        // Projects") made nginx fail with "invalid number of arguments".
+        for placeholder in ["@RUN_DIR@", "@LOG_DIR@", "@CONF_DIR@", "@DATA_DIR@"] {
+            guard let path = values[placeholder], let bad = path.first(where: { Self.unsafePathCharacters.contains($0) }) else { continue }
+            throw CommandFailure("nginx cannot use the path \(path.debugDescription): it contains \(String(bad).debugDescription). "
+                                 + "Use a data directory (--data DIR) whose path has no spaces, quotes, ';', '{', '}', '$' or '#'")
+        }
         for file in files {
             guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
             for pool in absentPools {
