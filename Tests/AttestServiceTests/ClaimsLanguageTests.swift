@@ -61,6 +61,15 @@ import Testing
         }
     }
 
+    @Test func aVersionWrittenAsAJSONNumberIsRefusedWhereClaimsAreWritten() throws {
+        // 17.10 as a JSON number is 17.1 once read; as text (or bare --when) it keeps its digits.
+        let number = try CustomClaims.parse(#"[{"key":"new","value":true,"when":{"property":"osVersion","op":"ge","value":17.10}}]"#)
+        #expect { try CustomClaims.validate(number, tier: .pro) } throws: { ($0 as? ServiceError)?.message.contains("as text") == true }
+        let text = try CustomClaims.parse(#"[{"key":"new","value":true,"when":{"property":"osVersion","op":"ge","value":"17.10"}}]"#)
+        try CustomClaims.validate(text, tier: .pro)
+        try CustomClaims.validate([try rule("new", true, when: "osVersion ge 17.10")], tier: .pro)
+    }
+
     @Test func laterClaimsWithTheSameKeyWinAndTheTraceSaysWhy() throws {
         let rules = [try rule("tier", "free"), try rule("tier", "premium", when: "subscribed eq true"), try rule("tier", "vip", when: "riskScore lt 0")]
         let a = DeviceAssessment(profile: try profile(#"{"subscribed": true}"#), app: app, rules: rules, explain: true)

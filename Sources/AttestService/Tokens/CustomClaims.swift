@@ -37,7 +37,17 @@ public enum CustomClaims {
         if tier == .free, let conditional = rules.first(where: { $0.condition != nil }) {
             throw ServiceError(.badRequest, "conditional claims (--when) need the pro tier or above; claim \(conditional.key) has one")
         }
-        for rule in rules { try rule.check() }
+        for rule in rules {
+            try rule.check()
+            // A version as a JSON number has lost its trailing zeros by now (17.10 read as 17.1):
+            // refused where claims are written; the bare --when form keeps them as text.
+            if let condition = rule.condition, condition.property.kind == .version {
+                let operands = condition.operand.arrayValue ?? [condition.operand]
+                if operands.contains(where: { if case .double = $0 { return true } else { return false } }) {
+                    throw ServiceError(.badRequest, "claim \(rule.key): write the version as text (\"17.10\", not 17.10): a JSON number loses its trailing zeros")
+                }
+            }
+        }
         guard encode(rules).utf8.count <= maximumBytes else { throw ServiceError(.badRequest, "custom claims are longer than \(maximumBytes) bytes") }
     }
 
