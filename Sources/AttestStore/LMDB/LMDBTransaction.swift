@@ -118,18 +118,26 @@ final class LMDBTransaction: StoreTransaction {
         defer { mdb_cursor_close(cursor) }
         var mk = MDB_val(), mv = MDB_val()
         var startCopy = start ?? []
-        var rc: Int32 = startCopy.withUnsafeMutableBytes { s in
+        let rc: Int32 = startCopy.withUnsafeMutableBytes { s in
             if start != nil {
                 mk = MDB_val(mv_size: s.count, mv_data: s.baseAddress)
                 return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
             }
             return mdb_cursor_get(cursor, &mk, &mv, MDB_FIRST)
         }
+        try walk(cursor, &mk, &mv, from: rc, step: MDB_NEXT, db, visit)
+    }
+
+    /// Visits the cursor's entries from where `rc` left it (0: on an entry), moving by `step`,
+    /// until `visit` returns `false` or there are no more.
+    private func walk(_ cursor: OpaquePointer?, _ mk: inout MDB_val, _ mv: inout MDB_val, from start: Int32, step: MDB_cursor_op,
+                      _ db: Database, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        var rc = start
         while rc == 0 {
             let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
             let value = Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
             guard try visit(key, value) else { return }
-            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_NEXT)
+            rc = mdb_cursor_get(cursor, &mk, &mv, step)
         }
         if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue)") }
     }
@@ -148,13 +156,7 @@ final class LMDBTransaction: StoreTransaction {
             return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
         }
         rc = rc == 0 ? mdb_cursor_get(cursor, &mk, &mv, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &mk, &mv, MDB_LAST) : rc
-        while rc == 0 {
-            let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
-            let value = Array(UnsafeRawBufferPointer(start: mv.mv_data, count: mv.mv_size))
-            guard try visit(key, value) else { return }
-            rc = mdb_cursor_get(cursor, &mk, &mv, MDB_PREV)
-        }
-        if rc != MDB_NOTFOUND { try check(rc, "scanning \(db.rawValue) backward") }
+        try walk(cursor, &mk, &mv, from: rc, step: MDB_PREV, db, visit)
     }
 
     /// The greatest key in `db`, or `nil` when it is empty.
