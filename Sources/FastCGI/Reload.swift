@@ -154,7 +154,11 @@ enum Reload {
     static func writeStatus(socketPath: String, ok: Bool, _ text: String) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        writeLine(socketPath + ".reload", "\(now.tv_sec) \(ok ? "ok" : "failed") \(text)")
+        // Nanoseconds too: `attestctl reload` waits for the line to change, and two reloads
+        // with the same outcome in one second would otherwise look like none.
+        let nanoseconds = String(now.tv_nsec)
+        let stamp = "\(now.tv_sec)." + String(repeating: "0", count: max(0, 9 - nanoseconds.count)) + nanoseconds
+        writeLine(socketPath + ".reload", "\(stamp) \(ok ? "ok" : "failed") \(text)")
     }
 
     private static func writeLine(_ path: String, _ line: String) {

@@ -13,6 +13,25 @@ import Testing
         #expect(Reload.Handover(encoded: "fd=-1") == nil)
     }
 
+    @Test("two reload outcomes in the same second are told apart (attestctl reload waits for the line to change)")
+    func statusLinesOfOneSecondDiffer() {
+        var template = Array("/tmp/attest-reload-status-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { unlink(dir + "/p.sock.reload"); rmdir(dir) }
+        func line() -> String {
+            guard let f = fopen(dir + "/p.sock.reload", "r") else { return "" }
+            defer { fclose(f) }
+            var buffer = [CChar](repeating: 0, count: 256)
+            return fgets(&buffer, 256, f).map { _ in String(cString: buffer) } ?? ""
+        }
+        Reload.writeStatus(socketPath: dir + "/p.sock", ok: true, "same text")
+        let first = line()
+        Reload.writeStatus(socketPath: dir + "/p.sock", ok: true, "same text")
+        let second = line()
+        #expect(first.hasSuffix(" ok same text\n") && second.hasSuffix(" ok same text\n"))
+        #expect(first != second)
+    }
+
     @Test("--check is a switch that parse takes out of the arguments")
     func checkSwitch() throws {
         let (options, rest) = try ServerOptions.parse(["--socket", "/s", "--check", "--data", "/d"])
