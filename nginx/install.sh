@@ -48,7 +48,8 @@ PENDING=$SHARE/install-pending
 CHANGED=()
 
 # A production host: nginx and what the build links, not the test and benchmark tooling.
-ATTEST_DEPS=runtime source nginx/scripts/deps.sh
+# --no-build installs the binaries already in .build/release: no toolchain needed on this host.
+ATTEST_DEPS=runtime ATTEST_NEEDS_SWIFT=$BUILD source nginx/scripts/deps.sh
 if [ "$BUILD" = 1 ]; then
   echo "==> release build"
   release_build
