@@ -115,13 +115,9 @@ public enum Backup {
             }
             close(fd)
             chmod(temporary, mode_t(entry.mode & 0o777))
-            if entry.path.hasPrefix("store/") {
-                // The copy restarts LMDB's transaction ids: a sync.state left from the replaced
-                // file would report its first commits durable unsynced (the barrier resets a
-                // stale one as well).
-                let directory = String(target.dropLast("data.mdb".count))
-                for file in ["lock.mdb", "sync.state"] { unlink(directory + file) }
-            }
+            // The copy restarts LMDB's transaction ids; the durability barrier resets a
+            // sync.state left from the replaced file when the store is next opened.
+            if entry.path.hasPrefix("store/") { unlink(String(target.dropLast("data.mdb".count)) + "lock.mdb") }
             guard rename(temporary, target) == 0 else { throw BackupFile.Failure("cannot rename \(temporary) to \(target)") }
             bytes += entry.length
         }

@@ -137,26 +137,25 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     func scan(_ db: Database, from start: [UInt8]?, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
-        var result = try run(db, \.scanFrom, [.bytes(start ?? [])])
-        while true {
-            let rows = result.rows
-            for row in 0..<rows {
-                guard try visit(result.bytes(row, 0), result.bytes(row, 1)) else { return }
-            }
-            guard rows == Self.page else { return }
-            result = try run(db, \.scanAfter, [.bytes(result.bytes(rows - 1, 0))])
-        }
+        try pages(db, first: \.scanFrom, from: start ?? [], next: \.scanAfter, visit)
     }
 
     func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
-        var result = try run(db, \.scanBefore, [.bytes(bound)])
+        try pages(db, first: \.scanBefore, from: bound, next: \.scanBefore, visit)
+    }
+
+    /// Runs `first` with `key`, then `next` with each full page's last key, visiting the rows
+    /// in the order the statements return them until `visit` says stop or a page is short.
+    private func pages(_ db: Database, first: KeyPath<Statements, String>, from key: [UInt8], next: KeyPath<Statements, String>,
+                       _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+        var result = try run(db, first, [.bytes(key)])
         while true {
             let rows = result.rows
             for row in 0..<rows {
                 guard try visit(result.bytes(row, 0), result.bytes(row, 1)) else { return }
             }
             guard rows == Self.page else { return }
-            result = try run(db, \.scanBefore, [.bytes(result.bytes(rows - 1, 0))])
+            result = try run(db, next, [.bytes(result.bytes(rows - 1, 0))])
         }
     }
 
