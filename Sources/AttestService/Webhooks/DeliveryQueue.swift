@@ -122,14 +122,11 @@ public struct DeliveryQueue {
                 endpoints[id] = .some(found)
                 return found
             }
-            var failure: (any Error)?
-            func choose(_ key: [UInt8]) -> Transaction.DueChoice {
+            func choose(_ key: [UInt8]) throws -> Transaction.DueChoice {
                 if taken == limit && passedOver == Self.skipLimit { return .stop }
                 guard !busy.contains(key) else { return .pass }
                 let id = DeliveryRecord.endpointID(ofKey: key)
-                let target: WebhookEndpointRecord?
-                do { target = try endpoint(id) } catch { failure = error; return .stop }
-                guard let target, target.isActive else {
+                guard let target = try endpoint(id), target.isActive else {
                     guard passedOver < Self.skipLimit else { return .pass }
                     passedOver += 1
                     return .take
@@ -149,7 +146,6 @@ public struct DeliveryQueue {
                 found += more.found
                 next = more.next
             }
-            if let failure { throw failure }
             var jobs = [DeliveryJob](), skipped = [DeliveryRecord]()
             for d in found {
                 guard let target = endpoints[d.endpointID] ?? nil, target.isActive else { skipped.append(d); continue }

@@ -197,7 +197,7 @@ extension Transaction {
     /// entries are looked at. `next` is the entry the scan stopped at (nil: it went through
     /// everything due, or `choose` stopped it).
     public func dueDeliveries(now: Timestamp, from: [UInt8]? = nil, scanLimit: Int = .max,
-                              choose: ([UInt8]) -> DueChoice) throws -> (found: [DeliveryRecord], next: [UInt8]?) {
+                              choose: ([UInt8]) throws -> DueChoice) throws -> (found: [DeliveryRecord], next: [UInt8]?) {
         var found = [DeliveryRecord]()
         var next: [UInt8]?
         var scanned = 0
@@ -206,7 +206,7 @@ extension Transaction {
             guard scanned < scanLimit else { next = key; return false }
             scanned += 1
             let deliveryKey = Array(key[8...])
-            switch choose(deliveryKey) {
+            switch try choose(deliveryKey) {
             case .stop: return false
             case .pass: return true
             case .take:
