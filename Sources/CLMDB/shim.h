@@ -20,9 +20,10 @@ static inline void attest_max_u64(uint64_t *p, uint64_t v) {
    process with it open holds an fcntl lock on its first byte (LMDB's mdb_env_excl_lock and
    mdb_env_share_locks). 1: in use, 0: not (or no lock file), -1: cannot tell. Closing the
    descriptor drops this process's own fcntl locks on the file: call it only in a process
-   that does not have the environment open. */
+   that does not have the environment open. A link (or FIFO) planted as the lock file is not
+   followed or waited on: "cannot tell". */
 static inline int attest_lmdb_in_use(const char *path) {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return errno == ENOENT ? 0 : -1;
     struct flock probe = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
     int rc = fcntl(fd, F_GETLK, &probe);

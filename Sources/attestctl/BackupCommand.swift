@@ -14,7 +14,9 @@ let backupCommand = Command(
         usage: attestctl backup --to FILE [--data DIR]
 
         Safe while the stack serves: each LMDB environment is copied from one read snapshot,
-        compacted. The file (mode 0600: it holds the signing keys and the challenge secret)
+        compacted. Run as root, it reads the data directory without following a symbolic link
+        (a link or other non-regular file is left out and named on stderr) and opens the store
+        as the directory's owner. The file (mode 0600: it holds the signing keys and the challenge secret)
         starts with a header naming the format and store schema and ends with a SHA-256 of
         everything before it. 'attestctl restore --from FILE --data NEWDIR' brings it back.
 
@@ -25,9 +27,11 @@ let backupCommand = Command(
         guard let target = args.value("to") else { throw UsageError("--to FILE is required") }
         let data = dataDirectory(args)
         guard data.isInitialised else { throw CommandFailure("\(data.path) is not a data directory (attestctl init creates one)") }
-        let (_, store) = try openStore(data)
+        // LMDB opens the store's files by path: with the owner's rights, not root's.
+        let (_, store) = try asDataOwner(data) { try openStore(data) }
         let summary = try Backup.take(data: data, store: store, to: target, now: now()) { Output.progress($0, $1) }
         Output.progressDone()
+        for entry in summary.skipped { Output.err("attestctl backup: left out \(entry)") }
         Output.out("backup of \(data.path) written to \(target): \(summary.header.entries) entries, \(summary.bytes / 1024) KiB, store schema \(summary.header.schema)")
         return 0
     })

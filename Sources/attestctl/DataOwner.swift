@@ -29,3 +29,28 @@ func actAsDataOwner(_ argv: [String]) {
         exit(1)
     }
 }
+
+/// Runs `body` with the data directory's owner as effective user and group (when root runs a
+/// command that must keep root for something else: `backup` writing its file, `doctor`): what a library
+/// opens by path under the data directory (LMDB's data.mdb and lock.mdb, opened for writing,
+/// links followed) is then opened with the owner's rights only. The real and saved IDs stay
+/// root's, so the owner can neither signal nor trace the process meanwhile; root's IDs and
+/// groups come back afterwards. Runs `body` as is when not root or the owner is root.
+func asDataOwner<T>(_ data: DataDirectory, _ body: () throws -> T) throws -> T {
+    var st = stat()
+    guard geteuid() == 0, stat(data.path, &st) == 0, st.st_uid != 0 else { return try body() }
+    var savedGroups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)))
+    savedGroups = Array(savedGroups.prefix(Int(max(getgroups(Int32(savedGroups.count), &savedGroups), 0))))
+    let savedGID = getegid()
+    var ownerGroup = [st.st_gid]
+    guard setgroups(1, &ownerGroup) == 0, setegid(st.st_gid) == 0, seteuid(st.st_uid) == 0 else {
+        throw CommandFailure("cannot act as uid \(st.st_uid), the owner of \(data.path): \(String(cString: strerror(errno)))")
+    }
+    defer {
+        if seteuid(0) != 0 || setegid(savedGID) != 0 || setgroups(savedGroups.count, savedGroups) != 0 {
+            Output.err("attestctl: cannot take root's identity back: \(String(cString: strerror(errno)))")
+            exit(1)
+        }
+    }
+    return try body()
+}

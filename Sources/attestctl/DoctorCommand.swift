@@ -136,7 +136,7 @@ struct Doctor {
 
     func store(_ config: Configuration) -> [Finding] {
         let store: Store
-        do { store = try Store(directory: data.storeDirectory, options: config.storeOptions) } catch {
+        do { store = try asDataOwner(data) { try Store(directory: data.storeDirectory, options: config.storeOptions) } } catch {
             return [Finding(problem: "the store does not open: \(error)", fix: "restore the last backup ('attestctl restore --from FILE --data DIR')")]
         }
         var findings = [Finding]()
@@ -166,9 +166,26 @@ struct Doctor {
         guard let nginx = findProgram("nginx") else {
             return [Finding(problem: "nginx is not installed", fix: "apt-get install nginx")]
         }
+        // nginx -t as root acts on the file (load_module runs code, log files are created):
+        // never on one another user can write.
+        if geteuid() == 0, let writer = Self.otherWriter([data.path, data.nginxDirectory, conf]) {
+            return [Finding(problem: "nginx -t not run on \(conf): it (or the directory above it) belongs to uid \(writer), and root does not hand "
+                            + "another user's file to nginx (load_module would run its code)", fix: "check it as that user, or render the configuration into a directory only root can write",
+                            warning: true)]
+        }
         let (status, output) = runCapturing(nginx, ["-t", "-q", "-p", data.runDirectory, "-c", conf, "-e", "/dev/null"])
         return status == 0 ? [] : [Finding(problem: "nginx -t fails on \(conf): \(output.split(separator: "\n").first.map(String.init) ?? "")",
                                            fix: "re-render it: restart 'attestctl serve' (or fix the site file the system nginx includes)")]
+    }
+
+    /// The first uid other than root that owns one of `paths` (links not followed), or `nil`.
+    static func otherWriter(_ paths: [String]) -> uid_t? {
+        for path in paths {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            if st.st_uid != 0 { return st.st_uid }
+        }
+        return nil
     }
 
     func pools() -> [Finding] {
@@ -189,7 +206,7 @@ struct Doctor {
     func clock(_ config: Configuration) -> [Finding] {
         let time = now()
         var latest = Timestamp(seconds: 0)
-        if let store = try? Store(directory: data.storeDirectory, options: config.storeOptions) {
+        if let store = try? asDataOwner(data, { try Store(directory: data.storeDirectory, options: config.storeOptions) }) {
             for device in (try? store.read { try $0.devices(limit: 10_000) }) ?? [] { latest = max(latest, device.lastSeenAt) }
         }
         if latest.seconds > time.seconds + 300 {

@@ -1,4 +1,5 @@
 @testable import attestctl
+import AttestService
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
     func groupOfDeadLeaderKilled() throws {
         let dir = TemporaryDirectory()
         let child = try ChildProcess(name: "sh", executable: "/bin/sh", arguments: ["-c", "sleep 60 & sleep 60 & wait"],
-                                     logFile: dir.path + "/sh.out", ownsProcessGroup: true)
+                                     logDirectory: try PinnedDirectory.open(dir.path), logName: "sh.out", ownsProcessGroup: true)
         #expect(waitUntil { Self.members(ofGroup: child.pid).count >= 3 }, "sh and its two sleeps are in the child's group")
         child.signal(SIGKILL)
         #expect(child.wait(seconds: 5))
@@ -22,7 +23,7 @@ import Testing
     @Test("a child that does not own its group leaves serve's group alone")
     func noGroupNoKill() throws {
         let dir = TemporaryDirectory()
-        let child = try ChildProcess(name: "true", executable: "/bin/true", arguments: [], logFile: dir.path + "/t.out")
+        let child = try ChildProcess(name: "true", executable: "/bin/true", arguments: [], logDirectory: try PinnedDirectory.open(dir.path), logName: "t.out")
         #expect(child.wait(seconds: 5))
         #expect(!child.groupIsAlive)
         child.killGroup()  // must not signal anyone: getpgrp() is the test runner's group
@@ -33,7 +34,7 @@ import Testing
     func runsAsUser() throws {
         let dir = TemporaryDirectory()
         let nobody = try #require(ServiceUser.lookUp("nobody"))
-        let child = try ChildProcess(name: "id", executable: "/usr/bin/id", arguments: ["-u"], logFile: dir.path + "/id.out",
+        let child = try ChildProcess(name: "id", executable: "/usr/bin/id", arguments: ["-u"], logDirectory: try PinnedDirectory.open(dir.path), logName: "id.out",
                                      credentials: nobody.credentials)
         #expect(child.wait(seconds: 5))
         let output = try String(contentsOfFile: dir.path + "/id.out", encoding: .utf8)

@@ -1,4 +1,5 @@
 @testable import attestctl
+import AttestService
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
         _ = dir.write("access.log", String(repeating: "a", count: 2000))
         _ = dir.write("access.log.1", "older generation")
         _ = dir.write("error.log", "small")
-        let reopen = LogRotation(directory: dir.path, maxBytes: 1000).rotate()
+        let reopen = LogRotation(directory: try! PinnedDirectory.open(dir.path), maxBytes: 1000).rotate()
         #expect(reopen, "nginx must reopen its files")
         #expect(dir.size("access.log") == nil, "renamed away; nginx creates it again on SIGUSR1")
         #expect(dir.size("access.log.1") == 2000, "the previous generation replaces the older one")
@@ -24,7 +25,7 @@ import Testing
         let path = dir.write("attest-validate.log", String(repeating: "v", count: 3000))
         let writer = open(path, O_WRONLY | O_APPEND)
         defer { close(writer) }
-        let reopen = LogRotation(directory: dir.path, maxBytes: 1000).rotate()
+        let reopen = LogRotation(directory: try! PinnedDirectory.open(dir.path), maxBytes: 1000).rotate()
         #expect(!reopen, "nothing for nginx to reopen")
         #expect(dir.size("attest-validate.log.1") == 3000)
         #expect(dir.size("attest-validate.log") == 0)
@@ -37,7 +38,7 @@ import Testing
         let dir = TemporaryDirectory()
         _ = dir.write("access.log", "x")
         _ = dir.write("attest-refresh.log", "y")
-        #expect(!LogRotation(directory: dir.path, maxBytes: 1000).rotate())
+        #expect(!LogRotation(directory: try! PinnedDirectory.open(dir.path), maxBytes: 1000).rotate())
         #expect(dir.size("access.log") == 1 && dir.size("attest-refresh.log") == 1)
     }
 }

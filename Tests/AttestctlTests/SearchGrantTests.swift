@@ -1,4 +1,5 @@
 @testable import attestctl
+import AttestService
 import Foundation
 import Testing
 
@@ -35,7 +36,7 @@ import Testing
 
     private func run(_ program: String, _ argument: String, as user: ServiceUser) throws -> Int32 {
         let log = TemporaryDirectory()
-        let child = try ChildProcess(name: "probe", executable: program, arguments: [argument], logFile: log.path + "/out",
+        let child = try ChildProcess(name: "probe", executable: program, arguments: [argument], logDirectory: try PinnedDirectory.open(log.path), logName: "out",
                                      credentials: user.credentials)
         #expect(child.wait(seconds: 5))
         return child.exitStatus.map { $0 & 0x7F == 0 ? ($0 >> 8) & 0xFF : 128 } ?? -1

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """End-to-end checks of `attestctl serve` through real nginx (issue #7, items 11, 14, 15, 16,
-18). Prints PASS/FAIL per check and `serve: N passed, M failed`; exits 1 on a failure."""
+18; issue #37 item 2: links the service user plants in DATA/log). Prints PASS/FAIL per check and `serve: N passed, M failed`; exits 1 on a failure."""
 import http.server
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -212,6 +214,100 @@ def bounded_logs(s):
     T.check("the whole log directory stays bounded", total < 40 * mib, f"{total} bytes")
 
 
+# ---- issue 37 item 2: links the service user plants in DATA/log -----------------------------
+
+def as_service_user(*argv):
+    """Runs a command as the service user: what an attacker with its shell can do."""
+    return subprocess.run(["runuser", "-u", SERVICE_USER, "--", *argv], capture_output=True, text=True)
+
+
+def hostile_log_links(s):
+    """serve runs as root and rotates/opens logs in DATA/log, which the service user owns. It
+    plants `NAME.log.1 -> root's file` next to a log over server.logMaxMiB, and a pool's log as
+    a link before that pool is restarted: root's file must stay untouched, rotation must go on,
+    the refused restart must say why, and the pool must come back once the link is gone."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the hostile-link checks need root and are not counted")
+        return
+    log = os.path.join(s.data, "log")
+    victims = tempfile.mkdtemp(prefix="attestedge-victim-")  # root's own directory, 0700
+    victim = os.path.join(victims, "passwd")
+    content = "root:x:0:0:root's file, must stay as it is:/root:/bin/bash\n" * 40
+    with open(victim, "w") as f:
+        f.write(content)
+    untouched = lambda: open(victim).read() == content and os.stat(victim).st_uid == 0 and os.stat(victim).st_size == len(content)
+    try:
+        pool_log = os.path.join(log, "attest-validate.log")
+        planted = as_service_user("ln", "-sfn", victim, pool_log + ".1")
+        T.check("the service user plants attest-validate.log.1 -> root's file", planted.returncode == 0 and os.path.islink(pool_log + ".1"),
+                planted.stderr)
+        grown = as_service_user("sh", "-c", f"head -c 1200000 /dev/zero | tr '\\0' A >> {pool_log}")
+        T.check("and grows attest-validate.log past server.logMaxMiB (1 MiB)", grown.returncode == 0, grown.stderr)
+        rotated = wait_for(lambda: not os.path.islink(pool_log + ".1") and os.path.getsize(pool_log) < (1 << 20), 5)
+        T.check("root's file is untouched by the rotation", untouched(), open(victim).read()[:200])
+        T.check("rotation still works: attest-validate.log.1 is a regular file holding the log, the log is truncated",
+                rotated and os.path.isfile(pool_log + ".1") and not os.path.islink(pool_log + ".1")
+                and os.path.getsize(pool_log + ".1") >= 1200000, str({f: os.path.getsize(os.path.join(log, f)) for f in os.listdir(log)}))
+        said = "attest-validate.log.1 was not a regular file (a symbolic link?): replaced, not followed"
+        T.check("serve says so on its output, once", s.serve_output().count(said) == 1, s.serve_output()[-800:])
+
+        mad_log = os.path.join(log, "attest-mad.log")
+        planted = as_service_user("sh", "-c", f"rm -f {mad_log} && ln -s {victim} {mad_log}")
+        T.check("the service user replaces attest-mad.log with a link to root's file", planted.returncode == 0 and os.path.islink(mad_log),
+                planted.stderr)
+        master = s.pool_master("mad")
+        os.kill(master, signal.SIGKILL)
+        refused = wait_for(lambda: "cannot restart attest-mad" in s.serve_output() and "attest-mad.log: a symbolic link, not followed" in s.serve_output(), 15)
+        T.check("its restart is refused with a clear line (the log is a link, not followed)", refused, s.serve_output()[-800:])
+        T.check("and root's file got no line from the restarted pool", untouched(), open(victim).read()[-300:])
+        as_service_user("rm", "-f", mad_log)
+        back = wait_for(lambda: s.pool_master("mad") not in (None, master), 40)
+        T.check("once the link is gone the pool restarts with a fresh log", back and os.path.isfile(mad_log) and not os.path.islink(mad_log),
+                s.serve_output()[-800:])
+        T.check("serve kept running throughout", s.serve.poll() is None, s.serve_output()[-800:])
+    finally:
+        shutil.rmtree(victims, ignore_errors=True)
+
+
+def hostile_backup(s):
+    """Issue #37 item 2: `attestctl backup` runs as root on the service user's directory. A key
+    planted as a link to root's file is left out (and named), and a link planted as the
+    store's lock.mdb (LMDB opens it for writing) cannot make root write root's file."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the hostile-backup checks need root and are not counted")
+        return
+    victims = tempfile.mkdtemp(prefix="attestedge-victim-")
+    victim = os.path.join(victims, "shadow")
+    content = "root:$6$secret-hash-of-root:19000:0:99999:7:::\n" * 20
+    with open(victim, "w") as f:
+        f.write(content)
+    os.chmod(victim, 0o600)
+    untouched = lambda: open(victim).read() == content and os.stat(victim).st_size == len(content)
+    stolen = os.path.join(s.data, "keys", "stolen.pem")
+    lock = os.path.join(s.data, "store", "durable", "lock.mdb")
+    try:
+        planted = as_service_user("ln", "-s", victim, stolen)
+        T.check("the service user plants keys/stolen.pem -> root's file", planted.returncode == 0, planted.stderr)
+        out = os.path.join(victims, "backup.aebk")
+        backup = s.ctl("backup", "--to", out, check=False)
+        T.check("backup as root still succeeds and names what it left out",
+                backup.returncode == 0 and "left out keys/stolen.pem" in backup.stderr and "symbolic link" in backup.stderr,
+                backup.stdout + backup.stderr)
+        T.check("root's file is not in the backup", os.path.exists(out) and b"secret-hash-of-root" not in open(out, "rb").read())
+        as_service_user("rm", "-f", stolen)
+
+        moved = as_service_user("sh", "-c", f"mv {lock} {lock}.real && ln -s {victim} {lock}")
+        T.check("the service user swaps store/durable/lock.mdb for a link to root's file", moved.returncode == 0, moved.stderr)
+        backup = s.ctl("backup", "--to", os.path.join(victims, "second.aebk"), check=False)
+        T.check("root's file is untouched by backup opening the store (LMDB opens lock.mdb for writing)", untouched(),
+                repr(open(victim, "rb").read()[:120]))
+        T.check("backup refuses cleanly: exit 1 with the store's error", backup.returncode == 1 and "store" in backup.stderr,
+                backup.stdout + backup.stderr)
+    finally:
+        as_service_user("sh", "-c", f"[ -e {lock}.real ] && mv -f {lock}.real {lock}; rm -f {stolen}")
+        shutil.rmtree(victims, ignore_errors=True)
+
+
 # ---- 14: nginx killed with -9 ----------------------------------------------------------------
 
 def nginx_killed(s):
@@ -301,6 +397,8 @@ def main():
         section("malformed requests", malformed_requests, s)
         section("privileges", privileges, s)
         section("bounded logs", bounded_logs, s)
+        section("hostile log links", hostile_log_links, s)
+        section("hostile backup", hostile_backup, s)
         section("nginx killed", nginx_killed, s)
         section("crashing pool", crashing_pool, s)
         section("hangup", hangup, s)

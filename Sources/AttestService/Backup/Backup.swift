@@ -14,19 +14,36 @@ public enum Backup {
     public struct Summary: Sendable {
         public let header: BackupFile.Header
         public let bytes: Int
+        /// Entries of the data directory left out, each with why: symbolic links and anything
+        /// but a regular file are never followed or read (backup runs as root; the data
+        /// directory is the service user's).
+        public var skipped: [String] = []
     }
 
-    /// The files of `data` a backup carries besides the store, relative to it, in order.
-    static func files(_ data: DataDirectory) -> [String] {
+    /// The files of `data` a backup carries besides the store, relative to it, in order, each
+    /// opened through `PinnedDirectory` (no link followed, regular files only); what was
+    /// refused goes to `skipped`. The caller closes the descriptors.
+    static func sources(_ data: DataDirectory) throws -> (files: [(name: String, fd: Int32)], skipped: [String]) {
+        let root = try PinnedDirectory.open(data.path)
         var names = ["config.json", "secrets/challenge.key", "jwks.json"]
-        names += FileIO.list(data.keysDirectory).filter { $0 != "lock" && !$0.hasSuffix(".tmp") }.map { "keys/" + $0 }
-        names += FileIO.list(data.testCADirectory).map { "test-ca/" + $0 }
-        return names.filter { FileIO.exists(data.path + "/" + $0) }
-    }
-
-    static func mode(_ path: String) -> UInt32 {
-        var info = stat()
-        return stat(path, &info) == 0 ? UInt32(info.st_mode) & 0o777 : 0o600
+        var skipped = [String]()
+        let listed: [(String, (String) -> Bool)] = [("keys", { $0 != "lock" && !$0.hasSuffix(".tmp") }), ("test-ca", { _ in true })]
+        for (dir, keep) in listed {
+            guard root.status(dir) != nil else { continue }
+            do { names += try root.directory(dir).names().filter(keep).map { dir + "/" + $0 } } catch { skipped.append("\(dir)/: \(error)") }
+        }
+        var files = [(name: String, fd: Int32)]()
+        for name in names {
+            do {
+                let fd = try root.openFile(name, O_RDONLY)
+                files.append((name, fd))
+            } catch let failure as FileIO.Failure where failure.code == ENOENT {
+                continue
+            } catch {
+                skipped.append("\(name): \(error)")
+            }
+        }
+        return (files, skipped)
     }
 
     /// Writes a backup of `data` (whose store is `store`, open and possibly serving) to `path`.
@@ -45,16 +62,20 @@ public enum Backup {
             try FileIO.makeDirectories(scratch + "/\(env.rawValue)")
             try store.copyCompacted(env, to: scratch + "/\(env.rawValue)")
         }
-        let names = files(data)
+        let (opened, skipped) = try Self.sources(data)
+        defer { for source in opened { close(source.fd) } }
         let temporary = path + ".tmp"
         let writer = try BackupFile.Writer(path: temporary)
         do {
-            try writer.header(schema: Store.schemaVersion, created: now, entries: names.count + 2)
-            for name in names {
-                try writer.entry(path: name, from: data.path + "/" + name, mode: mode(data.path + "/" + name)) { _ in }
+            try writer.header(schema: Store.schemaVersion, created: now, entries: opened.count + 2)
+            for source in opened {
+                try writer.entry(path: source.name, from: source.fd, source: data.path + "/" + source.name) { _ in }
             }
             for env in ["durable", "ephemeral"] {
-                try writer.entry(path: "store/\(env)/data.mdb", from: scratch + "/\(env)/data.mdb", mode: 0o600) { progress("writing the \(env) store", $0) }
+                let fd = open(scratch + "/\(env)/data.mdb", O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw BackupFile.Failure("cannot read \(scratch)/\(env)/data.mdb: \(String(cString: strerror(errno)))") }
+                defer { close(fd) }
+                try writer.entry(path: "store/\(env)/data.mdb", from: fd, source: scratch + "/\(env)/data.mdb", mode: 0o600) { progress("writing the \(env) store", $0) }
             }
             try writer.finish()
         } catch {
@@ -64,7 +85,8 @@ public enum Backup {
         guard rename(temporary, path) == 0 else { throw BackupFile.Failure("cannot rename \(temporary) to \(path)") }
         var info = stat()
         stat(path, &info)
-        return Summary(header: BackupFile.Header(schema: Store.schemaVersion, created: now, entries: names.count + 2), bytes: Int(info.st_size))
+        return Summary(header: BackupFile.Header(schema: Store.schemaVersion, created: now, entries: opened.count + 2), bytes: Int(info.st_size),
+                       skipped: skipped)
     }
 
     /// Reads all of `path` and checks it; the header when it is intact.
@@ -88,44 +110,48 @@ public enum Backup {
             throw BackupFile.Failure("\(path) holds store schema \(header.schema); this build reads \(Store.schemaVersion)")
         }
         try data.makeLayout()
+        // Everything below the data directory goes through descriptors (PinnedDirectory): a
+        // link planted where a directory, a temporary file or lock.mdb is expected is replaced
+        // or refused, never followed.
+        let root = try PinnedDirectory.open(data.path)
         let reader = try BackupFile.Reader(path: path)
         _ = try reader.header()
         var bytes = 0
         for _ in 0..<header.entries {
             let entry = try reader.entryHeader()
-            let target = data.path + "/" + entry.path
-            try FileIO.makeDirectories(String(target[..<target.lastIndex(of: "/")!]))
-            let temporary = target + ".restore-tmp"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(entry.mode & 0o777))
-            guard fd >= 0 else { throw BackupFile.Failure("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+            let parts = entry.path.split(separator: "/").map(String.init)
+            let dir = try parts.count == 1 ? root : root.directory(parts.dropLast().joined(separator: "/"), create: 0o700)
+            let name = parts.last!
+            let temporary = name + ".restore-tmp"
+            let fd = try dir.create(temporary, mode: mode_t(entry.mode & 0o777))
             var written = 0
             do {
                 try reader.copy(entry.length) { chunk in
                     guard chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == chunk.count else {
-                        throw BackupFile.Failure("cannot write \(temporary): \(String(cString: strerror(errno)))")
+                        throw BackupFile.Failure("cannot write \(dir.path)/\(temporary): \(String(cString: strerror(errno)))")
                     }
                     written += chunk.count
                     if entry.length > 1 << 20 { progress("restoring \(entry.path)", Double(written) / Double(entry.length)) }
                 }
-                guard fsync(fd) == 0 else { throw BackupFile.Failure("cannot sync \(temporary)") }
+                fchmod(fd, mode_t(entry.mode & 0o777))
+                guard fsync(fd) == 0 else { throw BackupFile.Failure("cannot sync \(dir.path)/\(temporary)") }
             } catch {
                 close(fd)
-                unlink(temporary)
+                dir.remove(temporary)
                 throw error
             }
             close(fd)
-            chmod(temporary, mode_t(entry.mode & 0o777))
             // The copy restarts LMDB's transaction ids; the durability barrier resets a
             // sync.state left from the replaced file when the store is next opened.
-            if entry.path.hasPrefix("store/") { unlink(String(target.dropLast("data.mdb".count)) + "lock.mdb") }
-            guard rename(temporary, target) == 0 else { throw BackupFile.Failure("cannot rename \(temporary) to \(target)") }
+            if entry.path.hasPrefix("store/") { dir.remove("lock.mdb") }
+            try dir.rename(temporary, to: name)
             bytes += entry.length
         }
         try reader.finish()
         // The restored ephemeral environment does not know the challenges used since the
         // backup was taken: without its boot record the next process to open the store
         // recreates it empty and refuses every challenge issued before then as expired.
-        unlink(data.storeDirectory + "/ephemeral.boot")
+        try root.directory("store").remove("ephemeral.boot")
         return Summary(header: header, bytes: bytes)
     }
 }

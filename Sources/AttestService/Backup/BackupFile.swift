@@ -13,6 +13,8 @@ import Glibc
 /// ```
 /// Entries: `config.json`, `secrets/challenge.key`, `jwks.json`, `keys/*`, `test-ca/*` when
 /// present, and `store/durable/data.mdb`, `store/ephemeral/data.mdb` as compacted copies.
+/// Only regular files are carried: a symbolic link (or a FIFO, a device) in the data
+/// directory is left out and reported, never followed (`Backup.sources`).
 /// All integers are big-endian. The file holds secrets: it is written with mode 0600.
 public enum BackupFile {
     static let magic = Array("AEBACKUP".utf8)
@@ -37,7 +39,8 @@ public enum BackupFile {
         let path: String
 
         init(path: String) throws {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            unlink(path)
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0, let f = fdopen(fd, "wb") else { throw Failure("cannot create \(path): \(String(cString: strerror(errno)))") }
             file = f
             self.path = path
@@ -56,14 +59,13 @@ public enum BackupFile {
             try write(magic + [formatVersion, schema] + be(UInt64(bitPattern: created.seconds), 8) + be(UInt64(entries), 4))
         }
 
-        /// One entry from a file on disk, in chunks; `progress` gets the fraction written.
-        func entry(path relative: String, from source: String, mode: UInt32, progress: (Double) -> Void) throws {
-            let fd = open(source, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw Failure("cannot read \(source): \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
+        /// One entry from an open file (`source` names it in errors), in chunks; its mode is the
+        /// file's own unless `mode` is given; `progress` gets the fraction written.
+        func entry(path relative: String, from fd: Int32, source: String, mode: UInt32? = nil, progress: (Double) -> Void) throws {
             var info = stat()
-            fstat(fd, &info)
+            guard fstat(fd, &info) == 0 else { throw Failure("cannot read \(source): \(String(cString: strerror(errno)))") }
             let length = Int(info.st_size)
+            let mode = mode ?? UInt32(info.st_mode) & 0o777
             let name = Array(relative.utf8)
             try write(be(UInt64(name.count), 2) + name + be(UInt64(mode), 4) + be(UInt64(length), 8))
             var done = 0

@@ -6,8 +6,17 @@ import Glibc
 public enum FileIO {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let message: String
+        /// The `errno` of the failed call; 0 for a refusal (a link, a file of the wrong kind).
+        public let code: Int32
         public var description: String { message }
-        init(_ what: String, _ path: String) { message = "\(what) \(path): \(String(cString: strerror(errno)))" }
+        init(_ what: String, _ path: String) {
+            code = errno
+            message = "\(what) \(path): \(String(cString: strerror(code)))"
+        }
+        init(message: String, code: Int32 = 0) {
+            self.message = message
+            self.code = code
+        }
     }
 
     /// The whole file, or `nil` when it does not exist.
@@ -18,6 +27,11 @@ public enum FileIO {
             throw Failure("cannot open", path)
         }
         defer { close(fd) }
+        return try readAll(fd, path: path)
+    }
+
+    /// Everything left to read from `fd`; `path` names it in errors.
+    static func readAll(_ fd: Int32, path: String) throws -> [UInt8] {
         var out = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -33,10 +47,14 @@ public enum FileIO {
     }
 
     /// Writes `bytes` to a temporary file beside `path`, fsyncs it and renames it over `path`,
-    /// so readers see the old or the new content, never a torn one.
+    /// so readers see the old or the new content, never a torn one. The temporary file is
+    /// created afresh (`O_EXCL | O_NOFOLLOW`, a leftover of its name removed first): a link
+    /// planted at that predictable name cannot make a root caller write through it, and the
+    /// rename replaces a link at `path` itself.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws {
         let temp = path + ".tmp.\(getpid())"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        unlink(temp)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Failure("cannot create", temp) }
         var offset = 0
         while offset < bytes.count {

@@ -19,7 +19,9 @@ final class ChildProcess {
 
     let name: String
     let pid: pid_t
-    let logFile: String
+    /// The directory of its log, pinned (serve runs as root; the directory is the service user's).
+    let logDirectory: PinnedDirectory
+    let logName: String
     let executable: String
     let arguments: [String]
     let credentials: Credentials?
@@ -28,22 +30,32 @@ final class ChildProcess {
     let startedAt = monotonicSeconds()
     private(set) var exitStatus: Int32?
 
-    /// Starts `executable` with `arguments`; stdout and stderr go to `logFile`, stdin is
-    /// /dev/null, signal dispositions and mask are the defaults whatever serve blocks.
-    init(name: String, executable: String, arguments: [String], logFile: String,
+    var logFile: String { logDirectory.path + "/" + logName }
+
+    /// Starts `executable` with `arguments`; stdout and stderr are appended to `logName` in
+    /// `logDirectory` (a regular file with one link, opened without following a link: a link
+    /// planted there by the service user is refused), stdin is /dev/null, signal dispositions
+    /// and mask are the defaults whatever serve blocks.
+    init(name: String, executable: String, arguments: [String], logDirectory: PinnedDirectory, logName: String,
          credentials: Credentials? = nil, ownsProcessGroup: Bool = false) throws {
         self.name = name
-        self.logFile = logFile
+        self.logDirectory = logDirectory
+        self.logName = logName
         self.executable = executable
         self.arguments = arguments
         self.credentials = credentials
         self.ownsProcessGroup = ownsProcessGroup
-        pid = try Self.spawn(executable, arguments, logFile: logFile, credentials: credentials, group: ownsProcessGroup)
+        let log: Int32
+        do { log = try logDirectory.openFile(logName, O_WRONLY | O_CREAT | O_APPEND, mode: 0o644) } catch {
+            throw CommandFailure("cannot open the log of \(name): \(error)")
+        }
+        defer { close(log) }
+        pid = try Self.spawn(executable, arguments, log: log, credentials: credentials, group: ownsProcessGroup)
     }
 
     /// A new process with the same command line, credentials and group choice.
     func respawn() throws -> ChildProcess {
-        try ChildProcess(name: name, executable: executable, arguments: arguments, logFile: logFile,
+        try ChildProcess(name: name, executable: executable, arguments: arguments, logDirectory: logDirectory, logName: logName,
                          credentials: credentials, ownsProcessGroup: ownsProcessGroup)
     }
 
@@ -81,8 +93,8 @@ final class ChildProcess {
 
     /// The last lines of its log, for error messages.
     func logTail(_ lines: Int = 15) -> String {
-        guard let text = try? FileIO.readText(logFile) else { return "" }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+        guard let bytes = try? logDirectory.read(logName) else { return "" }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 
     var exitDescription: String {
@@ -91,11 +103,8 @@ final class ChildProcess {
         return "killed by signal \(s & 0x7F)"
     }
 
-    private static func spawn(_ executable: String, _ arguments: [String], logFile: String,
+    private static func spawn(_ executable: String, _ arguments: [String], log: Int32,
                               credentials: Credentials?, group: Bool) throws -> pid_t {
-        let log = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard log >= 0 else { throw CommandFailure("cannot open \(logFile): \(String(cString: strerror(errno)))") }
-        defer { close(log) }
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
         guard null >= 0 else { throw CommandFailure("cannot open /dev/null: \(String(cString: strerror(errno)))") }
         defer { close(null) }

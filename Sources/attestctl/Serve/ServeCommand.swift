@@ -61,7 +61,8 @@ struct Serve {
             try createDemoTenant()
         }
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
-        if args.flag("test-ca") { try ensureTestCA(data) }
+        // As the data directory's owner: root must not create files through links planted in test-ca/.
+        if args.flag("test-ca") { try asDataOwner(data) { _ = try ensureTestCA(data) } }
         var config = try data.loadConfiguration()
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
@@ -73,6 +74,8 @@ struct Serve {
         let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
                                         startID: startID, absentPools: absent)
         guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
+        // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
+        let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
         var signals = sigset_t()
         sigemptyset(&signals)
@@ -90,23 +93,23 @@ struct Serve {
                 for root in trustRoots { childArgs += ["--trust-root", root] }
                 if endpoint == .webhooks && args.flag("allow-private-webhooks") { childArgs.append("--allow-private-destinations") }
                 children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs,
-                                                 logFile: data.logDirectory + "/\(name).log", credentials: user?.credentials))
+                                                 logDirectory: logs, logName: "\(name).log", credentials: user?.credentials))
             }
             // The webhook sender: restarted like a pool if it dies; the only process that connects out.
             children.append(try ChildProcess(name: "attest-webhooks-deliver", executable: binaries + "/attest-webhooks",
                                              arguments: ["deliver", "--data", data.path] + (args.flag("allow-private-webhooks") ? ["--allow-private-destinations"] : []),
-                                             logFile: data.logDirectory + "/attest-webhooks-deliver.log", credentials: user?.credentials))
+                                             logDirectory: logs, logName: "attest-webhooks-deliver.log", credentials: user?.credentials))
             try waitForSockets(children)
             // nginx leads its own process group: if its master dies, its workers can be found.
             let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
                                          arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
-                                         logFile: data.logDirectory + "/nginx.out", ownsProcessGroup: true)
+                                         logDirectory: logs, logName: "nginx.out", ownsProcessGroup: true)
             children.append(nginx)
             let base = "http://\(config.listen)"
             try waitForOurNginx(base, startID: startID, nginx)
             try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
             supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
-                                         logs: LogRotation(directory: data.logDirectory, maxBytes: config.logMaxMiB << 20))
+                                         logs: LogRotation(directory: logs, maxBytes: config.logMaxMiB << 20))
             printReady(base, workers: workers, trustRoots: trustRoots, user: user)
         } catch {
             ServeSupervisor.stop(children)
@@ -196,7 +199,7 @@ struct Serve {
             if !nginx.isRunning {
                 nginx.killGroup()
                 throw CommandFailure("nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
-                                     + ServeSupervisor.tail(data.logDirectory + "/error.log"))
+                                     + ((try? PinnedDirectory.open(data.path).directory("log")).map { ServeSupervisor.tail($0, "error.log") } ?? ""))
             }
             guard let problem = attempt() else { return }
             last = problem

@@ -45,13 +45,13 @@ final class ServeSupervisor {
             if !nginx.isRunning {
                 nginx.killGroup()
                 Output.err("nginx \(nginx.exitDescription); stopping everything (its leftover workers were killed). "
-                           + "\(logs.directory)/error.log:\n" + Self.tail(logs.directory + "/error.log"))
+                           + "\(logs.directory.path)/error.log:\n" + Self.tail(logs.directory, "error.log"))
                 Self.stop(pools + [nginx])
                 return 1
             }
             noticeDeadPools()
             restartDuePools()
-            if logs.rotate() { nginx.signal(SIGUSR1) }
+            if logs.rotate(warn: { Output.err("*** log rotation: \($0)") }) { nginx.signal(SIGUSR1) }
         }
     }
 
@@ -99,8 +99,10 @@ final class ServeSupervisor {
         for child in children { child.killGroup() }
     }
 
-    static func tail(_ path: String, lines: Int = 10) -> String {
-        ((try? FileIO.readText(path)) ?? "").split(separator: "\n").suffix(lines).joined(separator: "\n")
+    /// The last lines of the log `name` (a regular file, not followed if a link).
+    static func tail(_ directory: PinnedDirectory, _ name: String, lines: Int = 10) -> String {
+        let bytes = (try? directory.read(name)) ?? []
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
     static func format(_ seconds: Double) -> String {

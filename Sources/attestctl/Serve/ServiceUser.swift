@@ -59,15 +59,29 @@ struct ServiceUser: Equatable {
     }
 
     /// Hands `path` and everything under it to this user and its group; permission bits are
-    /// kept (keys stay 0600), symbolic links are not followed.
+    /// kept (keys stay 0600). `path` itself is root's choice; below it, the walk goes through
+    /// directory descriptors (`PinnedDirectory`) and `fchownat(AT_SYMLINK_NOFOLLOW)`: a link is
+    /// handed over itself, never what it points to, and a directory swapped for a link during
+    /// the walk is refused, so root never chowns a file outside `path`.
     func takeOwnership(of path: String) throws {
         var st = stat()
-        guard lstat(path, &st) == 0 else { throw CommandFailure("cannot stat \(path): \(String(cString: strerror(errno)))") }
-        if st.st_uid != uid || st.st_gid != gid, lchown(path, uid, gid) != 0 {
+        guard stat(path, &st) == 0 else { throw CommandFailure("cannot stat \(path): \(String(cString: strerror(errno)))") }
+        if st.st_uid != uid || st.st_gid != gid, chown(path, uid, gid) != 0 {
             throw CommandFailure("cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
         }
-        guard st.st_mode & S_IFMT == S_IFDIR else { return }
-        for entry in FileIO.list(path) { try takeOwnership(of: path + "/" + entry) }
+        do { try takeOwnership(inside: PinnedDirectory.open(path)) } catch let failure as FileIO.Failure {
+            throw CommandFailure("cannot hand \(path) to \(name): \(failure)")
+        }
+    }
+
+    private func takeOwnership(inside directory: PinnedDirectory) throws {
+        for entry in directory.names() {
+            guard let st = directory.status(entry) else { continue }
+            if st.st_uid != uid || st.st_gid != gid, fchownat(directory.descriptor, entry, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 {
+                throw CommandFailure("cannot hand \(directory.path)/\(entry) to \(name): \(String(cString: strerror(errno)))")
+            }
+            if st.st_mode & S_IFMT == S_IFDIR { try takeOwnership(inside: directory.directory(entry)) }
+        }
     }
 
     /// The first directory on the way to `path` (its ancestors, then itself if a directory)

@@ -1,0 +1,124 @@
+import AttestCore
+import AttestService
+import AttestStore
+import Foundation
+import Testing
+
+/// Issue #37 item 2: root never follows a link under the data directory. Each test plants what
+/// the service user could (a symbolic link to a file root owns, a FIFO, a linked directory)
+/// where a root process reads, creates or replaces a file, then checks the target is untouched.
+@Suite struct HostileDataDirectoryTests {
+    /// A scratch directory with a "victim" file outside the data directory (what root must
+    /// not touch) and a data directory beside it.
+    final class Scene {
+        let root: String
+        let victim: String
+        let victimText = "root's own file: must stay as it is\n"
+        var data: DataDirectory { DataDirectory(root + "/data") }
+
+        init() throws {
+            var template = Array("/tmp/attest-hostile-XXXXXX".utf8CString)
+            root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+            victim = root + "/victim"
+            try FileIO.writeAtomically(victim, text: victimText, mode: 0o600)
+            try FileIO.makeDirectories(root + "/data")
+        }
+
+        var victimIsUntouched: Bool { (try? FileIO.readText(victim)) == victimText }
+
+        func link(_ relative: String, to target: String? = nil) {
+            symlink(target ?? victim, root + "/data/" + relative)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    @Test func aPinnedDirectoryRefusesLinksAndFIFOsAndReplacesPlantedNames() throws {
+        let scene = try Scene()
+        let dir = try PinnedDirectory.open(scene.data.path)
+        scene.link("linked.log")
+        for flags in [O_RDONLY, O_WRONLY | O_APPEND, O_WRONLY | O_CREAT | O_TRUNC] {
+            #expect(throws: FileIO.Failure.self, "flags \(flags)") { try dir.openFile("linked.log", flags) }
+        }
+        #expect(throws: FileIO.Failure.self) { try dir.read("linked.log") }
+        mkfifo(scene.data.path + "/fifo", 0o644)
+        #expect(throws: FileIO.Failure.self, "a FIFO is refused at once, not waited on") { try dir.openFile("fifo", O_RDONLY) }
+        scene.link("keys", to: scene.root)
+        #expect(throws: FileIO.Failure.self) { try dir.directory("keys") }
+        #expect(throws: FileIO.Failure.self) { try dir.openFile("keys/victim", O_RDONLY) }
+        let fd = try dir.create("linked.log", mode: 0o644)
+        _ = write(fd, "new", 3)
+        close(fd)
+        #expect(scene.victimIsUntouched)
+        #expect(try FileIO.readText(scene.data.path + "/linked.log") == "new", "the link itself was replaced by a fresh file")
+        #expect(throws: FileIO.Failure.self, "a path that climbs out is refused") { try dir.openFile("../victim", O_RDONLY) }
+    }
+
+    @Test func aFileWithASecondHardLinkIsNotOpenedForWriting() throws {
+        let scene = try Scene()
+        let dir = try PinnedDirectory.open(scene.data.path)
+        link(scene.victim, scene.data.path + "/hard.log")
+        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_APPEND) }
+        #expect(scene.victimIsUntouched)
+    }
+
+    @Test func writingAtomicallyDoesNotWriteThroughALinkAtItsTemporaryName() throws {
+        let scene = try Scene()
+        let target = scene.data.path + "/site.conf"
+        symlink(scene.victim, target + ".tmp.\(getpid())")
+        try FileIO.writeAtomically(target, text: "rendered\n")
+        #expect(scene.victimIsUntouched)
+        #expect(try FileIO.readText(target) == "rendered\n")
+    }
+
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func backupLeavesOutLinksUnderKeysTestCAAndSecrets() throws {
+        let scene = try Scene()
+        let now = Timestamp(iso8601: "2026-06-01T12:00:00Z")!
+        try scene.data.initialise(configuration: Configuration(), now: now)
+        scene.link("keys/stolen.pem")
+        try FileIO.makeDirectories(scene.data.testCADirectory)
+        scene.link("test-ca/ca.key")
+        unlink(scene.data.challengeKeyFile)
+        scene.link("secrets/challenge.key")
+        mkfifo(scene.data.keysDirectory + "/fifo.pem", 0o644)
+        let file = scene.root + "/backup.aebk"
+        let store = try Store(directory: scene.data.storeDirectory, options: try scene.data.loadConfiguration().storeOptions)
+        let summary = try Backup.take(data: scene.data, store: store, to: file, now: now)
+        let bytes = try #require(try FileIO.read(file))
+        #expect(bytes.firstRange(of: Array(scene.victimText.utf8)) == nil, "the victim's content is not in the backup")
+        for name in ["keys/stolen.pem", "test-ca/ca.key", "secrets/challenge.key", "keys/fifo.pem"] {
+            #expect(summary.skipped.contains { $0.hasPrefix(name + ":") }, "\(name) reported as left out: \(summary.skipped)")
+        }
+        #expect(summary.skipped.contains { $0.contains("symbolic link") })
+    }
+
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func restoreReplacesLinksAndRefusesLinkedDirectories() throws {
+        let scene = try Scene()
+        let now = Timestamp(iso8601: "2026-06-01T12:00:00Z")!
+        let source = DataDirectory(scene.root + "/source")
+        try source.initialise(configuration: Configuration(), now: now)
+        let file = scene.root + "/backup.aebk"
+        do {
+            let store = try Store(directory: source.storeDirectory, options: try source.loadConfiguration().storeOptions)
+            _ = try Backup.take(data: source, store: store, to: file, now: now)
+        }
+        // Planted where restore creates, replaces and removes files.
+        try scene.data.makeLayout()
+        try FileIO.makeDirectories(scene.data.storeDirectory + "/durable")
+        scene.link("store/durable/lock.mdb")
+        scene.link("store/durable/data.mdb.restore-tmp")
+        scene.link("config.json.restore-tmp")
+        scene.link("jwks.json")
+        _ = try Backup.restore(from: file, into: scene.data)
+        #expect(scene.victimIsUntouched)
+        #expect(FileIO.exists(scene.victim), "removing lock.mdb removed the link, not its target")
+        #expect(try FileIO.read(scene.data.jwksFile) == (try FileIO.read(source.jwksFile)), "the link at jwks.json was replaced by the file")
+        // A directory swapped for a link: refused, nothing written through it.
+        let outside = scene.root + "/outside"
+        try FileIO.makeDirectories(outside)
+        try FileManager.default.removeItem(atPath: scene.data.keysDirectory)
+        scene.link("keys", to: outside)
+        #expect(throws: FileIO.Failure.self) { try Backup.restore(from: file, into: scene.data) }
+        #expect(FileIO.list(outside).isEmpty, "nothing was written through the linked keys directory")
+    }
+}
