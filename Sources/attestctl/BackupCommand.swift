@@ -56,7 +56,7 @@ let restoreCommand = Command(
         guard args.value("data") != nil else { throw UsageError("--data DIR is required (where to restore)") }
         let data = dataDirectory(args)
         let live = FileIO.list(data.runDirectory).filter { $0.hasSuffix(".sock.pid") }.filter { name in
-            guard let text = try? FileIO.readText(data.runDirectory + "/" + name), let pid = pid_t(text.trimmingWhitespace) else { return false }
+            guard let text = try? FileIO.readText(data.runDirectory + "/" + name), let pid = PoolMaster.parse(text) else { return false }
             return kill(pid, 0) == 0 || errno == EPERM
         }
         guard live.isEmpty else {

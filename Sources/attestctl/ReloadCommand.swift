@@ -12,7 +12,8 @@ let reloadCommand = Command(
         usage: attestctl reload ENDPOINT [--timeout SECONDS] [--data DIR]
 
         ENDPOINT is challenge, validate, refresh, mad or webhooks. Sends SIGHUP to the pool's master
-        (DATA/run/ENDPOINT.sock.pid): it runs the binary at its path with --check first, then
+        (DATA/run/ENDPOINT.sock.pid, signalled only if that process is the pool's master:
+        its executable is attest-ENDPOINT and it serves DATA/run/ENDPOINT.sock): it runs the binary at its path with --check first, then
         re-executes it in place (same PID), handing over the socket; the old workers finish
         what they hold. A binary that fails its check is refused and the old one keeps serving.
         Waits for the outcome (DATA/run/ENDPOINT.sock.reload) and prints it.
@@ -27,10 +28,23 @@ let reloadCommand = Command(
         let timeout = try args.int("timeout", default: 45, in: 1...600)
         let data = dataDirectory(args)
         let socket = data.runDirectory + "/\(name).sock"
-        guard let pidText = try FileIO.readText(socket + ".pid"), let pid = pid_t(pidText.trimmingWhitespace) else {
+        // DATA/run is the service user's: its files are read without following a link, and
+        // the PID is signalled only when it is this pool's master (PoolMaster).
+        let run: PinnedDirectory
+        do { run = try PinnedDirectory.open(data.path).directory("run") } catch {
+            throw CommandFailure("no running \(name) pool found (\(error)): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
+        }
+        let status: () throws -> String? = { try run.read("\(name).sock.reload").map { String(decoding: $0, as: UTF8.self) } }
+        guard let pidText = try run.read("\(name).sock.pid").map({ String(decoding: $0, as: UTF8.self) }) else {
             throw CommandFailure("no running \(name) pool found (\(socket).pid): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
         }
-        let before = try FileIO.readText(socket + ".reload") ?? ""
+        guard let pid = PoolMaster.parse(pidText) else {
+            throw CommandFailure("\(socket).pid holds \(pidText.prefix(40).debugDescription), not a process id: nothing signalled")
+        }
+        if let problem = PoolMaster.problem(pid: pid, endpoint: name, socket: socket) {
+            throw CommandFailure("\(socket).pid names a process that is not the \(name) pool's master (\(problem)): nothing signalled")
+        }
+        let before = try status() ?? ""
         guard kill(pid, SIGHUP) == 0 else {
             throw CommandFailure("cannot signal the \(name) pool (pid \(pid)): \(String(cString: strerror(errno)))")
         }
@@ -39,7 +53,7 @@ let reloadCommand = Command(
         while waited < timeout * 10 {
             usleep(100_000)
             waited += 1
-            guard let now = try FileIO.readText(socket + ".reload"), now != before else { continue }
+            guard let now = try status(), now != before else { continue }
             let line = now.trimmingWhitespace
             let fields = line.split(separator: " ", maxSplits: 2)
             let ok = fields.count >= 2 && fields[1] == "ok"

@@ -3,8 +3,8 @@ import AttestService
 import Foundation
 import Testing
 
-/// Issue #37 item 2: what `attestctl serve` does as root with files the service user planted in
-/// the data directory. Each test plants the hostile entry, then
+/// Issue #37 items 2 and 4: what `attestctl serve` and `reload` do as root with files and PIDs
+/// the service user planted in the data directory. Each test plants the hostile entry, then
 /// checks that root's file (the victim) is untouched or that no signal was sent.
 @Suite("HostileServe") struct HostileServeTests {
     static let victimText = String(repeating: "root's file, must stay as it is\n", count: 100)
@@ -74,5 +74,35 @@ import Testing
         #expect(stat(victim, &st) == 0 && st.st_uid == 0, "the victim still belongs to root")
         #expect(stat(dir.path, &st) == 0 && st.st_uid == 0, "a linked directory is not walked into")
         #expect(lstat(data + "/keys/evil.pem", &st) == 0 && st.st_uid == nobody.uid, "the link itself is handed over")
+    }
+
+    @Test("pid files: only positive decimal numbers are PIDs")
+    func pidParsing() {
+        #expect(PoolMaster.parse("1234\n") == 1234)
+        for bad in ["-1", "0", "", "abc", "12abc", "+5", "1 2", "99999999999", "-0"] {
+            #expect(PoolMaster.parse(bad) == nil, "\(bad.debugDescription)")
+        }
+    }
+
+    @Test("a PID that is not the pool's master is refused: another program, or our pool on another socket")
+    func pidIdentity() throws {
+        let dir = TemporaryDirectory()
+        let sleeper = try ChildProcess(name: "sleep", executable: "/bin/sleep", arguments: ["30"],
+                                       logDirectory: try PinnedDirectory.open(dir.path), logName: "sleep.out")
+        defer { sleeper.signal(SIGKILL); _ = sleeper.wait(seconds: 5) }
+        let problem = PoolMaster.problem(pid: sleeper.pid, endpoint: "refresh", socket: "/srv/data/run/refresh.sock")
+        #expect(problem?.contains("not attest-refresh") == true, "\(problem ?? "accepted")")
+        #expect(PoolMaster.problem(pid: 999_999_999, endpoint: "refresh", socket: "/x.sock") != nil)
+        // A shell named like the pool, but not serving this socket.
+        let fake = dir.path + "/attest-refresh"
+        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path, toPath: fake)
+        let impostor = try ChildProcess(name: "fake", executable: fake, arguments: ["-c", "sleep 30; true", "--socket", "/other/refresh.sock"],
+                                        logDirectory: try PinnedDirectory.open(dir.path), logName: "fake.out")
+        defer { impostor.signal(SIGKILL); _ = impostor.wait(seconds: 5) }
+        _ = waitUntil { (try? String(contentsOfFile: "/proc/\(impostor.pid)/cmdline", encoding: .utf8))?.contains("--socket") == true }
+        let other = PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/srv/data/run/refresh.sock")
+        #expect(other?.contains("does not serve") == true, "\(other ?? "accepted")")
+        #expect(PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/other/refresh.sock") == nil,
+                "the same process is accepted for the socket it serves")
     }
 }

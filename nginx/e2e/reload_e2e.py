@@ -2,7 +2,8 @@
 """Issue #11 item 1 end to end: `attestctl reload` swaps the refresh pool to a new binary in
 the middle of load on refresh and challenge with no failed request on either endpoint (every
 request nginx logged for them is a 200, and wrk saw no socket error); a binary that exits at
-start is refused and the running pool keeps serving. The stack runs from a copy of the release
+start is refused and the running pool keeps serving; a pid file naming any other process is refused
+(issue #37 item 4). The stack runs from a copy of the release
 binaries so they can be replaced. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
 import os
 import re
@@ -131,8 +132,54 @@ def broken_binary_is_refused(s):
     T.check("and serves", p3.returncode == 0, p3.stderr)
 
 
+def plant_pid(s, text):
+    """Writes `text` into the refresh pool's pid file as its owner would (the service user
+    when the suite runs as root): the file root's `attestctl reload` reads."""
+    path = os.path.join(s.data, "run", "refresh.sock.pid")
+    if os.geteuid() == 0:
+        p = subprocess.run(["runuser", "-u", "attestedge", "--", "sh", "-c", 'printf "%s\\n" "$1" > "$2"', "sh", text, path],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    else:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+
+
+def foreign_pids(s):
+    """Issue #37 item 4: the pid file is the service user's to write. A PID in it that is not
+    the refresh pool's master (a root process, -1, 0, garbage) is refused with a clear error and
+    nothing is signalled; the real master's PID still reloads."""
+    path = os.path.join(s.data, "run", "refresh.sock.pid")
+    master = open(path).read().strip()
+    victim = subprocess.Popen(["sleep", "300"])  # root's own process when the suite runs as root
+    try:
+        plant_pid(s, str(victim.pid))
+        reload = s.ctl("reload", "refresh", check=False)
+        time.sleep(0.3)
+        T.check("a foreign PID (a sleep of the suite's) is refused: exit 1, saying it is not the pool's master",
+                reload.returncode == 1 and "not the refresh pool's master" in reload.stderr and "nothing signalled" in reload.stderr,
+                reload.stdout + reload.stderr)
+        survived = victim.poll() is None
+        T.check("and that process got no SIGHUP (it is still running)", survived, f"exit {victim.returncode}")
+        if not survived:
+            print("NOTE: reload signalled a foreign PID: the -1 and 0 cases are skipped (they would signal every process / this suite)")
+            return
+        for text in ["-1", "0", "garbage", "12 13"]:
+            plant_pid(s, text)
+            reload = s.ctl("reload", "refresh", check=False)
+            T.check(f"pid file {text!r}: refused as not a process id, exit 1", reload.returncode == 1 and "not a process id" in reload.stderr
+                    and "nothing signalled" in reload.stderr, reload.stdout + reload.stderr)
+        T.check("the suite and the sleep are still alive after the -1 and 0 attempts", victim.poll() is None)
+    finally:
+        victim.kill()
+        victim.wait()
+        plant_pid(s, master)
+    reload = s.ctl("reload", "refresh", check=False)
+    T.check("the real master's PID still reloads", reload.returncode == 0 and "swapped" in reload.stdout, reload.stdout + reload.stderr)
+
+
 def main():
-    return run_suite(T, "reload end-to-end", Stack(setup=setup), [swap_under_load, broken_binary_is_refused], cleanup=lambda: shutil.rmtree(BIN, ignore_errors=True))
+    return run_suite(T, "reload end-to-end", Stack(setup=setup), [swap_under_load, broken_binary_is_refused, foreign_pids], cleanup=lambda: shutil.rmtree(BIN, ignore_errors=True))
 
 
 if __name__ == "__main__":
