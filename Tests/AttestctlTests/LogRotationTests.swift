@@ -33,6 +33,18 @@ import Testing
         #expect(dir.size("attest-validate.log") == 5, "O_APPEND writes continue at the new end, not at offset 3000")
     }
 
+    /// serve keeps one LogRotation (one directory descriptor) for its whole run.
+    @Test("the same rotation rotates again when a log grows past the limit again")
+    func rotatesEveryTime() throws {
+        let dir = TemporaryDirectory()
+        let rotation = LogRotation(directory: try PinnedDirectory.open(dir.path), maxBytes: 1000)
+        for round in 1...3 {
+            _ = dir.write("access.log", String(repeating: "\(round)", count: 2000))
+            #expect(rotation.rotate(), "round \(round)")
+            #expect(dir.size("access.log.1") == 2000 && dir.size("access.log") == nil, "round \(round)")
+        }
+    }
+
     @Test("nothing happens under the limit")
     func underLimit() {
         let dir = TemporaryDirectory()

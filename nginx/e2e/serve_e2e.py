@@ -235,16 +235,18 @@ def hostile_log_links(s):
     content = "root:x:0:0:root's file, must stay as it is:/root:/bin/bash\n" * 40
     with open(victim, "w") as f:
         f.write(content)
-    untouched = lambda: open(victim).read() == content and os.stat(victim).st_uid == 0 and os.stat(victim).st_size == len(content)
+    untouched = lambda: open(victim, "rb").read() == content.encode() and os.stat(victim).st_uid == 0 and os.stat(victim).st_size == len(content)
     try:
         pool_log = os.path.join(log, "attest-validate.log")
         planted = as_service_user("ln", "-sfn", victim, pool_log + ".1")
         T.check("the service user plants attest-validate.log.1 -> root's file", planted.returncode == 0 and os.path.islink(pool_log + ".1"),
                 planted.stderr)
-        grown = as_service_user("sh", "-c", f"head -c 1200000 /dev/zero | tr '\\0' A >> {pool_log}")
-        T.check("and grows attest-validate.log past server.logMaxMiB (1 MiB)", grown.returncode == 0, grown.stderr)
+        # serve created the pool's log (root's, 0644); the user owns the directory, so it swaps the
+        # log for a file of its own, past server.logMaxMiB: the content rotation copies.
+        grown = as_service_user("sh", "-c", f"rm -f {pool_log} && head -c 1200000 /dev/zero | tr '\\0' A > {pool_log}")
+        T.check("and swaps attest-validate.log for its own file past server.logMaxMiB (1 MiB)", grown.returncode == 0, grown.stderr)
         rotated = wait_for(lambda: not os.path.islink(pool_log + ".1") and os.path.getsize(pool_log) < (1 << 20), 5)
-        T.check("root's file is untouched by the rotation", untouched(), open(victim).read()[:200])
+        T.check("root's file is untouched by the rotation", untouched(), repr(open(victim, "rb").read()[:200]))
         T.check("rotation still works: attest-validate.log.1 is a regular file holding the log, the log is truncated",
                 rotated and os.path.isfile(pool_log + ".1") and not os.path.islink(pool_log + ".1")
                 and os.path.getsize(pool_log + ".1") >= 1200000, str({f: os.path.getsize(os.path.join(log, f)) for f in os.listdir(log)}))
@@ -259,7 +261,7 @@ def hostile_log_links(s):
         os.kill(master, signal.SIGKILL)
         refused = wait_for(lambda: "cannot restart attest-mad" in s.serve_output() and "attest-mad.log: a symbolic link, not followed" in s.serve_output(), 15)
         T.check("its restart is refused with a clear line (the log is a link, not followed)", refused, s.serve_output()[-800:])
-        T.check("and root's file got no line from the restarted pool", untouched(), open(victim).read()[-300:])
+        T.check("and root's file got no line from the restarted pool", untouched(), repr(open(victim, "rb").read()[-300:]))
         as_service_user("rm", "-f", mad_log)
         back = wait_for(lambda: s.pool_master("mad") not in (None, master), 40)
         T.check("once the link is gone the pool restarts with a fresh log", back and os.path.isfile(mad_log) and not os.path.islink(mad_log),
@@ -282,7 +284,7 @@ def hostile_backup(s):
     with open(victim, "w") as f:
         f.write(content)
     os.chmod(victim, 0o600)
-    untouched = lambda: open(victim).read() == content and os.stat(victim).st_size == len(content)
+    untouched = lambda: open(victim, "rb").read() == content.encode() and os.stat(victim).st_size == len(content)
     stolen = os.path.join(s.data, "keys", "stolen.pem")
     lock = os.path.join(s.data, "store", "durable", "lock.mdb")
     try:

@@ -102,11 +102,13 @@ public final class PinnedDirectory {
     @discardableResult
     public func remove(_ name: String) -> Bool { unlinkat(descriptor, name, 0) == 0 || errno == ENOENT }
 
-    /// The names in it (no `.` or `..`), sorted.
+    /// The names in it (no `.` or `..`), sorted; read afresh at each call.
     public func names() -> [String] {
         let fd = dup(descriptor)
         guard fd >= 0, let dir = fdopendir(fd) else { return [] }
         defer { closedir(dir) }
+        // The duplicate shares the descriptor's offset, left at the end by the previous listing.
+        rewinddir(dir)
         var names = [String]()
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
