@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "AttestFuzz", dependencies: ["AttestCore", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting", "FastCGI", "CFastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),

@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 
 /* accept4(2), which glibc declares only under _GNU_SOURCE (socklen_t is unsigned int on
  * Linux). <sys/socket.h> is not included here: its declarations would then belong to this
@@ -77,6 +79,32 @@ static inline int attest_fcgi_worker_wait(int epfd, int timeout_ms) {
     int ready = 0;
     for (int i = 0; i < n; i++) ready |= (int)events[i].data.u32;
     return ready;
+}
+
+/* Before setuid(2) away from root: keep the permitted capabilities across it
+ * (prctl(PR_SET_KEEPCAPS)), so that `attest_fcgi_keep_only_bind_capability` can keep one. The
+ * flag is cleared by execve. Async-signal-safe (a system call). */
+static inline int attest_fcgi_keep_capabilities_across_setuid(void) {
+    return prctl(PR_SET_KEEPCAPS, 1UL, 0UL, 0UL, 0UL);
+}
+
+/* After setuid(2) away from root with the capabilities kept: reduces them to
+ * CAP_NET_BIND_SERVICE alone (permitted, effective, inheritable) and raises it in the ambient
+ * set, so the program execve runs next, unprivileged otherwise, may bind a port below 1024 and
+ * nothing more. 0, or -1 with errno set. Async-signal-safe (system calls only). */
+static inline int attest_fcgi_keep_only_bind_capability(void) {
+    struct __user_cap_header_struct header;
+    struct __user_cap_data_struct data[2];
+    memset(&header, 0, sizeof header);
+    memset(data, 0, sizeof data);
+    header.version = _LINUX_CAPABILITY_VERSION_3;
+    header.pid = 0;
+    unsigned int bit = 1u << (CAP_NET_BIND_SERVICE & 31);
+    data[CAP_NET_BIND_SERVICE >> 5].permitted = bit;
+    data[CAP_NET_BIND_SERVICE >> 5].effective = bit;
+    data[CAP_NET_BIND_SERVICE >> 5].inheritable = bit;
+    if (syscall(SYS_capset, &header, data) != 0) return -1;
+    return prctl(PR_CAP_AMBIENT, (unsigned long)PR_CAP_AMBIENT_RAISE, (unsigned long)CAP_NET_BIND_SERVICE, 0UL, 0UL);
 }
 
 /* waitpid(2) status decoding. */

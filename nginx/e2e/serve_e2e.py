@@ -55,6 +55,17 @@ def uid_of(pid):
     return -1
 
 
+def capabilities(pid):
+    """The effective capability set of `pid` (CapEff in /proc/PID/status)."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return -1
+
+
+CAP_NET_BIND_SERVICE = 1 << 10
+
+
 def nginx_master(s):
     masters = [p for p in children(s.serve.pid) if comm(p) == "nginx"]
     return masters[0] if masters else None
@@ -145,7 +156,9 @@ def privileges(s):
         return
     master = nginx_master(s)
     workers = children(master) if master else []
-    T.check("nginx's master runs as root (it binds the port)", master is not None and uid_of(master) == 0, str(master))
+    T.check(f"nginx's master runs as {SERVICE_USER}, with no capability (its port is above 1023)",
+            master is not None and uid_of(master) == user.pw_uid and capabilities(master) == 0,
+            str(master and (uid_of(master), hex(capabilities(master)))))
     T.check(f"nginx's workers run as {SERVICE_USER}", bool(workers) and all(uid_of(p) == user.pw_uid for p in workers),
             str([(p, uid_of(p)) for p in workers]))
     pools = [p for p in children(s.serve.pid) if comm(p).startswith("attest-")]  # five pools and the webhook deliver worker
@@ -312,6 +325,89 @@ def hostile_backup(s):
 
 # ---- 14: nginx killed with -9 ----------------------------------------------------------------
 
+def hostile_nginx_paths(s):
+    """serve runs as root; nginx opens its pid file, temporary directories and logs by path in
+    DATA, the service user's. With nginx entirely the service user's (master included), a link
+    planted there reaches nothing that user could not reach: before, root's master chowned a
+    linked temporary directory (DATA/run/nginx-client-body -> /etc gave /etc to the user)."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the hostile nginx path checks need root and are not counted")
+        return
+    victim = tempfile.mkdtemp(prefix="attestedge-victim-dir-")  # root's, 0700
+    before = os.stat(victim)
+    try:
+        s.stop()
+        body = os.path.join(s.data, "run", "nginx-client-body")
+        planted = as_service_user("sh", "-c", f"rm -rf {body} && ln -s {victim} {body}")
+        T.check("the service user plants run/nginx-client-body -> root's directory", planted.returncode == 0 and os.path.islink(body),
+                planted.stderr)
+        s.start()
+        after = os.stat(victim)
+        T.check("root's directory keeps its owner and mode after serve started nginx",
+                (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode),
+                f"{before} -> {after}")
+        T.check("and nginx serves", s.http("GET", "/api/v1/attestation/challenge", A).status == 200)
+        os.unlink(body)
+    finally:
+        shutil.rmtree(victim, ignore_errors=True)
+
+
+def low_port(s):
+    """A port below 1024: nginx, the service user's, keeps CAP_NET_BIND_SERVICE and nothing else."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the low-port check needs root and is not counted")
+        return
+    port = next((p for p in range(1023, 900, -1) if port_is_free(p)), None)
+    if port is None:
+        T.check("a free port below 1024 was found", False)
+        return
+    s.stop()
+    high = s.port
+    s.port, s.base = port, f"http://127.0.0.1:{port}"
+    try:
+        s.start()
+        master = nginx_master(s)
+        user = pwd.getpwnam(SERVICE_USER)
+        T.check(f"on port {port} nginx's master runs as {SERVICE_USER} with CAP_NET_BIND_SERVICE alone",
+                master is not None and uid_of(master) == user.pw_uid and capabilities(master) == CAP_NET_BIND_SERVICE,
+                str(master and (uid_of(master), hex(capabilities(master)))))
+        T.check("and serves there", s.http("GET", "/api/v1/attestation/challenge", A).status == 200)
+        s.stop()
+    finally:
+        s.port, s.base = high, f"http://127.0.0.1:{high}"
+    s.start()
+
+
+def chosen_user(s):
+    """server.user comes from config.json, which the service user can write: naming root (or any
+    other account) there must not make root's serve run as it."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the server.user checks need root and are not counted")
+        return
+    s.stop()
+    config = os.path.join(s.data, "config.json")
+    written = as_service_user("python3", "-c", f"""
+import json
+c = json.load(open({config!r}))
+c.setdefault("server", {{}})["user"] = "root"
+json.dump(c, open({config!r}, "w"))
+""")
+    T.check("the service user writes server.user root into config.json", written.returncode == 0, written.stderr)
+    try:
+        s.start()
+        started = True
+    except RuntimeError:
+        started = False
+    T.check("serve as root refuses it, naming the way for root to choose (--user)",
+            not started and "--user root" in s.serve_output() and "cannot choose another account" in s.serve_output(),
+            s.serve_output()[-800:])
+    if started:
+        s.stop()
+    s.ctl("config", "set", "server.user", '"attestedge"')
+    s.start()
+    T.check("with server.user back to the owner, serve starts", s.serve.poll() is None)
+
+
 def nginx_killed(s):
     master = nginx_master(s)
     workers = children(master)
@@ -401,6 +497,9 @@ def main():
         section("bounded logs", bounded_logs, s)
         section("hostile log links", hostile_log_links, s)
         section("hostile backup", hostile_backup, s)
+        section("hostile nginx paths", hostile_nginx_paths, s)
+        section("low port", low_port, s)
+        section("server.user chosen by the service user", chosen_user, s)
         section("nginx killed", nginx_killed, s)
         section("crashing pool", crashing_pool, s)
         section("hangup", hangup, s)

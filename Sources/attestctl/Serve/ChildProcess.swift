@@ -1,4 +1,5 @@
 import AttestService
+import CFastCGI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,6 +16,9 @@ final class ChildProcess {
         let gid: gid_t
         /// Supplementary groups (`getgrouplist`), set with `setgroups`.
         let groups: [gid_t]
+        /// Keeps CAP_NET_BIND_SERVICE, and only it, across the switch (an ambient capability):
+        /// nginx, run as this user, may then bind a port below 1024.
+        var bindsLowPorts = false
     }
 
     let name: String
@@ -140,7 +144,10 @@ final class ChildProcess {
             dup2(log, 1)
             dup2(log, 2)
             if let credentials {
-                guard setgroups(groups.count, groupList) == 0, setgid(credentials.gid) == 0, setuid(credentials.uid) == 0 else {
+                let keep = credentials.bindsLowPorts
+                guard !keep || attest_fcgi_keep_capabilities_across_setuid() == 0,
+                      setgroups(groups.count, groupList) == 0, setgid(credentials.gid) == 0, setuid(credentials.uid) == 0,
+                      !keep || attest_fcgi_keep_only_bind_capability() == 0 else {
                     _ = write(2, failure, failureLength)
                     _exit(126)
                 }

@@ -13,7 +13,7 @@ let serveCommand = Command(
     summary: "run the whole stack in the foreground: nginx, one pool per endpoint, the webhook sender",
     usage: """
         usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--workers N] [--trust-root PEM]...
-                               [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR]
+                               [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR] [--user NAME]
 
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
         configuration into DIR/nginx, starts one pre-forked pool per endpoint, the webhook
@@ -22,10 +22,14 @@ let serveCommand = Command(
         A pool that crashes later is restarted with backoff; if nginx dies, everything stops.
         Logs in DIR/log are rotated past server.logMaxMiB (one previous file, NAME.1, is kept).
 
-        As root, nginx's workers and the pools run as server.user (default attestedge, created
-        if missing) and DIR is handed to that user; nginx's master stays root to bind the port.
+        As root, nginx (master and workers) and the pools run as server.user (default attestedge,
+        created if missing) and DIR is handed to that user; nginx keeps one capability, to bind a
+        port below 1024, and only when the port needs it. server.user is read from config.json,
+        which that user can write: once DIR belongs to a user, a server.user naming another
+        account (root included) is refused unless --user names it on the command line.
 
         --listen      address nginx listens on (default server.listen, 127.0.0.1:8080)
+        --user        as root: the account to run as, overriding server.user (root's own choice)
         --workers     worker processes per pool (default server.workers)
         --trust-root  also trust this CA (PEM) for attestations: test devices only, logged loudly
         --test-ca     create a test CA in DIR/test-ca if missing and trust it (trust.testRoots), so
@@ -37,7 +41,7 @@ let serveCommand = Command(
         example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates"], switches: ["test-ca", "allow-private-webhooks"])
+        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates", "user"], switches: ["test-ca", "allow-private-webhooks"])
         return try Serve(args).run()
     })
 
@@ -69,7 +73,8 @@ struct Serve {
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
         let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
-        let user = try serviceUser(named: config.serviceUser, trustRoots: trustRoots)
+        let user = try serviceUser(named: args.value("user") ?? config.serviceUser, chosenByRoot: args.value("user") != nil,
+                                   trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
         let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
                                         startID: startID, absentPools: absent)
@@ -101,9 +106,14 @@ struct Serve {
                                              logDirectory: logs, logName: "attest-webhooks-deliver.log", credentials: user?.credentials))
             try waitForSockets(children)
             // nginx leads its own process group: if its master dies, its workers can be found.
+            // As root it runs as the service user too, master included: everything it opens by
+            // path (its configuration, pid file, temporary directories and logs) is in DATA, the
+            // service user's, so a link planted there reaches only what that user could anyway.
+            var nginxCredentials = user?.credentials
+            nginxCredentials?.bindsLowPorts = Self.port(of: config.listen).map { $0 < 1024 } ?? true
             let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
                                          arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
-                                         logDirectory: logs, logName: "nginx.out", ownsProcessGroup: true)
+                                         logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials, ownsProcessGroup: true)
             children.append(nginx)
             let base = "http://\(config.listen)"
             try waitForOurNginx(base, startID: startID, nginx)
@@ -122,11 +132,25 @@ struct Serve {
     /// it is the default and missing, with the data directory handed to it and made reachable
     /// (a directory above it that blocks the user gets a search ACL entry for it alone, said
     /// loudly). `nil` when serve does not run as root or `server.user` is root.
-    func serviceUser(named name: String, trustRoots: [String]) throws -> ServiceUser? {
+    ///
+    /// `config.json` is the service user's to write, so a name read from it (`chosenByRoot`
+    /// false) may only name the account that already owns the data directory (or any account
+    /// while root still owns it, as after `init`): otherwise that user could pick the identity
+    /// root hands the data directory and every process to, root's included.
+    func serviceUser(named name: String, chosenByRoot: Bool, trustRoots: [String]) throws -> ServiceUser? {
         guard geteuid() == 0 else { return nil }
         guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) })
         else { throw CommandFailure("server.user \"\(name)\" is not a user name") }
         let user = try ServiceUser.resolve(name)
+        var info = stat()
+        guard lstat(data.path, &info) == 0 else { throw CommandFailure("cannot stat \(data.path): \(String(cString: strerror(errno)))") }
+        if !chosenByRoot && info.st_uid != 0 && info.st_uid != user.uid {
+            throw CommandFailure("""
+                server.user is \(name), but \(data.path) belongs to uid \(info.st_uid): config.json is that user's to \
+                write, so it cannot choose another account to run as. If \(name) is what you want, say so on the \
+                command line: attestctl serve --user \(name) (root's choice; DATA is handed to it)
+                """)
+        }
         guard user.uid != 0 else {
             Output.err("WARNING: server.user is \(name): nginx's workers and the pools run as root")
             return nil
@@ -139,6 +163,12 @@ struct Serve {
             }
         }
         return user
+    }
+
+    /// The port of `server.listen` (`host:port`, `[v6]:port`); `nil` when it has none.
+    static func port(of listen: String) -> Int? {
+        guard let colon = listen.lastIndex(of: ":") else { return nil }
+        return Int(listen[listen.index(after: colon)...])
     }
 
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {

@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// The unprivileged account nginx's workers and the pools run as when `attestctl serve` starts
-/// as root (`server.user`, default `attestedge`). nginx's master stays root: it binds the port
-/// and opens the logs, then runs its workers as this user.
+/// as root (`server.user`, default `attestedge`). nginx's master runs as this user too, with
+/// only CAP_NET_BIND_SERVICE kept when the port is below 1024: what it opens by path under the
+/// data directory (this user's) is opened with this user's rights.
 struct ServiceUser: Equatable {
     static let defaultName = "attestedge"
 
