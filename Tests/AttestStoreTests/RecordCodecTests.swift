@@ -74,6 +74,29 @@ import Testing
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
     }
 
+    @Test func orgLinkPoliciesRoundTripAndVersion1ReadsAsAssertedWithoutASecret() throws {
+        for policy in SubjectLinkPolicy.allCases {
+            let org = OrgRecord(name: "acme", tier: .pro, createdAt: now, subjectLinks: policy, subjectSecret: "asl_s3cret")
+            #expect(try OrgRecord(encoded: org.encoded()) == org, "\(policy)")
+        }
+        #expect(OrgRecord(name: "new", createdAt: now).subjectLinks == .signed, "a new organization is signed")
+        // Layout v1, field by field as builds before link policies wrote it.
+        var v1 = BinaryWriter(version: 1)
+        v1.string("old-org")
+        v1.u8(1)  // pro
+        v1.u32(5_000)
+        v1.u16(7)
+        v1.string("https://x/up")
+        v1.u32(600)
+        v1.i64(now.seconds)
+        let old = try OrgRecord(encoded: v1.bytes)
+        #expect(old.name == "old-org" && old.tier == .pro && old.madLimit == 5_000 && old.ratePerMinute == 600 && old.createdAt == now)
+        #expect(old.subjectLinks == .asserted && old.subjectSecret.isEmpty, "organizations from before link policies keep asserted")
+        var bad = OrgRecord(name: "a", createdAt: now, subjectSecret: "").encoded()
+        bad[bad.count - 5] = 9  // the policy byte, before the empty secret's 4-byte length
+        #expect(throws: StoreError(.corrupt, "")) { try OrgRecord(encoded: bad) }
+    }
+
     @Test func apiKeyScopesRoundTripAndVersion1ReadsAsAll() throws {
         let key = APIKeyRecord(id: "", org: "acme", name: "CI", hash: [UInt8](repeating: 7, count: 32), createdAt: now, scope: .heartbeat)
         #expect(try APIKeyRecord(encoded: key.encoded()) == key)
@@ -88,7 +111,7 @@ import Testing
 
     @Test func unknownVersionsAreRejected() throws {
         var bytes = OrgRecord(name: "a", createdAt: now).encoded()
-        bytes[0] = 2
+        bytes[0] = 3
         #expect(throws: StoreError(.unknownVersion, "")) { try OrgRecord(encoded: bytes) }
         var deviceBytes = device().encoded()
         deviceBytes[0] = 0

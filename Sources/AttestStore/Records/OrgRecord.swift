@@ -41,15 +41,41 @@ public enum Tier: String, Sendable, CaseIterable, Codable {
     }
 }
 
-/// An organization: owns apps; carries the plan's limits.
+/// How an organization's devices may link themselves to a subject (`subjectId` at validate
+/// and refresh). Organizations created since link policies exist start `signed`; records
+/// written before them (layout v1) read as `asserted`, the behaviour they were created with.
+public enum SubjectLinkPolicy: String, Sendable, CaseIterable {
+    /// Only a value the organization's backend signed (`v1.SUBJECT.EXPIRY.MAC`) links.
+    case signed
+    /// Devices never link themselves: only `attestctl subject link|unlink` does.
+    case `operator`
+    /// Any device links to any subject id it sends (the hosted service's behaviour).
+    case asserted
+
+    var code: UInt8 {
+        switch self {
+        case .asserted: return 0
+        case .signed: return 1
+        case .operator: return 2
+        }
+    }
+
+    init(code: UInt8) throws {
+        guard let found = Self.allCases.first(where: { $0.code == code }) else { throw StoreError(.corrupt, "subject link policy \(code)") }
+        self = found
+    }
+}
+
+/// An organization: owns apps; carries the plan's limits and its subject link policy.
 ///
-/// Key: the name's UTF-8. Layout v1:
+/// Key: the name's UTF-8. Layout v2 (v1 ended at createdAt and reads as `asserted`, no secret):
 /// ```
-/// u8 1 | name string | tier u8 | madLimit u32 | graceDays u16 | upgradeURL string
+/// u8 2 | name string | tier u8 | madLimit u32 | graceDays u16 | upgradeURL string
 ///      | ratePerMinute u32 | createdAt i64
+///      | subjectLinks u8 (0 asserted, 1 signed, 2 operator) | subjectSecret string ("" = none yet)
 /// ```
 public struct OrgRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 1
+    public static let currentVersion: UInt8 = 2
     public static let recordName = "organization"
 
     public var name: String
@@ -61,9 +87,14 @@ public struct OrgRecord: StoreRecord, Hashable {
     /// Shared validate+refresh requests per minute; 0 = unlimited.
     public var ratePerMinute: UInt32
     public var createdAt: Timestamp
+    /// Which `subjectId` values a device may link itself with.
+    public var subjectLinks: SubjectLinkPolicy
+    /// The key of signed subject values (`asl_` + 43 base64url characters, used as its UTF-8
+    /// bytes); "" until one is made (`attestctl org secret`). Never logged.
+    public var subjectSecret: String
 
     public init(name: String, tier: Tier = .free, madLimit: UInt32? = nil, graceDays: UInt16 = 7, upgradeURL: String = "",
-                ratePerMinute: UInt32? = nil, createdAt: Timestamp) {
+                ratePerMinute: UInt32? = nil, createdAt: Timestamp, subjectLinks: SubjectLinkPolicy = .signed, subjectSecret: String = "") {
         self.name = name
         self.tier = tier
         self.madLimit = madLimit ?? tier.defaultMADLimit
@@ -71,6 +102,8 @@ public struct OrgRecord: StoreRecord, Hashable {
         self.upgradeURL = upgradeURL
         self.ratePerMinute = ratePerMinute ?? tier.defaultRatePerMinute
         self.createdAt = createdAt
+        self.subjectLinks = subjectLinks
+        self.subjectSecret = subjectSecret
     }
 
     public func encode(into w: inout BinaryWriter) {
@@ -81,6 +114,8 @@ public struct OrgRecord: StoreRecord, Hashable {
         w.string(upgradeURL)
         w.u32(ratePerMinute)
         w.i64(createdAt.seconds)
+        w.u8(subjectLinks.code)
+        w.string(subjectSecret)
     }
 
     public init(from r: inout BinaryReader) throws {
@@ -91,5 +126,12 @@ public struct OrgRecord: StoreRecord, Hashable {
         upgradeURL = try r.string()
         ratePerMinute = try r.u32()
         createdAt = Timestamp(seconds: try r.i64())
+        if r.version >= 2 {
+            subjectLinks = try SubjectLinkPolicy(code: r.u8())
+            subjectSecret = try r.string()
+        } else {
+            subjectLinks = .asserted
+            subjectSecret = ""
+        }
     }
 }
