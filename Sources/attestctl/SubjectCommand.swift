@@ -3,31 +3,50 @@ import AttestService
 import AttestStore
 import CLISupport
 
-/// `attestctl subject grant|revoke|show|list`: subjects and their entitlements, per organization.
+/// `attestctl subject grant|revoke|show|list|link|unlink|sign`: subjects, their entitlements
+/// and links, per organization.
 let subjectCommand = Command(
     name: "subject",
-    summary: "grant and revoke a subject's entitlements; show and list subjects",
+    summary: "grant and revoke a subject's entitlements; show and list subjects; link devices; sign subject values",
     usage: """
         usage: attestctl subject grant SUBJECT ENTITLEMENT [--until DATE] [--org NAME] [--data DIR]
                attestctl subject revoke SUBJECT ENTITLEMENT [--org NAME] [--data DIR]
                attestctl subject show SUBJECT [--org NAME] [--json] [--data DIR]
                attestctl subject list [--org NAME] [--json] [--data DIR]
+               attestctl subject link SUBJECT DEVICE [--org NAME] [--data DIR]
+               attestctl subject unlink DEVICE [--org NAME] [--data DIR]
+               attestctl subject sign --subject SUBJECT [--ttl 10m] [--org NAME] [--data DIR]
 
         SUBJECT is the subjectId devices send (a family or household id); subjects are scoped to
         the organization (--org may be left out when there is only one). DATE is
         YYYY-MM-DD (midnight UTC) or YYYY-MM-DDTHH:MM:SSZ; the entitlement drops out of tokens
         from then on. Linked devices carry the entitlements in force in their next token's
         subscription claim.
+        link/unlink: DEVICE (a deviceId, or the keyId as sent) of one of the organization's apps;
+        the way to link under the organization's subject link policy operator, and allowed under
+        any. sign prints a signed subjectId (v1.SUBJECT.EXPIRY.MAC) under the organization's subject
+        secret, valid for --ttl (N, Ns, Nm, Nh or Nd; default 10m): what the customer's backend
+        makes for policy signed (see the README), here for tests.
 
         example: attestctl subject grant household-42 premium --until 2027-01-01 --org acme
         """,
     run: { argv in
-        let (sub, rest) = try subcommand(argv, ["grant", "revoke", "show", "list"])
-        let args = try Arguments(rest, valued: ["data", "org", "until"], switches: ["json"])
+        let (sub, rest) = try subcommand(argv, ["grant", "revoke", "show", "list", "link", "unlink", "sign"])
+        let args = try Arguments(rest, valued: ["data", "org", "until", "subject", "ttl"], switches: ["json"])
         let (_, store) = try openStore(dataDirectory(args))
         let org = try organization(args, store)
         let at = now()
         switch sub {
+        case "sign":
+            let subject = try args.value("subject") ?? args.positional(0, "--subject SUBJECT")
+            let ttl = try durationSeconds(args.value("ttl") ?? "10m", option: "--ttl")
+            Output.out(try claimFailure { try SubjectLinks.sign(org: org, subject: subject, ttl: ttl, store: store, random: SystemRandom(), now: at) })
+        case "link", "unlink":
+            let subject = sub == "link" ? try args.positional(0, "SUBJECT") : ""
+            let device = try findDevice(try args.positional(sub == "link" ? 1 : 0, "DEVICE (deviceId or keyId)"), store)
+            _ = try claimFailure { try SubjectLinks.link(keyID: device.keyID, to: subject, org: org, store: store, now: at) }
+            Output.out(sub == "link" ? "linked device \(device.deviceID) (\(device.appID)) to \(subject) (\(org))"
+                                     : "unlinked device \(device.deviceID) (\(device.appID)) (\(org))")
         case "grant", "revoke":
             let subject = try args.positional(0, "SUBJECT"), entitlement = try args.positional(1, "ENTITLEMENT")
             if sub == "grant" {
@@ -75,6 +94,16 @@ let subjectCommand = Command(
         }
         return 0
     })
+
+/// A duration: N seconds, or N followed by s, m, h or d.
+func durationSeconds(_ text: String, option: String) throws -> Int64 {
+    let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+    let unit = text.last.flatMap { units[$0] }
+    guard let n = Int64(unit == nil ? text : String(text.dropLast())), n > 0, n <= 3_650 * 86_400 / (unit ?? 1) else {
+        throw UsageError("\(option) must be N, Ns, Nm, Nh or Nd (N above 0), got \"\(text)\"")
+    }
+    return n * (unit ?? 1)
+}
 
 /// `--org NAME`, or the only organization there is.
 func organization(_ args: Arguments, _ store: Store) throws -> String {

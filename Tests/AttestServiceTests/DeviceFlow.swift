@@ -14,12 +14,13 @@ final class DeviceFlow {
     /// `pkiAsTestRoot`: trust the test PKI as a configured test root beside Apple's root, as
     /// `trust.testRoots` does, instead of as a hardware anchor.
     init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, rate: UInt32 = 0, pkiAsTestRoot: Bool = false,
-         configure: (inout Configuration) -> Void = { _ in }) throws {
+         subjectLinks: SubjectLinkPolicy = .asserted, configure: (inout Configuration) -> Void = { _ in }) throws {
         let start = Timestamp(iso8601: "2026-01-01T00:00:00Z")!
         pki = try TestPKI.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
         fixture = try Fixture(tier: tier, policy: policy,
                               trustAnchors: pkiAsTestRoot ? [try AppleAppAttestationRoot.certificate()] : [pki.rootCertificate],
-                              testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [], configure: configure, rate: rate)
+                              testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [], configure: configure, rate: rate,
+                              subjectLinks: subjectLinks)
         device = try SoftwareDevice.generate()
     }
 

@@ -12,12 +12,14 @@ final class Fixture {
     let clock: FixedClock
     let context: ServiceContext
     var logs: [String] = []
+    /// The fixture organization's subject secret (signed subject values).
+    let subjectSecret: String
     static let teamID = "ABCDE12345"
     static let bundleID = "com.example.app"
     static var appID: String { teamID + "." + bundleID }
 
     init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil, testRoots: [Certificate] = [],
-         configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0) throws {
+         configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0, subjectLinks: SubjectLinkPolicy = .asserted) throws {
         var template = Array("/tmp/attest-service-test-XXXXXX".utf8CString)
         path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         data = DataDirectory(path)
@@ -30,8 +32,12 @@ final class Fixture {
         try data.initialise(configuration: config, now: clock.now())
         let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
         let created = clock.now()
+        let secret = SignedSubject.newSecret(random: SystemRandom())
+        subjectSecret = secret
         try store.write { txn in
-            try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created))
+            // `asserted` unless chosen: the behaviour the endpoint and subject tests were written for.
+            try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created, subjectLinks: subjectLinks,
+                                  subjectSecret: secret))
             try txn.put(AppRecord(teamID: Fixture.teamID, bundleID: Fixture.bundleID, org: "acme", policy: policy, createdAt: created))
         }
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),

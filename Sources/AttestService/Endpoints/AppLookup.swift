@@ -9,6 +9,8 @@ final class AppContext {
     let org: OrgRecord
     /// The app's claim rules, parsed at first use (`claimRules`).
     var parsedClaims: [ClaimRule]?
+    /// The organization's subject-secret HMAC, keyed at first use (`subjectKey`).
+    var subjectHMAC: HMACSHA256?
 
     init(app: AppRecord, org: OrgRecord) {
         self.app = app

@@ -38,7 +38,8 @@ public enum RefreshEndpoint {
         let assertion: Assertion
         let clientDataHash: [UInt8]
         let challenge: String
-        /// `nil`: keep the link; "": unlink; else link or move to it.
+        /// `nil`: keep the link; "": unlink; else link or move to it, as the organization's
+        /// link policy allows (`SubjectLinks.decide`).
         let subjectID: String?
 
         init(_ body: [UInt8]) throws {
@@ -116,6 +117,10 @@ public enum RefreshEndpoint {
                            extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
             throw reattest("assertion \(error.code.rawValue): \(error.reason)")
         }
+        // The subject link the organization's policy allows: nothing to decide without a
+        // subjectId in the body (the common refresh), one HMAC for a signed value.
+        let link = SubjectLinks.decide(fields.subjectID, current: device.subjectID, app: app, now: now)
+        if case .refused(let why) = link { ctx.log("refresh requestId=\(request.requestID) device \(device.deviceID): subject link refused: \(why)") }
         // The final write: at once, or with the writes of other requests the worker holds
         // (group commit, `durableWrite`).
         return try ctx.durableWrite({ txn -> Outcome in
@@ -140,7 +145,7 @@ public enum RefreshEndpoint {
             }
             current.counter = verified.counter
             current.lastSeenAt = now
-            if let subjectID = fields.subjectID, subjectID != current.subjectID {
+            if case .link(let subjectID) = link, subjectID != current.subjectID {
                 try txn.link(&current, to: subjectID, org: app.org.name, now: now)
             }
             let assessment = try ctx.assess(&current, app: app, in: txn, now: now)

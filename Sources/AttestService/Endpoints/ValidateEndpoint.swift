@@ -19,7 +19,8 @@ import FastCGI
 /// the client IP's bucket); then one ephemeral write charging the IP and organization buckets
 /// and consuming the challenge (see `Admission`); Apple's nine steps (`apple_validation_failed`,
 /// the log names the step); a keyId already attested; then one durable write storing the device
-/// (its lineage, subject link, risk score and events). A key of a device an operator blocked
+/// (its lineage, subject link as the organization's policy allows (`SubjectLinks`), risk score
+/// and events). A key of a device an operator blocked
 /// (`attestctl device flag --block`, inherited through its fingerprint) answers 200 with
 /// `isValid: false` and a token saying `risk_category: "blocked"`.
 public enum ValidateEndpoint {
@@ -108,11 +109,15 @@ public enum ValidateEndpoint {
             }
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
+        // The subject link the organization's policy allows (one HMAC for a signed value); a
+        // refused one is logged and the device stored unlinked.
+        let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
+        let link = SubjectLinks.decide(fields.subjectID.isEmpty ? nil : fields.subjectID, current: "", app: app, now: now)
+        if case .refused(let why) = link { ctx.log("validate requestId=\(request.requestID) device \(deviceID): subject link refused: \(why)") }
         // 5–7. One transaction: refuse a known key, admit and count the device for the month,
         // store it and queue its events. A refusal still commits what admission recorded (the
         // grace, its events); a transaction that throws leaves nothing, events included. At
         // once, or with the writes of other requests the worker holds (group commit).
-        let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
         let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fields.fingerprint, deviceID: deviceID)
         return try ctx.durableWrite({ txn -> Outcome in
             ctx.prefetchEnrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint, identity: identity,
@@ -134,7 +139,7 @@ public enum ValidateEndpoint {
                                       operatorFlags: lineage?.flags ?? [], attestationCount: lineage?.keys ?? 1, createdAt: now,
                                       fingerprint: fingerprint, metadata: fields.metadata, validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
-            try txn.link(&device, to: fields.subjectID, org: app.org.name, now: now)
+            if case .link(let subjectID) = link { try txn.link(&device, to: subjectID, org: app.org.name, now: now) }
             let assessment = try ctx.assess(&device, app: app, in: txn, now: now)
             try ctx.queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now)
             try txn.put(device)

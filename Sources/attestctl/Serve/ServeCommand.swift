@@ -179,7 +179,8 @@ struct Serve {
         let (_, store) = try openStore(data)
         let time = now()
         try store.write([.durable]) { txn in
-            try txn.put(OrgRecord(name: "demo", tier: .pro, ratePerMinute: 0, createdAt: time))
+            try txn.put(OrgRecord(name: "demo", tier: .pro, ratePerMinute: 0, createdAt: time,
+                                  subjectSecret: SignedSubject.newSecret(random: SystemRandom())))
             try txn.put(AppRecord(teamID: "DEMOTEAM01", bundleID: "com.example.demo", org: "demo", policy: .both, createdAt: time))
         }
         Output.out("created demo organization \"demo\" (pro) and app DEMOTEAM01.com.example.demo (environments: both)")
