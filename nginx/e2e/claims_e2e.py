@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """End-to-end for issue #9 through real nginx: custom claims evaluated at refresh, subjects
-and entitlements, operator flags (jailbroken, block) and what attestctl shows about them.
+and entitlements, operator flags (jailbroken, block) and what attestctl shows about them; and
+issue 37 item 6: subject link policies, with a device that asserts another household's id.
 Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from stack import run_suite, Stack, Tally, app_headers  # noqa: E402
@@ -17,6 +19,7 @@ H = app_headers(TEAM, BUNDLE)
 
 def setup(s):
     s.ctl("org", "add", "claims-org", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("org", "add", "link-org", "--tier", "pro", "--rate-limit", "0")
     s.ctl("app", "add", "--org", "claims-org", "--team", TEAM, "--bundle", BUNDLE)
     s.ctl("claims", "add", "--app", APP, "--key", "gate", "--value", '"open"')
     s.ctl("claims", "add", "--app", APP, "--key", "gate", "--value", '"closed"', "--when", "riskCategory ne trusted")
@@ -36,9 +39,23 @@ def refresh(s, name):
     return p.returncode, json.loads(p.stdout or "{}")
 
 
+def pool_logs(s):
+    text = ""
+    for name in ("attest-validate.log", "attest-refresh.log"):
+        path = os.path.join(s.data, "log", name)
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                text += f.read()
+    return text
+
+
 def run(s):
-    p = dev(s, "d1", "--fingerprint", "phone-1", "--subject", "house-1", "enroll")
-    T.check("a device enrolls with a fingerprint and a subject", p.returncode == 0, p.stderr)
+    orgs = {o["name"]: o for o in s.ctl_json("org", "list")}
+    T.check("a new organization's subject links are signed", orgs.get("claims-org", {}).get("subjectLinks") == "signed", json.dumps(orgs))
+    signed = s.ctl("subject", "sign", "--org", "claims-org", "--subject", "house-1", "--ttl", "10m").stdout.strip()
+    T.check("subject sign prints v1.house-1.EXPIRY.MAC", signed.startswith("v1.house-1.") and len(signed.split(".")[-1]) == 43, signed)
+    p = dev(s, "d1", "--fingerprint", "phone-1", "--subject", signed, "enroll")
+    T.check("a device enrolls with a fingerprint and a signed subject", p.returncode == 0, p.stderr)
     c = token_claims(s, "d1")
     device_id = c.get("device_id", "")
     T.check("its token has the unconditional claim and a subscription with no entitlements",
@@ -65,6 +82,8 @@ def run(s):
     shown = s.ctl_json("subject", "show", "house-1", "--org", "claims-org")
     T.check("subject show lists the entitlement and the linked device", [e["name"] for e in shown.get("entitlements", [])] == ["premium"]
             and [d["deviceId"] for d in shown.get("devices", [])] == [device_id], json.dumps(shown))
+
+    subject_links(s, device_id)
 
     s.ctl("device", "flag", device_id, "--block", "--reason", "e2e: fraud")
     c0 = s.http("GET", "/api/v1/attestation/challenge", H).json["challenge"]
@@ -98,6 +117,46 @@ def run(s):
     c = token_claims(s, "d1-new-key")
     T.check("after --clear the new key refreshes and the claim opens again", rc == 0 and c.get("custom_claims", {}).get("gate") == "open"
             and c.get("jailbreak_detected") is False, json.dumps(c))
+
+
+def subject_links(s, victim_device):
+    """Issue 37 item 6 as the attacker: another device of the organization sends house-1 (which
+    holds premium) plain, then forged and expired signed values; none links, none fails."""
+    p = dev(s, "attacker", "--subject", "house-1", "--json", "enroll")
+    v = json.loads(p.stdout or "{}")
+    c = token_claims(s, "attacker")
+    T.check("a device asserting another household's plain id enrolls, valid, with no subscription claim",
+            p.returncode == 0 and v.get("isValid") is True and "subscription" not in c, p.stdout[:300] + p.stderr)
+    forged = "v1.house-1.%d.%s" % (int(time.time()) + 600, "A" * 43)
+    p = dev(s, "attacker", "--subject", forged, "--json", "refresh")
+    c = token_claims(s, "attacker")
+    T.check("its refresh with a forged signed value succeeds with no subscription claim", p.returncode == 0 and "subscription" not in c,
+            p.stdout[:300] + p.stderr)
+    other = s.ctl("subject", "sign", "--org", "link-org", "--subject", "house-1").stdout.strip()
+    p = dev(s, "attacker", "--subject", other, "--json", "refresh")
+    T.check("and with a value signed by another organization's secret", p.returncode == 0 and "subscription" not in token_claims(s, "attacker"),
+            p.stdout[:300] + p.stderr)
+    shown = s.ctl_json("subject", "show", "house-1", "--org", "claims-org")
+    T.check("house-1 still lists only its own device", [d["deviceId"] for d in shown.get("devices", [])] == [victim_device], json.dumps(shown))
+    logs = pool_logs(s)
+    T.check("the pools' logs say why, without the MAC", "subject link refused" in logs and "is not a signed value" in logs
+            and "does not verify" in logs and other.split(".")[-1] not in logs and "A" * 43 not in logs, logs[-1500:])
+
+    s.ctl("org", "set", "claims-org", "--subject-links", "operator")
+    p = dev(s, "attacker", "--subject", s.ctl("subject", "sign", "--org", "claims-org", "--subject", "house-1").stdout.strip(), "refresh")
+    T.check("under operator even a valid signed value links nothing", p.returncode == 0 and "subscription" not in token_claims(s, "attacker"),
+            p.stderr)
+    attacker_id = token_claims(s, "attacker").get("device_id", "")
+    s.ctl("subject", "link", "house-2", attacker_id, "--org", "claims-org")
+    rc, _ = refresh(s, "attacker")
+    T.check("subject link makes the operator's link", rc == 0 and token_claims(s, "attacker").get("subscription", {}).get("subject_id") == "house-2",
+            json.dumps(token_claims(s, "attacker")))
+    s.ctl("org", "set", "claims-org", "--subject-links", "asserted")
+    listed = {o["name"]: o["subjectLinks"] for o in s.ctl_json("org", "list")}
+    p = dev(s, "attacker", "--subject", "house-3", "refresh")
+    T.check("asserted links a plain id as sent, and org list shows the policy", p.returncode == 0 and listed.get("claims-org") == "asserted"
+            and token_claims(s, "attacker").get("subscription", {}).get("subject_id") == "house-3", json.dumps(listed))
+    s.ctl("org", "set", "claims-org", "--subject-links", "signed")
 
 
 def main():
