@@ -74,4 +74,67 @@ import Testing
         }
         #expect(failure?.description.contains("--data") == true, "\(failure.map { "\($0)" } ?? "")")
     }
+
+    /// Issue 37, item 1: root renders these files from config.json, which the service user can
+    /// write. Each placeholder is given hostile values in turn: rendering refuses every one.
+    static let hostile = ["127.0.0.1:18080; } log_format p escape=none '$http_x'; server { listen 127.0.0.1:18081; access_log /etc/cron.d/x p; } server { listen 127.0.0.1:18082",
+                          "127.0.0.1:8080;", "127.0.0.1:8080 }", "127.0.0.1:8080\nuser root", "a'b:80", "a\"b:80", "$x:80", "127.0.0.1:8080 #"]
+
+    @Test("render: a hostile value for any placeholder is refused, never escaped or written")
+    func hostileValuesAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let site = NginxSite(templates: Self.templates)
+        func attempt(listen: String = "127.0.0.1:9999", user: String = "attestedge attestedge", startID: String = NginxSite.newStartID(),
+                     data: String = dir.path + "/data", runDirectory: String = "/run/attestedge") -> (any Error)? {
+            let data = DataDirectory(data)
+            for sub in [data.path, data.nginxDirectory, dir.path + "/host"] { mkdir(sub, 0o755) }
+            var config = Configuration()
+            config.listen = listen
+            do {
+                _ = try site.render(data: data, configuration: config, user: user, startID: startID, absentPools: [])
+                try site.renderForHost(data: data, configuration: config, runDirectory: runDirectory, into: dir.path + "/host")
+                return nil
+            } catch { return error }
+        }
+        #expect(attempt() == nil, "the baseline renders")
+        for value in Self.hostile {
+            #expect(attempt(listen: value) is CommandFailure, "server.listen \(value.debugDescription)")
+            #expect("\(attempt(listen: value).map { "\($0)" } ?? "")".contains("server.listen"), "the refusal names the key")
+            #expect(attempt(user: value) is CommandFailure, "user \(value.debugDescription)")
+            #expect(attempt(startID: value) is CommandFailure, "start id \(value.debugDescription)")
+            #expect(attempt(runDirectory: "/run/" + value) is CommandFailure, "run directory \(value.debugDescription)")
+        }
+        for path in ["/x;", "/x{", "/x}", "/x'", "/x\"", "/x$y", "/x\n", "/x y"] {
+            #expect(attempt(data: dir.path + path) is CommandFailure, "data directory \(path.debugDescription)")
+        }
+    }
+
+    /// Nothing nginx reads as syntax comes from a value: with every value valid (the richest
+    /// listen form included), each rendered file has exactly the template's `;`, `{`, `}`,
+    /// quotes, `$` and newlines.
+    @Test("render: the syntax characters of every rendered file are the template's own")
+    func renderedSyntaxIsTheTemplates() throws {
+        let dir = TemporaryDirectory()
+        let data = DataDirectory(dir.path + "/data")
+        for sub in [data.path, data.nginxDirectory] { mkdir(sub, 0o755) }
+        var config = Configuration()
+        config.listen = "[::1]:9999 reuseport"
+        config.challengePerIPPerSecond = 1_000_000
+        config.challengeBurst = 1_000_000
+        _ = try NginxSite(templates: Self.templates).render(data: data, configuration: config, user: "attestedge www-data",
+                                                           startID: NginxSite.newStartID(), absentPools: [])
+        func syntax(_ text: String) -> [Character: Int] {
+            text.reduce(into: [:]) { counts, c in if ";{}'\"$\n\\#".contains(c) { counts[c, default: 0] += 1 } }
+        }
+        for file in NginxSite.files {
+            let template = try String(contentsOfFile: Self.templates + "/" + file, encoding: .utf8)
+            let rendered = try String(contentsOfFile: data.nginxDirectory + "/" + file, encoding: .utf8)
+            #expect(syntax(rendered) == syntax(template), "\(file): syntax characters came from a value")
+        }
+        let conf = try String(contentsOfFile: data.nginxDirectory + "/nginx.conf", encoding: .utf8)
+        let siteConf = try String(contentsOfFile: data.nginxDirectory + "/site.conf", encoding: .utf8)
+        #expect(siteConf.contains("listen [::1]:9999 reuseport;"))
+        #expect(conf.contains("listen [::1]:9999;") && conf.firstMatch(of: /\n\s*listen [^\n]*reuseport/) == nil,
+                "reuseport once per address: site.conf only")
+    }
 }

@@ -32,13 +32,21 @@ extension Configuration {
 
     /// Cross-key checks.
     public func validate() throws(Problem) {
-        let parts = listen.split(separator: ":")
-        guard parts.count >= 2, let port = Int(parts.last!), (1...65535).contains(port) else {
-            throw Problem(message: "config.json: server.listen must be host:port, got \"\(listen)\"")
+        do { _ = try ListenAddress(parsing: listen) } catch { throw Problem(message: "config.json: " + error.message) }
+        guard Self.isUserName(serviceUser) else {
+            throw Problem(message: "config.json: server.user must be a user name (ASCII letters, digits, '_', '-', '.'; not '-' first; "
+                          + "at most 32), got \(serviceUser.debugDescription)")
         }
         if storeBackend == "postgres" && postgresURL.isEmpty {
             throw Problem(message: "config.json: store.backend is \"postgres\" but store.postgres.url is empty (set it first)")
         }
+    }
+
+    /// `server.user`'s grammar (root writes it into nginx.conf's `user` line): 1 to 32 ASCII
+    /// letters, digits, `_`, `-` or `.`, not starting with `-`.
+    public static func isUserName(_ name: String) -> Bool {
+        (1...32).contains(name.utf8.count) && name.first != "-"
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
     }
 
     /// Sets one dotted key from JSON text (`attestctl config set`).
@@ -52,8 +60,10 @@ extension Configuration {
             value = .string(text)
         }
         if let problem = key.problem(with: value) { throw Problem(message: "\(name) \(problem)") }
-        key.set(&self, value)
-        try validate()
+        var changed = self
+        key.set(&changed, value)
+        try changed.validate()  // a refused value is not kept
+        self = changed
     }
 
     /// The full configuration as nested JSON, every key present.

@@ -71,7 +71,7 @@ public struct ConfigurationKey: Sendable {
 
     /// Every key, in the order `attestctl config show` prints them.
     public static let all: [ConfigurationKey] = [
-        .text("server.listen", "Address nginx listens on (host:port).", .string, \.listen),
+        .text("server.listen", "Address nginx listens on: HOST:PORT (HOST an IPv4 address, [IPv6], a host name or *), optionally followed by \" reuseport\"; nothing else (see ListenAddress).", .string, \.listen),
         .int("server.workers", "Worker processes per endpoint pool.", 1...64, \.workers),
         .int("server.bodyLimitBytes", "Largest request body accepted (larger: 413 payload_too_large).", 1024...1_048_576, \.bodyLimitBytes),
         .text("server.user", "Unprivileged user nginx's workers and the pools run as when attestctl serve starts as root (\"attestedge\" is created if missing; \"root\" keeps root).", .string, \.serviceUser),

@@ -31,12 +31,16 @@ struct NginxSite {
     /// (responders this build does not have yet) answer 501 `not_implemented` as JSON instead
     /// of passing to a socket nobody listens on.
     func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String, absentPools: [String]) throws -> String {
+        let listen = try Self.listenAddress(c)
         let values = [
-            "@LISTEN@": c.listen, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
+            "@LISTEN@": listen.description, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        try render(Self.files, values: values, absentPools: absentPools, into: data.nginxDirectory)
+        // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
+        // a socket option (reuseport) on one of them only.
+        try render(Self.files, values: values, overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
+                   absentPools: absentPools, into: data.nginxDirectory)
         return data.nginxDirectory + "/nginx.conf"
     }
 
@@ -45,23 +49,59 @@ struct NginxSite {
     /// site's `include` of fastcgi_params pointing at `outputDirectory`.
     func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
         let values = [
-            "@LISTEN@": c.listen, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
+            "@LISTEN@": try Self.listenAddress(c).description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        try render(["site.conf", "fastcgi_params"], values: values, absentPools: [], into: outputDirectory)
+        try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [], into: outputDirectory)
+    }
+
+    /// `server.listen` parsed against `ListenAddress`'s grammar: config.json is the service
+    /// user's to write (by hand too), so the renderer refuses what the grammar refuses.
+    static func listenAddress(_ c: Configuration) throws -> ListenAddress {
+        do { return try ListenAddress(parsing: c.listen) } catch {
+            throw CommandFailure("refusing to write the nginx configuration: config.json: \(error.message)")
+        }
     }
 
     /// Characters nginx would split a directive at or read as its own syntax.
     static let unsafePathCharacters = Set<Character>(" \t\n\r;{}\"'$#\\")
 
-    private func render(_ files: [String], values: [String: String], absentPools: [String], into directory: String) throws {
-        // The paths go into directives unquoted: one with a space (a checkout under "My
-        // Projects") made nginx fail with "invalid number of arguments".
-        for placeholder in ["@RUN_DIR@", "@LOG_DIR@", "@CONF_DIR@", "@DATA_DIR@"] {
-            guard let path = values[placeholder], let bad = path.first(where: { Self.unsafePathCharacters.contains($0) }) else { continue }
-            throw CommandFailure("nginx cannot use the path \(path.debugDescription): it contains \(String(bad).debugDescription). "
+    /// Refuses a value that is not what its placeholder's grammar allows. Nothing is escaped:
+    /// a value with nginx syntax in it is an attack or a mistake, and either way not rendered.
+    /// The listen address and the limits are rendered from parsed values (`ListenAddress`, `Int`).
+    static func check(_ placeholder: String, _ value: String) throws {
+        switch placeholder {
+        case "@RUN_DIR@", "@LOG_DIR@", "@CONF_DIR@", "@DATA_DIR@":
+            // The paths go into directives unquoted: one with a space (a checkout under "My
+            // Projects") made nginx fail with "invalid number of arguments".
+            guard let bad = value.first(where: { unsafePathCharacters.contains($0) }) else { return }
+            throw CommandFailure("nginx cannot use the path \(value.debugDescription): it contains \(String(bad).debugDescription). "
                                  + "Use a data directory (--data DIR) whose path has no spaces, quotes, ';', '{', '}', '$' or '#'")
+        case "@USER@":
+            let names = value.split(separator: " ", omittingEmptySubsequences: false)
+            guard (1...2).contains(names.count), names.allSatisfy({ Configuration.isUserName(String($0)) }) else {
+                throw CommandFailure("refusing to write the nginx configuration: nginx's user \(value.debugDescription) is not \"USER [GROUP]\" "
+                                     + "(ASCII letters, digits, '_', '-', '.'; see server.user)")
+            }
+        case "@START_ID@":
+            guard !value.isEmpty, value.allSatisfy(\.isHexDigit), value.allSatisfy(\.isASCII) else {
+                throw CommandFailure("refusing to write the nginx configuration: the start id \(value.debugDescription) is not hex")
+            }
+        case "@LISTEN@":
+            do { _ = try ListenAddress(parsing: value) } catch {
+                throw CommandFailure("refusing to write the nginx configuration: \(error.message)")
+            }
+        case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":
+            guard !value.isEmpty, value.allSatisfy({ ("0"..."9").contains($0) }) else {
+                throw CommandFailure("refusing to write the nginx configuration: \(placeholder) \(value.debugDescription) is not a whole number")
+            }
+        default:
+            throw CommandFailure("no grammar for the placeholder \(placeholder): refusing to render it")
         }
+    }
+
+    private func render(_ files: [String], values: [String: String], overrides: [String: [String: String]], absentPools: [String],
+                        into directory: String) throws {
         for file in files {
             guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
             for pool in absentPools {
@@ -69,7 +109,10 @@ struct NginxSite {
                 text = text.replacingAll("fastcgi_pass unix:@RUN_DIR@/\(pool).sock;", with:
                     "default_type application/json; return 501 '{\"error\":\"\(message)\",\"code\":\"not_implemented\",\"requestId\":\"$request_id\",\"reason\":\"\(message)\"}\\n';")
             }
-            for (placeholder, value) in values { text = text.replacingAll(placeholder, with: value) }
+            for (placeholder, value) in values.merging(overrides[file] ?? [:], uniquingKeysWith: { $1 }) {
+                try Self.check(placeholder, value)
+                text = text.replacingAll(placeholder, with: value)
+            }
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
                 throw CommandFailure("\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
             }

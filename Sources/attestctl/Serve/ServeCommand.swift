@@ -115,7 +115,7 @@ struct Serve {
                                          arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
                                          logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials, ownsProcessGroup: true)
             children.append(nginx)
-            let base = "http://\(config.listen)"
+            let base = "http://\(try NginxSite.listenAddress(config).authority)"
             try waitForOurNginx(base, startID: startID, nginx)
             try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
             supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
@@ -139,8 +139,7 @@ struct Serve {
     /// root hands the data directory and every process to, root's included.
     func serviceUser(named name: String, chosenByRoot: Bool, trustRoots: [String]) throws -> ServiceUser? {
         guard geteuid() == 0 else { return nil }
-        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) })
-        else { throw CommandFailure("server.user \"\(name)\" is not a user name") }
+        guard Configuration.isUserName(name) else { throw CommandFailure("server.user \(name.debugDescription) is not a user name") }
         let user = try ServiceUser.resolve(name)
         var info = stat()
         guard lstat(data.path, &info) == 0 else { throw CommandFailure("cannot stat \(data.path): \(String(cString: strerror(errno)))") }
