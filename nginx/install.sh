@@ -108,8 +108,11 @@ fi
 chmod 0750 "$DATA"
 if [ "$(id -u)" = 0 ]; then
   group=$(getent group www-data > /dev/null && echo www-data || id -gn "$USER_NAME")
-  # Only files not already owned by the service user: a re-run changes nothing.
-  find "$DATA" \( ! -user "$USER_NAME" -o ! -group "$group" \) -exec chown "$USER_NAME:$group" {} +
+  # Only files not already owned by the service user: a re-run changes nothing. DATA is the
+  # service user's to write, so nothing in it is followed: chown -h changes a symbolic link
+  # itself, never its target, and -execdir runs chown from each file's own directory (opened
+  # by find without following links), so a directory swapped for a link meanwhile leads nowhere.
+  find "$DATA" \( ! -user "$USER_NAME" -o ! -group "$group" \) -execdir chown -h "$USER_NAME:$group" {} +
 fi
 
 echo "==> nginx site"

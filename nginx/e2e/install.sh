@@ -2,6 +2,8 @@
 # nginx/install.sh against a temporary prefix: what it writes, nginx -t on the written site,
 # systemd-analyze verify on the units (where available), a second run changes nothing, an
 # upgrade re-installs only what changed, uninstall.sh removes its files and keeps the data.
+# As root, also what the service user can plant in DATA (issue 37): links to root's files, a
+# server.listen with nginx syntax in it; root must do nothing with either.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PASS=0 FAIL=0
@@ -50,6 +52,52 @@ out3=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1)
 check "an upgrade re-installs exactly what differs" \
   '[ "$(grep -c "^installed " <<< "$out3")" = 1 ] && grep -q "installed $P/bin/attest-refresh" <<< "$out3"' || echo "$out3" | tail -8
 check "and keeps the data directory's keys" '[ -n "$(find "$P/data/keys" -name "*.pem")" ]'
+if [ "$(id -u)" = 0 ]; then
+  # Issue 37: root's install.sh treats DATA as the service user's (an attacker's) to write.
+  # The victims live in a directory of root's own; everything hostile is planted AS the
+  # service user.
+  V=$(mktemp -d /tmp/attestedge-victim.XXXXXX)
+  echo "root's own file" > "$V/target"
+  mkdir "$V/dir"
+  victims_before=$(stat -c '%U:%G %a %s' "$V/target" "$V/dir")
+  as_service() { runuser -u attestedge -- "$@"; }
+  # Item 3: links in DATA to root's files. install.sh hands DATA to attestedge:www-data, so
+  # each link (attestedge:attestedge) is one it chowns.
+  as_service ln -s "$V/target" "$P/data/planted-link"
+  as_service ln -s "$V/dir" "$P/data/keys/planted-dir-link"
+  as_service ln "$V/target" "$P/data/planted-hardlink" 2>/dev/null  # fs.protected_hardlinks refuses it
+  out5=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc5=$?
+  check "install.sh with links planted in DATA exits 0" '[ $rc5 = 0 ]' || echo "$out5" | tail -8
+  check "a link the service user planted does not hand root's file or directory to it" \
+    '[ "$(stat -c "%U:%G %a %s" "$V/target" "$V/dir")" = "$victims_before" ] && [ "$(cat "$V/target")" = "root'"'"'s own file" ]' \
+    || stat -c '%n %U:%G %a' "$V/target" "$V/dir"
+  check "the link itself is handed over (chown -h)" '[ "$(stat -c %U:%G "$P/data/planted-link")" = "attestedge:www-data" ]'
+  rm -f "$P/data/planted-link" "$P/data/keys/planted-dir-link" "$P/data/planted-hardlink"
+
+  # Item 1: server.listen with nginx syntax in it, as in the issue: it ends in a valid port
+  # (all the old check asked) and would make root's nginx write an access log line of the
+  # attacker's choice into $V/written.
+  payload="127.0.0.1:18080; } log_format p escape=none '\$http_x'; server { listen 127.0.0.1:18081; access_log $V/written p; } server { listen 127.0.0.1:18082"
+  cp -p "$P/data/config.json" "$V/config.saved"
+  site_before=$(sha256sum < "$P/etc/nginx/attestedge/site.conf")
+  out6=$(as_service "$P/bin/attestctl" config set server.listen "$payload" --data "$P/data" 2>&1); rc6=$?
+  check "config set as the service user refuses the payload, naming server.listen" \
+    '[ $rc6 != 0 ] && grep -q "server.listen" <<< "$out6" && cmp -s "$P/data/config.json" "$V/config.saved"' || echo "$out6"
+  # By hand, as the service user may: config.json is its file.
+  as_service python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["server"]["listen"] = sys.argv[2]; open(sys.argv[1], "w").write(json.dumps(c))' \
+    "$P/data/config.json" "$payload"
+  check "(the payload is in config.json)" 'grep -qF "access_log $V/written" "$P/data/config.json"'
+  out7=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc7=$?
+  check "install.sh refuses a config.json whose server.listen is not an address, naming the key" \
+    '[ $rc7 != 0 ] && grep -q "server.listen" <<< "$out7"' || echo "$out7" | tail -8
+  check "and leaves the installed site as it was (no payload in it)" \
+    '[ "$(sha256sum < "$P/etc/nginx/attestedge/site.conf")" = "$site_before" ] && ! grep -q "log_format\|$V" "$P/etc/nginx/attestedge/site.conf"'
+  check "nothing was written where the payload pointed" '[ ! -e "$V/written" ]'
+  cp -p "$V/config.saved" "$P/data/config.json"
+  out8=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc8=$?
+  check "with config.json repaired, install.sh runs again" '[ $rc8 = 0 ]' || echo "$out8" | tail -8
+  rm -rf "$V"
+fi
 out4=$(bash nginx/uninstall.sh --prefix "$P" 2>&1); rc4=$?
 check "uninstall.sh exits 0" '[ $rc4 = 0 ]' || echo "$out4"
 check "uninstall.sh removes every file it installed" \
