@@ -112,7 +112,9 @@ if [ "$(id -u)" = 0 ]; then
   # service user's to write, so nothing in it is followed: chown -h changes a symbolic link
   # itself, never its target, and -execdir runs chown from each file's own directory (opened
   # by find without following links), so a directory swapped for a link meanwhile leads nowhere.
-  find "$DATA" \( ! -user "$USER_NAME" -o ! -group "$group" \) -execdir chown -h "$USER_NAME:$group" {} +
+  # A file with several names may be a hard link to a file outside: skipped. (find refuses
+  # -execdir with a relative directory in PATH: it gets a fixed one.)
+  PATH=/usr/sbin:/usr/bin:/sbin:/bin find "$DATA" \( -type d -o -links 1 \) \( ! -user "$USER_NAME" -o ! -group "$group" \) -execdir chown -h "$USER_NAME:$group" {} +
 fi
 
 echo "==> nginx site"
