@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 import raw_http  # noqa: E402
-from stack import Stack, Tally, app_headers  # noqa: E402
+from stack import BIN, Stack, Tally, app_headers, free_port  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -478,6 +478,106 @@ def impostor_on_port(s):
         server.server_close()
 
 
+# Edits config.json in place, as its owner (the service user) may: sets key.path to a value.
+EDIT_CONFIG = ("import json, sys; c = json.load(open(sys.argv[1])); c[sys.argv[2]][sys.argv[3]] = sys.argv[4]; "
+               "open(sys.argv[1], 'w').write(json.dumps(c))")
+
+
+def hostile_listen(s):
+    """Issue 37, item 1: the service user puts nginx syntax into server.listen (the issue's
+    payload: it ends in a valid port, and would make root's nginx write an access line of the
+    attacker's choice into any file). `config set` refuses it; written by hand, serve (root)
+    refuses to start, naming the key, and renders nothing from it."""
+    victims = tempfile.mkdtemp(prefix="attestedge-victim-")  # root's own, 0700
+    written = os.path.join(victims, "written")
+    payload = (f"127.0.0.1:{s.port}; }} log_format p escape=none '$http_x'; server {{ listen 127.0.0.1:{free_port()}; "
+               f"access_log {written} p; }} server {{ listen 127.0.0.1:{free_port()}")
+    config = os.path.join(s.data, "config.json")
+    saved = open(config).read()
+    as_service = ["runuser", "-u", SERVICE_USER, "--"]
+    ctl = [os.path.join(BIN, "attestctl")]
+    try:
+        r = subprocess.run(as_service + ctl + ["config", "set", "server.listen", payload, "--data", s.data], capture_output=True, text=True)
+        T.check("config set (as the service user) refuses nginx syntax in server.listen, naming the key",
+                r.returncode != 0 and "server.listen" in r.stdout + r.stderr and open(config).read() == saved, r.stdout + r.stderr)
+        r = subprocess.run(as_service + ctl + ["config", "set", "server.user", "attestedge; user root", "--data", s.data],
+                           capture_output=True, text=True)
+        T.check("and in server.user", r.returncode != 0 and "server.user" in r.stdout + r.stderr and open(config).read() == saved, r.stdout + r.stderr)
+        subprocess.run(as_service + ["python3", "-c", EDIT_CONFIG, config, "server", "listen", payload], check=True, cwd="/")
+        T.check("(the payload is in config.json, written by the service user)", written in open(config).read())
+        nginx_dir = nginx_directory(s)
+        rendered = {f: open(os.path.join(nginx_dir, f)).read() for f in ("nginx.conf", "site.conf")}
+        try:
+            s.start()
+            came_up = True
+        except RuntimeError:
+            came_up = False
+        out = s.serve_output()
+        T.check("serve (root) refuses to start on it, naming server.listen", not came_up and "server.listen" in out, out[-800:])
+        T.check("and renders nothing from it", all(open(os.path.join(nginx_dir, f)).read() == text for f, text in rendered.items()))
+        T.check("no nginx wrote where the payload pointed", not os.path.exists(written))
+    finally:
+        if s.serve.poll() is None:
+            s.stop()
+        with open(config, "w") as f:  # as root: the file keeps its owner
+            f.write(saved)
+        subprocess.run(["rm", "-rf", victims])
+
+
+def nginx_directory(s):
+    """Where serve renders nginx's files (DATA/nginx)."""
+    return os.path.join(s.data, "nginx")
+
+
+def planted_links(s):
+    """Issue 37: nginx's master creates (and, as root, chowns) its temporary directories and
+    writes its pid file, following links, and `nginx -t` does the same. With them under
+    DATA/run, a link the service user put there handed any directory of root's to it when the
+    master ran as root. Planted as the service user: serve (nginx now the service user's) and
+    doctor (root) must leave root's files as they were. nginx, unprivileged, cannot open the
+    linked pid file, so serve may refuse to start: what matters is root's files."""
+    victims = tempfile.mkdtemp(prefix="attestedge-victim-")  # root's own, 0700
+    os.makedirs(os.path.join(victims, "dir"))
+    os.makedirs(os.path.join(victims, "doctor-dir"))
+    with open(os.path.join(victims, "file"), "w") as f:
+        f.write("root's own\n")
+    def owners():
+        return {n: (os.lstat(os.path.join(victims, n)).st_uid, os.lstat(os.path.join(victims, n)).st_mode)
+                for n in ("dir", "doctor-dir", "file")}
+    before = owners()
+    run = os.path.join(s.data, "run")
+    as_service = ["runuser", "-u", SERVICE_USER, "--"]
+    planted = []
+    try:
+        for name in ("nginx-client-body", "nginx-fastcgi", "nginx-proxy", "nginx-uwsgi", "nginx-scgi"):
+            subprocess.run(["rm", "-rf", os.path.join(run, name)], check=True)
+            planted.append(os.path.join(run, name))
+            subprocess.run(as_service + ["ln", "-s", os.path.join(victims, "dir"), planted[-1]], check=True)
+        planted.append(os.path.join(run, "nginx.pid"))
+        subprocess.run(["rm", "-f", planted[-1]], check=True)
+        subprocess.run(as_service + ["ln", "-s", os.path.join(victims, "file"), planted[-1]], check=True)
+        # An nginx.conf of the service user's where serve used to render it, for doctor.
+        hostile_conf = os.path.join(s.data, "nginx", "nginx.conf")
+        subprocess.run(as_service + ["python3", "-c", "import os, sys; open(sys.argv[1] + '.new', 'w').write(sys.argv[2]); os.replace(sys.argv[1] + '.new', sys.argv[1])",
+                                     hostile_conf,
+                                     f"events {{}}\nhttp {{ client_body_temp_path {victims}/doctor-dir; }}\n"], check=True, cwd="/")
+        try:
+            s.start()
+            s.stop()
+        except RuntimeError:
+            pass  # nginx (the service user) cannot write its pid into root's file: it stops
+        subprocess.run([os.path.join(BIN, "attestctl"), "doctor", "--data", s.data], capture_output=True, text=True)
+        T.check("root's nginx (serve) and nginx -t (doctor) hand nothing of root's over through them", owners() == before,
+                f"{before} -> {owners()}")
+        T.check("and write no pid into root's file", open(os.path.join(victims, "file")).read() == "root's own\n")
+    finally:
+        if s.serve.poll() is None:
+            s.stop()
+        for path in planted:
+            subprocess.run(["rm", "-f", path])
+        subprocess.run(["rm", "-rf", victims])
+
+
 def section(name, body, *args):
     """Runs one group of checks; an exception fails that group and the suite goes on."""
     try:
@@ -505,6 +605,8 @@ def main():
         section("hangup", hangup, s)
         rc = s.stop()
         T.check("serve stops cleanly on SIGTERM", rc == 0, f"exit {rc}\n{s.serve_output()[-1500:]}")
+        section("hostile listen", hostile_listen, s)
+        section("planted links", planted_links, s)
         section("impostor", impostor_on_port, s)
     finally:
         s.stop()

@@ -110,12 +110,13 @@ struct Serve {
             // path (its configuration, pid file, temporary directories and logs) is in DATA, the
             // service user's, so a link planted there reaches only what that user could anyway.
             var nginxCredentials = user?.credentials
-            nginxCredentials?.bindsLowPorts = Self.port(of: config.listen).map { $0 < 1024 } ?? true
+            let listen = try NginxSite.listenAddress(config)
+            nginxCredentials?.bindsLowPorts = listen.port < 1024
             let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
                                          arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
                                          logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials, ownsProcessGroup: true)
             children.append(nginx)
-            let base = "http://\(try NginxSite.listenAddress(config).authority)"
+            let base = "http://\(listen.authority)"
             try waitForOurNginx(base, startID: startID, nginx)
             try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
             supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
@@ -162,12 +163,6 @@ struct Serve {
             }
         }
         return user
-    }
-
-    /// The port of `server.listen` (`host:port`, `[v6]:port`); `nil` when it has none.
-    static func port(of listen: String) -> Int? {
-        guard let colon = listen.lastIndex(of: ":") else { return nil }
-        return Int(listen[listen.index(after: colon)...])
     }
 
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
@@ -244,7 +239,7 @@ struct Serve {
               data directory  \(data.path)
               pools           \(Self.endpoints.map { "attest-\($0.rawValue)" }.joined(separator: ", ")) (\(workers) workers each)
               webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
-              runs as         \(user.map { "\($0.name) (nginx's workers and the pools; nginx's master stays root)" } ?? NginxSite.currentUser())
+              runs as         \(user.map { "\($0.name) (nginx and the pools)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
               JWKS            \(base)/.well-known/jwks.json
             try it:
