@@ -27,7 +27,8 @@ let webhooksCommand = Command(
         let (sub, rest) = try subcommand(argv, ["add", "list", "remove", "test", "log"])
         let args = try Arguments(rest, valued: ["data", "org", "events", "description", "limit"], switches: ["json"])
         let (config, store) = try openStore(dataDirectory(args))
-        let admin = WebhookAdmin(store: store, allowPrivate: config.allowPrivateWebhookAddresses, random: SystemRandom(), now: now())
+        var admin = WebhookAdmin(store: store, allowPrivate: config.allowPrivateWebhookAddresses, random: SystemRandom(), now: now())
+        admin.quotas = .init(config)
         do {
             switch sub {
             case "add":

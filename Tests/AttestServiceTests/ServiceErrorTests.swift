@@ -10,7 +10,7 @@ import Testing
         (.attestationObjectInvalid, 400), (.keyIDInvalid, 400), (.clientDataHashInvalid, 400),
         (.appleValidationFailed, 401), (.unauthorized, 401), (.quotaExceeded, 402), (.appNotRegistered, 403),
         (.forbidden, 403), (.notFound, 404), (.methodNotAllowed, 405), (.reattestRequired, 409),
-        (.payloadTooLarge, 413), (.rateLimited, 429), (.internalError, 500), (.notImplemented, 501), (.unavailable, 503),
+        (.payloadTooLarge, 413), (.rateLimited, 429), (.storeQuotaExceeded, 429), (.internalError, 500), (.notImplemented, 501), (.unavailable, 503),
     ]
 
     @Test func everyCodeHasItsStatus() {

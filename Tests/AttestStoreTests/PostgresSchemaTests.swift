@@ -17,12 +17,13 @@ struct PostgresSchemaTests {
         try admin.ensure()
         try admin.command("DROP SEQUENCE \(schema).ae_outbox_seq")
         try admin.command("DROP TABLE \(schema).ae_usage_days")
+        try admin.command("DROP TABLE \(schema).ae_webhook_counts")
         try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 3")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [3, 4])
+        #expect(try backend.migrate() == [3, 4, 5])
         try store.write([.durable]) { txn in try txn.enqueue(event) }
         #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
     }
@@ -38,13 +39,41 @@ struct PostgresSchemaTests {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
         try admin.command("DROP TABLE \(schema).ae_usage_days")
-        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 4")
+        try admin.command("DROP TABLE \(schema).ae_webhook_counts")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 4")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [4])
+        #expect(try backend.migrate() == [4, 5])
         try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
         #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days == [.init(newDevices: 0, activeDevices: 2)])
+    }
+
+    /// A version-4 database has no `ae_webhook_counts`: refused until migrated; then an
+    /// organization's deliveries and queued test events stored before the upgrade are counted
+    /// on first use, and the count goes on from there.
+    @Test func version5CountsTheDeliveriesStoredBeforeIt() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let now = Timestamp(seconds: 1_790_000_000)
+        try f.open().write([.durable]) { txn in
+            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://h.example/x", events: [], description: "", secret: "s", createdAt: now))
+            let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}")
+            for _ in 0..<3 { try txn.put(DeliveryRecord(endpointID: "wh_1", event: event, firstAttemptAt: now)) }
+            try txn.enqueue(OutboxEvent(id: "evt_2", event: "webhook.test", org: "acme", createdAt: now, dataJSON: "{}", target: "wh_1"))
+            try txn.enqueue(OutboxEvent(id: "evt_3", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}"))
+        }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("DROP TABLE \(schema).ae_webhook_counts")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 5")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [5])
+        #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4), "3 deliveries and 1 queued test event")
+        #expect(try store.check().isConsistent)
     }
 }

@@ -73,9 +73,19 @@ def setup(s):
     s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
     s.ctl("config", "set", "webhooks.retrySchedule", "[1,2]")
     s.ctl("config", "set", "webhooks.concurrencyPerEndpoint", "4")
+    # Issue 37 item 5's limits, high enough for the checks before the attacker's (check=False:
+    # a build without these keys refuses them, and then fails the attacker's checks instead).
+    for key, value in [("webhooks.testEventsPerEndpointPerMinute", "400"), ("webhooks.testEventsPerOrganizationPerMinute", "1000"),
+                       ("webhooks.storedDeliveriesPerOrganization", str(QUOTA)), ("webhooks.endpointsPerOrganization", "8"),
+                       ("usage.apiKeyDevicesPerMonth", "5")]:
+        s.ctl("config", "set", key, value, check=False)
     for org in ["acme", "globex"]:
         s.ctl("org", "add", org, "--tier", "pro", "--rate-limit", "0")
     s.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app")
+    s.ctl("app", "add", "--org", "globex", "--team", "FGHIJ67890", "--bundle", "com.example.other")
+
+
+QUOTA = 600
 
 
 def api(s, key, method, path="", body=None):
@@ -91,6 +101,70 @@ def deliver_pid(s):
         except OSError:
             pass
     return None
+
+
+def webhook_entries(s):
+    counts = s.ctl_json("store", "stats")["databases"]
+    return counts["deliveries"] + counts["outbox"]
+
+
+def hammer(s, key, hook, until, limit=3000):
+    """POSTs test events to `hook` until one answers 429 with code `until`; the answers."""
+    answers = []
+    for _ in range(limit):
+        r = api(s, key, "POST", f"/{hook}/test")
+        answers.append(r)
+        if r.status == 429 and r.json.get("code") == until:
+            break
+    return answers
+
+
+def attacker(s, rx, url, acme, globex):
+    """Issue 37 item 5: acme's API key hammers every write it can cause; globex carries on."""
+    sink = api(s, acme, "POST", body={"url": url + "/sink", "events": ["webhook.test"]}).json["id"]
+    answers = hammer(s, acme, sink, "store_quota_exceeded")
+    queued = sum(1 for r in answers if r.status == 202)
+    last = answers[-1]
+    T.check(f"acme's test events are queued up to its quota ({QUOTA} stored), then 429 store_quota_exceeded",
+            last.status == 429 and last.json.get("code") == "store_quota_exceeded" and 0 < queued < QUOTA, f"{queued} queued; {last!r}")
+    T.check("the 429 is the JSON error envelope naming the config key",
+            "webhooks.storedDeliveriesPerOrganization" in last.json.get("hint", "") and last.json.get("limit") == QUOTA
+            and "requestId" in last.json and "most allowed" in last.json.get("reason", ""), repr(last))
+    time.sleep(1)
+    before = webhook_entries(s)
+    answers = hammer(s, acme, sink, "rate_limited", limit=1500)
+    last = answers[-1]
+    T.check("past 400 a minute to one endpoint: 429 rate_limited with Retry-After, naming the key",
+            last.status == 429 and last.json.get("code") == "rate_limited" and int(last.headers.get("retry-after", "0")) >= 1
+            and "webhooks.testEventsPerEndpointPerMinute" in last.json.get("hint", ""), repr(last))
+    T.check("none of those was queued", all(r.status == 429 for r in answers), repr({r.status for r in answers}))
+    other = api(s, acme, "POST", body={"url": url + "/sink2", "events": ["webhook.test"]}).json["id"]
+    answers = hammer(s, acme, other, "rate_limited", limit=1500)
+    T.check("past 1000 a minute for the organization: 429 rate_limited naming that key",
+            "webhooks.testEventsPerOrganizationPerMinute" in answers[-1].json.get("hint", ""), repr(answers[-1]))
+    r = api(s, acme, "POST", body={"url": url + "/eighth"})
+    r2 = api(s, acme, "POST", body={"url": url + "/ninth"})
+    T.check("endpoints past webhooks.endpointsPerOrganization (8): 429 store_quota_exceeded",
+            r.status == 201 and r2.status == 429 and r2.json.get("code") == "store_quota_exceeded", f"{r!r} {r2!r}")
+    beats = [s.http("POST", "/api/v1/heartbeat", {"Authorization": "Bearer " + acme}, {"deviceId": f"ci-{i}"}).status for i in range(7)]
+    T.check("API-key heartbeat devices past usage.apiKeyDevicesPerMonth (5): 429", beats == [200] * 5 + [429] * 2, repr(beats))
+    time.sleep(1)
+    after = webhook_entries(s)
+    T.check("the store did not grow while acme was refused (deliveries + outbox)", after == before, f"{before} → {after}")
+    print(f"FIGURE: acme stores {after} webhook entries at its quota of {QUOTA}", flush=True)
+
+    # The other tenant notices nothing.
+    p = s.device(s.state("b1"), "enroll", team="FGHIJ67890", bundle="com.example.other")
+    T.check("globex's device validates", p.returncode == 0, p.stderr)
+    p = s.device(s.state("b1"), "refresh", team="FGHIJ67890", bundle="com.example.other")
+    T.check("globex's device refreshes", p.returncode == 0, p.stderr)
+    r = api(s, globex, "POST", body={"url": url + "/globex"})
+    hook = r.json.get("id") if r.status == 201 else None
+    T.check("globex registers an endpoint", hook is not None, repr(r))
+    r = api(s, globex, "POST", f"/{hook}/test")
+    T.check("globex's test event is queued", r.status == 202, repr(r))
+    got = [json.loads(g[2])["event"] for g in rx.wait("/globex", 1, 10)]
+    T.check("and delivered", "webhook.test" in got, repr(got))
 
 
 def main():
@@ -196,6 +270,7 @@ def main():
             print(f"FIGURE: {len(got)} events delivered to one local endpoint in {span:.2f} s after the first: "
                   f"{len(got) / max(span, 0.001):.0f} events/s (queued while the worker was stopped; {time.time() - start:.1f} s waited)", flush=True)
         T.check(f"{n} queued test events are all delivered", len(got) >= n, f"{len(got)}")
+        attacker(s, rx, url, acme, globex)
     finally:
         s.stop()
         rx.shutdown()

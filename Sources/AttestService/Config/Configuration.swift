@@ -92,6 +92,15 @@ public struct Configuration: Sendable, Equatable {
     /// `webhooks.logRetentionDays`: finished deliveries are removed from the log this long
     /// after they were created (0: kept until their endpoint is deleted).
     public var webhookLogRetentionDays = 30
+    /// `webhooks.endpointsPerOrganization`: endpoints one organization may register.
+    public var webhookEndpointsPerOrganization = 20
+    /// `webhooks.storedDeliveriesPerOrganization`: deliveries (pending and logged) plus queued
+    /// test events one organization may keep in the store (`WebhookCountRecord`; 0: no limit).
+    public var webhookStoredPerOrganization = 20_000
+    /// `webhooks.testEventsPerEndpointPerMinute`, `webhooks.testEventsPerOrganizationPerMinute`:
+    /// `POST /api/v1/org/webhooks/:id/test` calls queued per minute (0: no limit).
+    public var webhookTestsPerEndpointPerMinute = 10
+    public var webhookTestsPerOrganizationPerMinute = 30
 
     /// The SDK treats a token as expired 300 s before its `expiresAt`; shorter lifetimes than
     /// this would make every call re-run challenge and assertion.

@@ -121,6 +121,10 @@ public struct ConfigurationKey: Sendable {
         .int("webhooks.concurrencyPerEndpoint", "Delivery attempts in flight to one endpoint at most (a slow endpoint holds no more than this).", 1...64, \.webhookConcurrencyPerEndpoint),
         .int("webhooks.maxConcurrentDeliveries", "Delivery attempts in flight in all (the sender's threads).", 1...256, \.webhookMaxConcurrent),
         .int("webhooks.logRetentionDays", "Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the deliverer removes older ones (0: keep them until the endpoint is deleted).", 0...3_650, \.webhookLogRetentionDays),
+        .int("webhooks.endpointsPerOrganization", "Webhook endpoints one organization may register (more: 429 store_quota_exceeded).", 1...10_000, \.webhookEndpointsPerOrganization),
+        .int("webhooks.storedDeliveriesPerOrganization", "Webhook deliveries (pending and in the log) plus queued test events one organization may keep in the store: past it, its test events are 429 store_quota_exceeded and its other events are not stored (0: no limit; the README shows what it means for the map size).", 0...100_000_000, \.webhookStoredPerOrganization),
+        .int("webhooks.testEventsPerEndpointPerMinute", "Test events (POST /api/v1/org/webhooks/:id/test) one endpoint may be sent per minute (more: 429 rate_limited; 0: no limit).", 0...1_000_000, \.webhookTestsPerEndpointPerMinute),
+        .int("webhooks.testEventsPerOrganizationPerMinute", "Test events one organization may queue per minute, all its endpoints together (more: 429 rate_limited; 0: no limit).", 0...1_000_000, \.webhookTestsPerOrganizationPerMinute),
     ]
 
     public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }

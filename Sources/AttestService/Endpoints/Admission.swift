@@ -137,7 +137,7 @@ extension ServiceContext {
 
     /// Counts one hit in each bucket in order, stopping at the first that is over its limit
     /// (so an IP over its limit does not also drain its organization's bucket).
-    private func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction, now: Timestamp) throws -> Charged {
+    func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction, now: Timestamp) throws -> Charged {
         let windowEnd = Self.windowEnd(now)
         var result = Charged()
         for (name, limit) in buckets {
@@ -157,10 +157,11 @@ extension ServiceContext {
 
     static func windowEnd(_ now: Timestamp) -> Int64 { (now.seconds / rateWindowSeconds + 1) * rateWindowSeconds }
 
-    private func rateLimited(_ over: (String, UInt32), now: Timestamp) -> ServiceError {
+    func rateLimited(_ over: (String, UInt32), now: Timestamp, what: String = "requests",
+                     hint: String = "Back off and retry after the Retry-After header's seconds.") -> ServiceError {
         let retry = max(1, Self.windowEnd(now) - now.seconds)
-        return ServiceError(.rateLimited, "Rate limit exceeded: at most \(over.1) requests per minute. Retry after \(retry) seconds.",
-                            hint: "Back off and retry after the Retry-After header's seconds.",
+        return ServiceError(.rateLimited, "Rate limit exceeded: at most \(over.1) \(what) per minute. Retry after \(retry) seconds.",
+                            hint: hint,
                             log: "bucket \(over.0)",
                             headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(over.1)),
                                       ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", String(retry))])

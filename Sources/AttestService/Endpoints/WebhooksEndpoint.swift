@@ -22,6 +22,11 @@ import FastCGI
 ///             "durationMs", "response" (≤ 256 bytes of the body), "error" (or null)}]}
 /// ```
 /// A bad member is 400 `bad_request` naming it (`url` also for the SSRF guard's refusals).
+/// What one organization keeps is bounded: past `webhooks.endpointsPerOrganization` a POST is
+/// 429 `store_quota_exceeded`; a test is 429 `rate_limited` (with `Retry-After`) past
+/// `webhooks.testEventsPerEndpointPerMinute` or `webhooks.testEventsPerOrganizationPerMinute`,
+/// and 429 `store_quota_exceeded` once the organization stores
+/// `webhooks.storedDeliveriesPerOrganization` deliveries and test events (`WebhookCountRecord`).
 public enum WebhooksEndpoint {
     public static let path = "/api/v1/org/webhooks"
 
@@ -37,6 +42,7 @@ public enum WebhooksEndpoint {
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
                                  random: ctx.random, now: ctx.clock.now())
         admin.resolve = ctx.resolveHost
+        admin.quotas = .init(ctx.configuration)
         let rest = request.path.hasPrefix(path) ? request.path.dropFirst(path.count) : ""
         let parts = rest.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         switch (request.method, parts.count, parts.last) {
@@ -58,6 +64,8 @@ public enum WebhooksEndpoint {
             try admin.remove(org: org, id: parts[0])
             return ServiceContext.json(["id": .string(parts[0]), "deleted": true])
         case ("POST", 2, "test"):
+            _ = try admin.get(org: org, id: parts[0])  // 404 before any bucket is charged
+            try ctx.chargeTestEvent(org: org, endpoint: parts[0], now: admin.now)
             let id = try admin.test(org: org, id: parts[0])
             return .json(202, JSONValue.object([("queued", .string(id)), ("event", .string(WebhookEvent.test.rawValue))]).jsonText,
                          headers: [Header("Cache-Control", "no-store")])

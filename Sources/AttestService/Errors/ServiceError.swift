@@ -22,6 +22,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case reattestRequired = "reattest_required"
         case payloadTooLarge = "payload_too_large"
         case rateLimited = "rate_limited"
+        /// An organization keeps as much in the store as its quota allows (webhook endpoints,
+        /// deliveries): 429 until some of it goes.
+        case storeQuotaExceeded = "store_quota_exceeded"
         case internalError = "internal_error"
         case notImplemented = "not_implemented"
         case unavailable = "unavailable"
@@ -68,7 +71,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .methodNotAllowed: return 405
         case .reattestRequired: return 409
         case .payloadTooLarge: return 413
-        case .rateLimited: return 429
+        case .rateLimited, .storeQuotaExceeded: return 429
         case .internalError: return 500
         case .notImplemented: return 501
         case .unavailable: return 503

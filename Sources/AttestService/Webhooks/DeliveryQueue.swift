@@ -52,28 +52,50 @@ public struct AttemptResult: Sendable {
 public struct DeliveryQueue {
     public let store: Store
     public let retrySchedule: [Int]
+    /// `webhooks.storedDeliveriesPerOrganization`: the most an organization's
+    /// `WebhookCountRecord.stored` may reach by fan-out (0: no limit).
+    public let storedQuota: Int
 
-    public init(store: Store, retrySchedule: [Int]) {
+    public init(store: Store, retrySchedule: [Int], storedQuota: Int = 0) {
         self.store = store
         self.retrySchedule = retrySchedule
+        self.storedQuota = storedQuota
     }
 
     /// Replaces up to `limit` outbox events by one pending delivery per endpoint they go to
     /// (active, of the event's organization, subscribed, or the one `target`), due `now`, in one
     /// write transaction. Events no endpoint wants are dropped. Returns how many were taken.
+    ///
+    /// Each delivery counts in its organization's `WebhookCountRecord`. A `webhook.test`
+    /// event was counted when it was queued (and refused past the quota then), so it becomes
+    /// its delivery whatever the count; any other event's delivery is not stored once the
+    /// organization stores `storedQuota` (counted in `dropped` instead), so however many events
+    /// an organization's devices, or outsiders failing attestations for its apps, cause, its
+    /// log and pending deliveries stay within the quota and no other organization notices.
     @discardableResult
     public func fanOut(limit: Int, now: Timestamp) throws -> Int {
         guard try store.read({ try !$0.outbox(limit: 1).isEmpty }) else { return 0 }
         return try store.write([.durable]) { txn in
             let queued = try txn.outbox(limit: limit)
             var endpoints = [String: [WebhookEndpointRecord]]()
+            var counts = [String: WebhookCountRecord]()
             for (sequence, event) in queued {
                 if endpoints[event.org] == nil { endpoints[event.org] = try txn.webhooks(org: event.org) }
+                // Read before anything of this organization changes in this transaction.
+                var count = try counts[event.org] ?? txn.webhookCount(org: event.org)
+                if !event.target.isEmpty { count.remove(1) }
                 for endpoint in endpoints[event.org]! where event.target.isEmpty ? endpoint.wants(event.event) : endpoint.id == event.target {
+                    guard !event.target.isEmpty || storedQuota == 0 || count.stored < UInt64(storedQuota) else {
+                        count.dropped &+= 1
+                        continue
+                    }
                     try txn.put(DeliveryRecord(endpointID: endpoint.id, event: event, firstAttemptAt: now))
+                    count.stored &+= 1
                 }
+                counts[event.org] = count
                 try txn.dequeue(sequence)
             }
+            for (org, count) in counts { try txn.put(count, org: org) }
             return queued.count
         }
     }
@@ -196,12 +218,21 @@ public struct DeliveryQueue {
         guard !expired.isEmpty else { return 0 }
         return try store.write([.durable]) { txn in
             var removed = 0
+            var orgs = [String: String?](), counts = [String: WebhookCountRecord]()
             for key in expired {
                 let endpoint = DeliveryRecord.endpointID(ofKey: key), sequence = BigEndian.uint64(key.suffix(8))
                 guard let d = try txn.delivery(endpoint: endpoint, sequence: sequence), d.state != .pending else { continue }
+                if orgs[endpoint] == nil { orgs[endpoint] = .some(try txn.webhook(id: endpoint)?.org) }
+                if let org = orgs[endpoint] ?? nil {
+                    // Read before this transaction removes any of the organization's deliveries.
+                    var count = try counts[org] ?? txn.webhookCount(org: org)
+                    count.remove(1)
+                    counts[org] = count
+                }
                 try txn.delete(d)
                 removed += 1
             }
+            for (org, count) in counts { try txn.put(count, org: org) }
             return removed
         }
     }

@@ -41,7 +41,8 @@ public final class DeliveryWorker {
 
     public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(), pollMilliseconds: Int = 50,
                 transport: @escaping @Sendable () -> any WebhookTransport) {
-        queue = DeliveryQueue(store: store, retrySchedule: configuration.webhookRetrySchedule)
+        queue = DeliveryQueue(store: store, retrySchedule: configuration.webhookRetrySchedule,
+                              storedQuota: configuration.webhookStoredPerOrganization)
         self.clock = clock
         threads = configuration.webhookMaxConcurrent
         perEndpoint = configuration.webhookConcurrencyPerEndpoint

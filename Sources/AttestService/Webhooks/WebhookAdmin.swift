@@ -11,9 +11,24 @@ public struct WebhookAdmin {
     public let random: any RandomSource
     public let now: Timestamp
     public var resolve: (String) -> [IPAddress] = IPAddress.resolve
+    public var quotas = Quotas()
 
-    /// Endpoints one organization may have.
-    public static let maximumEndpoints = 20
+    /// What one organization may keep in the store through this API: `endpoints`
+    /// (`webhooks.endpointsPerOrganization`) and `stored`, the most its `WebhookCountRecord`
+    /// may count for a test event to be queued (`webhooks.storedDeliveriesPerOrganization`,
+    /// 0: no limit). Past either, 429 `store_quota_exceeded`.
+    public struct Quotas: Sendable {
+        public var endpoints = 20
+        public var stored = 0
+
+        public init() {}
+
+        public init(_ configuration: Configuration) {
+            endpoints = configuration.webhookEndpointsPerOrganization
+            stored = configuration.webhookStoredPerOrganization
+        }
+    }
+
     public static let maximumDescriptionBytes = 256
 
     public init(store: Store, allowPrivate: Bool, random: any RandomSource, now: Timestamp) {
@@ -30,8 +45,10 @@ public struct WebhookAdmin {
         let description = try check(description: description ?? "")
         return try store.write([.durable]) { txn in
             guard try txn.org(named: org) != nil else { throw ServiceError(.notFound, "No organization \(org).") }
-            guard try txn.webhooks(org: org).count < Self.maximumEndpoints else {
-                throw ServiceError(.badRequest, "An organization has at most \(Self.maximumEndpoints) webhook endpoints.")
+            guard try txn.webhooks(org: org).count < quotas.endpoints else {
+                throw ServiceError(.storeQuotaExceeded, "This organization has \(quotas.endpoints) webhook endpoints, the most allowed.",
+                                   hint: "Delete one first; the operator sets the limit with webhooks.endpointsPerOrganization.",
+                                   log: "org \(org): webhook endpoints at \(quotas.endpoints)", extra: [("limit", .int(Int64(quotas.endpoints)))])
             }
             // wh_ + a store-wide creation counter (8 hex) + 6 random bytes: ids sort by creation,
             // so endpoints created in the same second still list newest first.
@@ -84,10 +101,22 @@ public struct WebhookAdmin {
     /// Deliveries removed per transaction when an endpoint is deleted.
     static let removalBatch = 2_000
 
-    /// Queues `webhook.test` for this endpoint alone; returns the event's id.
+    /// Queues `webhook.test` for this endpoint alone; returns the event's id. It counts in the
+    /// organization's `WebhookCountRecord` from now on; 429 `store_quota_exceeded` when that
+    /// is at `quotas.stored` already.
     public func test(org: String?, id: String) throws -> String {
         try store.write([.durable]) { txn in
             let record = try Self.find(org: org, id: id, in: txn)
+            var count = try txn.webhookCount(org: record.org)
+            if quotas.stored > 0 && count.stored >= UInt64(quotas.stored) {
+                throw ServiceError(.storeQuotaExceeded,
+                                   "This organization keeps \(quotas.stored) webhook deliveries and test events in the store, the most allowed; no more test events are queued until some are removed.",
+                                   hint: "Finished deliveries leave the log after webhooks.logRetentionDays, and deleting an endpoint removes its log; the operator sets the limit with webhooks.storedDeliveriesPerOrganization.",
+                                   log: "org \(record.org): \(count.stored) webhook items stored, quota \(quotas.stored)",
+                                   extra: [("limit", .int(Int64(quotas.stored))), ("current", .int(Int64(clamping: count.stored)))])
+            }
+            count.stored &+= 1
+            try txn.put(count, org: record.org)
             let event = OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: WebhookEvent.test.rawValue, org: record.org,
                                     createdAt: now, dataJSON: JSONValue.object([
                                         ("webhook_id", .string(record.id)), ("organization", .string(record.org)),

@@ -118,6 +118,12 @@ enum RecordChecks {
             }
             return []
         },
+        .webhookCounts: { key, value, txn in
+            // org → what it stores for its webhooks, counted as it changes: equal to a recount.
+            let org = String(decoding: key, as: UTF8.self)
+            let record = try WebhookCountRecord(encoded: value), counted = try txn.countWebhookItems(org: org)
+            return record.stored == counted ? [] : ["organization \(org) is counted as storing \(record.stored) webhook deliveries and test events; it stores \(counted)"]
+        },
         .challenges: { key, value, _ in
             key.count == 24 && value.isEmpty ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
         },

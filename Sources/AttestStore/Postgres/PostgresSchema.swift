@@ -7,6 +7,7 @@
 /// ae_outbox_seq    (a BIGINT sequence)                               version 3: outbox keys
 /// ae_usage_days    (as every ae_<database>)                          version 4: returning devices per day
 ///                                                                    (and ae_usage_devices' fillfactor 70)
+/// ae_webhook_counts (as every ae_<database>)                         version 5: per-organization webhook counts
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -37,10 +38,11 @@ public enum PostgresSchema {
                 + " FROM \(table(db)) WHERE length(k) = 8), 0) + 1, false)",
         ] }),
         (4, [createTable(.usageDays), "ALTER TABLE \(table(.usageDevices)) SET (fillfactor = \(usageDevicesFillFactor))"]),
+        (5, [createTable(.webhookCounts)]),
     ]
 
     /// The databases a migration after version 1 adds (each creates its own table).
-    static let laterTables: Set<Database> = [.usageDays]
+    static let laterTables: Set<Database> = [.usageDays, .webhookCounts]
 
     static func createTable(_ db: Database) -> String { "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)" }
 

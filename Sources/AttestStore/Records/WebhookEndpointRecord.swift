@@ -92,10 +92,13 @@ extension Transaction {
     /// Removes up to `limit` of an endpoint's deliveries (its log and pending ones), oldest
     /// first, and the endpoint itself once none is left; whether it is gone. A long log is
     /// removed over several transactions (one LMDB write transaction can dirty only so many
-    /// pages); meanwhile the endpoint stays, with what is left of its log.
+    /// pages); meanwhile the endpoint stays, with what is left of its log. Its organization's
+    /// `WebhookCountRecord` loses what was removed.
     @discardableResult
     public func deleteWebhook(id: String, limit: Int = .max) throws -> Bool {
         let prefix = Array(id.utf8) + [0]
+        let org = try webhook(id: id)?.org
+        let count = try org.map { try webhookCount(org: $0) }
         var removed = 0, more = false
         try scan(.deliveries, from: prefix) { key, value in
             guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
@@ -103,6 +106,10 @@ extension Transaction {
             try delete(try DeliveryRecord(encoded: value).restored(key: key))
             removed += 1
             return true
+        }
+        if let org, var count, removed > 0 {
+            count.remove(UInt64(removed))
+            try put(count, org: org)
         }
         guard !more else { return false }
         try delete(.webhooks, Array(id.utf8))

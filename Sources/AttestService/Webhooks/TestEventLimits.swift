@@ -1,0 +1,32 @@
+import AttestCore
+import AttestStore
+
+/// The rate limits of `POST /api/v1/org/webhooks/:id/test`: fixed minutes in the ephemeral
+/// `rates` database, as validate's (`Admission.swift`).
+///
+/// ```
+/// rates  window end ‖ "webhook-test:" ‖ endpoint id      webhooks.testEventsPerEndpointPerMinute
+/// rates  window end ‖ "webhook-test-org:" ‖ organization  webhooks.testEventsPerOrganizationPerMinute
+/// ```
+/// Only an endpoint the caller's organization has is charged (the API answers 404 first), so
+/// the buckets are as many as the endpoints, and each is gone a minute after its window.
+extension ServiceContext {
+    /// Charges one test event to the endpoint's bucket, then (if that is within its limit) the
+    /// organization's. - Throws: 429 `rate_limited` with `Retry-After` when either is spent.
+    func chargeTestEvent(org: String, endpoint: String, now: Timestamp) throws {
+        let perEndpoint = configuration.webhookTestsPerEndpointPerMinute, perOrg = configuration.webhookTestsPerOrganizationPerMinute
+        var buckets = [(name: String, limit: UInt32)]()
+        if perEndpoint > 0 { buckets.append(("webhook-test:" + endpoint, UInt32(perEndpoint))) }
+        if perOrg > 0 { buckets.append(("webhook-test-org:" + org, UInt32(perOrg))) }
+        guard !buckets.isEmpty else { return }
+        let charged = try store.write([.ephemeral]) { txn in
+            try sweepExpiredIfDue(in: txn, now: now)
+            return try charge(buckets, in: txn, now: now)
+        }
+        guard let over = charged.over else { return }
+        let endpointWide = over.0 == buckets[0].name && perEndpoint > 0
+        throw rateLimited(over, now: now, what: endpointWide ? "test events to one endpoint" : "test events for one organization",
+                          hint: "Retry after the Retry-After header's seconds; the operator sets the limit with "
+                              + (endpointWide ? "webhooks.testEventsPerEndpointPerMinute." : "webhooks.testEventsPerOrganizationPerMinute."))
+    }
+}
