@@ -73,12 +73,15 @@ public struct DeliveryQueue {
     /// an organization's devices, or outsiders failing attestations for its apps, cause, its
     /// log and pending deliveries stay within the quota and no other organization notices.
     @discardableResult
-    public func fanOut(limit: Int, now: Timestamp) throws -> Int {
-        guard try store.read({ try !$0.outbox(limit: 1).isEmpty }) else { return 0 }
+    public func fanOut(limit: Int, now: Timestamp) throws -> Int { try fanOutReporting(limit: limit, now: now).taken }
+
+    /// `fanOut`, also telling how many deliveries each organization had dropped for its quota.
+    func fanOutReporting(limit: Int, now: Timestamp) throws -> (taken: Int, dropped: [String: Int]) {
+        guard try store.read({ try !$0.outbox(limit: 1).isEmpty }) else { return (0, [:]) }
         return try store.write([.durable]) { txn in
             let queued = try txn.outbox(limit: limit)
             var endpoints = [String: [WebhookEndpointRecord]]()
-            var counts = [String: WebhookCountRecord]()
+            var counts = [String: WebhookCountRecord](), dropped = [String: Int]()
             for (sequence, event) in queued {
                 if endpoints[event.org] == nil { endpoints[event.org] = try txn.webhooks(org: event.org) }
                 // Read before anything of this organization changes in this transaction.
@@ -87,6 +90,7 @@ public struct DeliveryQueue {
                 for endpoint in endpoints[event.org]! where event.target.isEmpty ? endpoint.wants(event.event) : endpoint.id == event.target {
                     guard !event.target.isEmpty || storedQuota == 0 || count.stored < UInt64(storedQuota) else {
                         count.dropped &+= 1
+                        dropped[event.org, default: 0] += 1
                         continue
                     }
                     try txn.put(DeliveryRecord(endpointID: endpoint.id, event: event, firstAttemptAt: now))
@@ -96,7 +100,7 @@ public struct DeliveryQueue {
                 try txn.dequeue(sequence)
             }
             for (org, count) in counts { try txn.put(count, org: org) }
-            return queued.count
+            return (queued.count, dropped)
         }
     }
 

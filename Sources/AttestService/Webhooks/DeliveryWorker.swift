@@ -85,7 +85,10 @@ public final class DeliveryWorker {
     public func turn(waitMilliseconds: Int? = nil) throws -> Bool {
         let now = clock.now()
         let pruned = try pruneIfDue(now)
-        let fanned = try queue.fanOut(limit: 512, now: now)
+        let (fanned, dropped) = try queue.fanOutReporting(limit: 512, now: now)
+        for (org, n) in dropped.sorted(by: { $0.key < $1.key }) {
+            log("deliver: organization \(org) stores webhooks.storedDeliveriesPerOrganization (\(queue.storedQuota)) deliveries: \(n) not stored")
+        }
         var submitted = 0
         let free = threads - inFlight.count
         if free > 0 {
