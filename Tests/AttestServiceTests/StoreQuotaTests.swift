@@ -90,6 +90,32 @@ import Testing
         #expect(try t.store.check().isConsistent)
     }
 
+    /// The attack: one API key's test events filled a 2 MiB map in seconds, and every
+    /// tenant's validate answered 503. With a quota that fits the map, the attacker is refused
+    /// and the other tenant's device still enrolls and refreshes.
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB's map")) func aSmallMapIsNotFilledByOneTenantsTestEvents() throws {
+        let t = try Tenants {
+            $0.durableMapSizeMiB = 2
+            $0.webhookStoredPerOrganization = 1_000
+        }
+        let hook = try t.endpoint(t.evil)
+        var queued = 0, last = (status: 0, body: JSONValue.null, headers: [String: String]())
+        for i in 0..<12_000 {
+            last = t.call("POST", "/\(hook)/test", key: t.evil)
+            guard last.status == 202 else { break }
+            queued += 1
+            // A full map fails the deliverer's turn too; it logs and tries again (`DeliveryWorker.run`).
+            if i % 256 == 255 { _ = try? t.queue.fanOut(limit: 512, now: t.flow.fixture.clock.now()) }
+        }
+        _ = try? t.queue.fanOut(limit: 512, now: t.flow.fixture.clock.now())
+        #expect(queued == 1_000 && last.status == 429 && last.body["code"]?.stringValue == "store_quota_exceeded",
+                "refused at its quota, not at a full map: \(queued) queued, then \(last.status) \(last.body.jsonText)")
+        let enrolled = t.flow.post(.validate, try t.flow.validateBody(challenge: try t.flow.fixture.challenge()))
+        #expect(enrolled.0 == 200, "the other tenant's validate: \(enrolled.1.jsonText)")
+        let refreshed = t.flow.post(.refresh, try t.flow.refreshBody(challenge: try t.flow.fixture.challenge()))
+        #expect(refreshed.0 == 200, "the other tenant's refresh: \(refreshed.1.jsonText)")
+    }
+
     @Test func testEventsAreRateLimitedPerEndpointAndPerOrganization() throws {
         let t = try Tenants {
             $0.webhookTestsPerEndpointPerMinute = 3
