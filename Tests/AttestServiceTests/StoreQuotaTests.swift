@@ -169,6 +169,30 @@ import Testing
         #expect(try t.store.check().isConsistent)
     }
 
+    /// An outsider who knows only an app's team and bundle ids (challenges are free) posts
+    /// attestations that fail: each queues `device.attestation_failed` for the app's
+    /// organization. Past its quota they are not stored; another organization notices nothing.
+    @Test func outsidersFailingAttestationsFillOnlyTheirTargetsQuota() throws {
+        let t = try Tenants {
+            $0.webhookStoredPerOrganization = 5
+            $0.validatePerIPPerMinute = 0
+        }
+        let acmeHook = try t.endpoint(t.acme), evilHook = try t.endpoint(t.evil)
+        var statuses = Set<Int>()
+        for i in 0..<20 {
+            let body = try t.flow.validateBody(challenge: try t.flow.fixture.challenge(), environment: .development)
+            statuses.insert(t.flow.post(.validate, body).0)
+            if i % 8 == 7 { try t.queue.fanOut(limit: 512, now: t.flow.fixture.clock.now()) }
+        }
+        try t.queue.fanOut(limit: 512, now: t.flow.fixture.clock.now())
+        #expect(statuses == [401], "each attestation fails Apple's checks")
+        #expect(try t.stored("acme") == WebhookCountRecord(stored: 5, dropped: 15))
+        #expect(try t.store.read { try $0.deliveries(endpoint: acmeHook).count } == 5)
+        #expect(try t.store.read { try $0.outbox().count } == 0)
+        #expect(t.call("POST", "/\(evilHook)/test", key: t.evil).status == 202, "another organization's quota is untouched")
+        #expect(try t.store.check().isConsistent)
+    }
+
     @Test func endpointsPastTheQuotaAre429() throws {
         let t = try Tenants { $0.webhookEndpointsPerOrganization = 2 }
         _ = try t.endpoint(t.evil, "/1")
