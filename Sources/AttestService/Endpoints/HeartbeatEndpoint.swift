@@ -12,7 +12,9 @@ import FastCGI
 /// ← 200 {"interval": 120, "nextHeartbeatSeconds": 120}
 /// ```
 /// A token must verify with a key the JWKS publishes now, be unexpired, be for the app in the
-/// headers, and name a device of that app that is not revoked; anything else is 401
+/// headers (its `team_id` and `bundle_id`), and name a device of that app that is active (not
+/// revoked, not invalidated by a failed assertion) and not blocked by an operator (the
+/// lineage's flag, mirrored onto every key of it: `DeviceFlags`); anything else is 401
 /// `unauthorized` (the SDK then refreshes its token and resends once). The signature is checked
 /// the first time a worker sees a token, the rest on every heartbeat (`VerifiedTokens`).
 /// API-key devices are counted apart and never billed; a new one beyond
@@ -112,7 +114,16 @@ extension ServiceContext {
         guard let (device, identity, countedToday) = found else {
             throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
         }
-        guard device.status != .revoked else { throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is revoked") }
+        // The record read above carries the status and the lineage's flags (mirrored onto
+        // each key: `DeviceFlags`), so refusing costs no read of its own.
+        switch device.status {
+        case .revoked: throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is revoked")
+        case .invalidated: throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) was invalidated: it must attest again")
+        case .active: break
+        }
+        if device.operatorFlags.contains(.blocked) {
+            throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is blocked by an operator")
+        }
         return (identity, countedToday)
     }
 
