@@ -51,8 +51,6 @@ public final class ServiceContext {
     /// Where a heartbeat's reads went last time, by deviceId (`prefetchHeartbeat`; only where
     /// the store prefetches).
     var heartbeatHints = HeartbeatHints()
-    /// How webhook URLs' host names are resolved (the management API's SSRF check).
-    public var resolveHost: (String) -> [IPAddress] = IPAddress.resolve
     /// Test-only failure injection (`FaultPoints`).
     public var faults = FaultPoints()
     /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`

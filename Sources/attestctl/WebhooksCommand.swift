@@ -16,8 +16,9 @@ let webhooksCommand = Command(
                attestctl webhooks log ID [--limit N] [--json] [--data DIR]
 
         add prints the endpoint's secret (whsec_…) once. Without --events the endpoint gets
-        every event. URLs must be https:// and must not resolve to loopback, private,
-        link-local or multicast addresses unless webhooks.allowPrivateDestinations is set.
+        every event. URLs must be https:// and must not point to loopback, private,
+        link-local or multicast addresses unless webhooks.allowPrivateDestinations is set
+        (an address literal is refused here, a host name by the sender at each connection).
         test queues webhook.test for that endpoint; the delivery worker (attest-webhooks
         deliver, run by 'attestctl serve') sends it. log shows attempts, newest first.
 

@@ -243,10 +243,20 @@ import Testing
             ("64:ff9b::a00:1", false),
             ("::127.0.0.1", false), ("::8.8.8.8", false), ("64:ff9b:1::808:808", false),
             ("192.0.2.1", false), ("198.51.100.7", false), ("203.0.113.9", false), ("203.0.114.9", true),
+            // Transition forms (issue 37 item 8): judged by the IPv4 address they carry.
+            ("2002:7f00:1::1", false), ("2002:a00:1::1", false), ("2002:c0a8:101::", false), ("2002:808:808::1", true),
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", false), // Teredo client 127.0.0.1 (bits flipped)
+            ("2001:0:a00:1:8000:63bf:f7f7:f7f7", false),     // Teredo server 10.0.0.1, client 8.8.8.8
+            ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", true),  // server 65.54.227.120, client 8.8.8.8
+            ("::ffff:0:7f00:1", false), ("::ffff:0:a9fe:a9fe", false), ("::ffff:0:808:808", true),
+            ("192.88.99.1", false), ("192.88.98.1", true), ("64:ff9b::808:808", true), ("64:ff9b::7f00:1", false),
+            ("100::1", false), ("2001:2::1", false), ("2001:10::1", false), ("2001:20::1", false), ("3fff::1", false),
+            ("2001:4860:4860::8888", true), ("2001:3::1", true),
         ]
         for (text, isPublic) in cases {
-            #expect((IPAddress(text)!.restriction == nil) == isPublic, "\(text)")
+            #expect((IPAddress(text)!.restriction == nil) == isPublic, "\(text): \(IPAddress(text)!.restriction ?? "public")")
         }
+        #expect(IPAddress("2002:7f00:1::1")!.restriction == "loopback (6to4 of 127.0.0.1)", "the reason names the form and the IPv4 address")
     }
 }
 

@@ -234,7 +234,7 @@ def main():
         T.check("another organization's key gets 404 for each of its endpoints", statuses == [404] * 4, repr(statuses))
 
         for bad, why in [("https://127.0.0.1/x", "loopback"), ("https://10.0.0.1/x", "private"), ("https://[::1]/x", "loopback"),
-                         ("https://localhost/x", "loopback"), ("http://example.com/x", "https")]:
+                         ("https://[2002:7f00:1::1]/x", "loopback"), ("http://example.com/x", "https")]:
             p = s.ctl("webhooks", "add", "--org", "acme", bad, check=False)
             T.check(f"attestctl webhooks add refuses {bad} (the guard is on outside serve's flag)", p.returncode == 1 and why in p.stderr, p.stderr)
 

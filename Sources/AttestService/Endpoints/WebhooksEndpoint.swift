@@ -41,7 +41,6 @@ public enum WebhooksEndpoint {
         let org = try ctx.organization(apiKey: key, for: .management).name
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
                                  random: ctx.random, now: ctx.clock.now())
-        admin.resolve = ctx.resolveHost
         admin.quotas = .init(ctx.configuration)
         let rest = request.path.hasPrefix(path) ? request.path.dropFirst(path.count) : ""
         let parts = rest.split(separator: "/", omittingEmptySubsequences: true).map(String.init)

@@ -1,11 +1,15 @@
 /// A webhook endpoint URL, checked when an endpoint is created or changed (SPEC §7, the SSRF
 /// guard): `https://host[:port][/path][?query]`, at most 2048 bytes, no user info, no fragment;
-/// the host (a name, an IPv4 literal or a bracketed IPv6 literal) must resolve, and every
-/// address it resolves to must be public unicast (`IPAddress.restriction`). With
-/// `webhooks.allowPrivateDestinations` plain `http://` and any address are allowed.
+/// the host is a name, an IPv4 literal or a bracketed IPv6 literal, and a literal must be a
+/// public unicast address (`IPAddress.restriction`). With `webhooks.allowPrivateDestinations`
+/// plain `http://` and any address are allowed.
 ///
-/// The sender checks again the address each connection actually goes to (a name may resolve
-/// differently later), so this check is for a clear 400 early, not the only line of defence.
+/// A name is not resolved here: the management API's pool runs without network access
+/// (`PrivateNetwork=yes`, `RestrictAddressFamilies=AF_UNIX` in its unit), and what a name
+/// resolves to now says nothing of what it resolves to at delivery (DNS rebinding). The sender
+/// judges every address each connection actually goes to (`CurlTransport`), so a name that
+/// resolves to a refused address is refused there, and the attempt's error in the delivery log
+/// says so.
 public struct WebhookURL: Sendable, Equatable {
     public let scheme: String
     public let host: String
@@ -14,7 +18,7 @@ public struct WebhookURL: Sendable, Equatable {
     public static let maximumBytes = 2048
 
     /// Parses and checks `text`; the error names the `url` field and says what is wrong.
-    public init(_ text: String, allowPrivate: Bool, resolve: (String) -> [IPAddress] = IPAddress.resolve) throws(ServiceError) {
+    public init(_ text: String, allowPrivate: Bool) throws(ServiceError) {
         func bad(_ why: String) -> ServiceError { ServiceError(.badRequest, "The field url \(why).") }
         guard !text.isEmpty, text.utf8.count <= Self.maximumBytes else { throw bad("must be 1 to \(Self.maximumBytes) bytes") }
         guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
@@ -53,14 +57,13 @@ public struct WebhookURL: Sendable, Equatable {
         }
         host = hostPart.lowercased()
         guard !host.isEmpty, host.count <= 253 else { throw bad("has no host") }
-        guard IPAddress(host) != nil || host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }) else {
+        let literal = IPAddress(host)
+        guard literal != nil || host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }) else {
             throw bad("has a malformed host")
         }
         if allowPrivate { return }
-        let addresses = resolve(host)
-        guard !addresses.isEmpty else { throw bad("host \(host) does not resolve") }
-        if let blocked = addresses.first(where: { $0.restriction != nil }) {
-            throw bad("must not point to a \(blocked.restriction!) address (\(host) is \(blocked))")
+        if let literal, let why = literal.restriction {
+            throw bad("must not point to a \(why) address (\(host))")
         }
     }
 }
