@@ -233,7 +233,7 @@ def cross_host_refresh(a, b):
     try:
         keys = {k["kid"]: k for k in a.http("GET", "/.well-known/jwks.json").json["keys"]}
         key = jwt.PyJWK.from_dict(keys[jwt.get_unverified_header(token)["kid"]]).key
-        claims = jwt.decode(token, key=key, algorithms=["ES256"], audience=MAIN[1], issuer="attestedge")
+        claims = jwt.decode(token, key=key, algorithms=["ES256"], audience=MAIN[0] + "." + MAIN[1], issuer="attestedge")
         T.check("the token host B issued verifies against host A's JWKS", bool(claims.get("device_id")), str(claims)[:200])
     except Exception as e:  # noqa: BLE001 - any failure is the finding
         T.check("the token host B issued verifies against host A's JWKS", False, repr(e))

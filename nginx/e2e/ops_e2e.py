@@ -111,7 +111,7 @@ def token_nonces(s):
     for token in tokens:
         try:
             key = jwt.PyJWK.from_dict(keys[jwt.get_unverified_header(token)["kid"]]).key
-            jwt.decode(token, key=key, algorithms=["ES256"], audience="com.example.app", issuer="attestedge")
+            jwt.decode(token, key=key, algorithms=["ES256"], audience="ABCDE12345.com.example.app", issuer="attestedge")
         except Exception as e:  # noqa: BLE001 - any failure is the finding
             bad.append(repr(e))
     T.check("every token verifies with PyJWT against the served JWKS", not bad, str(bad[:3]))

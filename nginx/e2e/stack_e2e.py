@@ -172,10 +172,31 @@ def device_flow(s):
     keys = {k["kid"]: k for k in jwks.json["keys"]}
     try:
         key = jwt.PyJWK.from_dict(keys[header["kid"]]).key
-        claims = jwt.decode(token, key=key, algorithms=["ES256"], audience="com.example.app", issuer="attestedge")
+        claims = jwt.decode(token, key=key, algorithms=["ES256"], audience="ABCDE12345.com.example.app", issuer="attestedge")
         T.check("the token verifies with PyJWT against the served JWKS", claims["device_id"] == shown["deviceId"], str(claims)[:200])
     except Exception as e:  # noqa: BLE001 - any failure is the finding
         T.check("the token verifies with PyJWT against the served JWKS", False, repr(e))
+    # Tenants (issue 37 item 11): another organization's team registers the same bundle ID; its
+    # token carries its own App ID, which team A's relying party (checking aud) refuses.
+    s.ctl("org", "add", "globex", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "globex", "--team", "EVILTEAM99", "--bundle", "com.example.app")
+    st_b = s.state("tenant-b")
+    p = s.device(st_b, "enroll", team="EVILTEAM99")
+    T.check("team B's app with team A's bundle ID enrolls a device", p.returncode == 0, p.stderr)
+    token_b = json.loads(open(st_b).read())["fields"]["token"] if p.returncode == 0 else ""
+    try:
+        key_b = jwt.PyJWK.from_dict(keys[jwt.get_unverified_header(token_b)["kid"]]).key
+        claims_b = jwt.decode(token_b, key=key_b, algorithms=["ES256"], options={"verify_aud": False})
+        T.check("team B's token: aud is B's App ID, bundle_id and team_id kept",
+                claims_b["aud"] == "EVILTEAM99.com.example.app" and claims_b["bundle_id"] == "com.example.app"
+                and claims_b["team_id"] == "EVILTEAM99", str(claims_b)[:200])
+        try:
+            jwt.decode(token_b, key=key_b, algorithms=["ES256"], audience="ABCDE12345.com.example.app", issuer="attestedge")
+            T.check("team A's relying party (checking aud) refuses team B's token", False, "accepted")
+        except jwt.InvalidAudienceError:
+            T.check("team A's relying party (checking aud) refuses team B's token", True)
+    except Exception as e:  # noqa: BLE001
+        T.check("team B's token: aud is B's App ID, bundle_id and team_id kept", False, repr(e))
     # Rotation: the new key is in the JWKS at once but signs only after tokens.publicationDelaySeconds.
     s.ctl("keys", "rotate")
     time.sleep(1.1)
@@ -202,13 +223,13 @@ def device_flow(s):
             list(rs_keys) == [rs_header["kid"], header["kid"]], str(list(rs_keys)))
     try:
         rs_claims = jwt.decode(rs_token, key=jwt.PyJWK.from_dict(rs_keys[rs_header["kid"]]).key, algorithms=["RS256"],
-                               audience="com.example.app", issuer="attestedge")
+                               audience="ABCDE12345.com.example.app", issuer="attestedge")
         T.check("an RS256 token verifies with PyJWT against the served JWKS", rs_header["alg"] == "RS256"
                 and rs_claims["device_id"] == shown["deviceId"], str(rs_header))
     except Exception as e:  # noqa: BLE001
         T.check("an RS256 token verifies with PyJWT against the served JWKS", False, repr(e) + p.stderr)
     try:
-        jwt.decode(token, key=jwt.PyJWK.from_dict(rs_keys[header["kid"]]).key, algorithms=["ES256"], audience="com.example.app",
+        jwt.decode(token, key=jwt.PyJWK.from_dict(rs_keys[header["kid"]]).key, algorithms=["ES256"], audience="ABCDE12345.com.example.app",
                    issuer="attestedge")
         T.check("a token of the rotated-out ES256 key still verifies during the overlap", True)
     except Exception as e:  # noqa: BLE001

@@ -56,6 +56,13 @@ public struct Configuration: Sendable, Equatable {
     /// `tokens.publicationDelaySeconds`: how long a rotated-in key is in jwks.json before it
     /// signs; at least the JWKS max-age nginx sends (300 s), twice that by default.
     public var publicationDelaySeconds = 600
+    /// `tokens.audience`: what a token's `aud` is. `appId`: the App ID, `TEAMID.bundleId`,
+    /// unique to one team's app. `bundle`: the bundle ID alone (the hosted service's
+    /// contract, SPEC §5), which two teams' apps can share; the default, so a data directory
+    /// written before the key existed keeps its relying parties working after an upgrade.
+    /// New data directories get `appId` (`newDataDirectory`).
+    public var tokenAudience = "bundle"
+    public static let tokenAudiences = ["appId", "bundle"]
     /// `trust.testRoots`: PEM files trusted besides Apple's root (test devices only).
     public var testRoots: [String] = []
     /// `rateLimits.validatePerIPPerMinute`: 0 disables the per-IP limit on validate.
@@ -107,6 +114,15 @@ public struct Configuration: Sendable, Equatable {
     public static let minimumTokenLifetimeSeconds = 600
 
     public init() {}
+
+    /// What `attestctl init` writes into a new data directory's config.json: the defaults,
+    /// with the settings that differ from what an older config.json without them means
+    /// (`tokens.audience`).
+    public static var newDataDirectory: Configuration {
+        var c = Configuration()
+        c.tokenAudience = "appId"
+        return c
+    }
 
     public var storeOptions: StoreOptions {
         StoreOptions(backend: storeBackend == "postgres" ? .postgres(url: postgresURL) : .lmdb,

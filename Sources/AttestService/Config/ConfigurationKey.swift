@@ -92,6 +92,7 @@ public struct ConfigurationKey: Sendable {
         .text("tokens.issuer", "The iss claim of issued tokens.", .string, \.tokenIssuer),
         .int("tokens.lifetimeSeconds", "Token lifetime unless the app sets its own (at least 600: the iOS SDK renews 300 s before expiry).", Configuration.minimumTokenLifetimeSeconds...2_592_000, \.tokenLifetimeSeconds),
         .text("tokens.algorithm", "Signing algorithm for new keys: ES256 or RS256.", .choice(["ES256", "RS256"]), \.tokenAlgorithm),
+        .text("tokens.audience", "The aud claim: \"appId\" (TEAMID.bundleId, what attestctl init writes) or \"bundle\" (the bundle ID alone, the hosted service's form and what a config.json without this key means: two teams' apps with one bundle ID then share an audience, so relying parties must check team_id too).", .choice(Configuration.tokenAudiences), \.tokenAudience),
         .int("tokens.rotationOverlapSeconds", "How long a rotated-out key stays in the JWKS after it stops signing.", 0...31_536_000, \.rotationOverlapSeconds),
         .int("tokens.publicationDelaySeconds", "How long 'keys rotate' publishes a new key in the JWKS before it signs (at least the JWKS max-age, 300 s; 'keys rotate --now' skips it).", 300...2_592_000, \.publicationDelaySeconds),
         ConfigurationKey(name: "trust.testRoots", doc: "PEM files of test CAs trusted besides Apple's root (test devices only; logged loudly).",

@@ -135,7 +135,9 @@ extension ServiceContext {
             throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
         }
         guard let exp = claims["exp"]?.intValue else { throw HeartbeatEndpoint.unauthorized("token expired") }
-        guard let bundleID = claims["aud"]?.stringValue, let teamID = claims["team_id"]?.stringValue,
+        // `bundle_id`, not `aud`: the audience's form is a setting (`tokens.audience`), and a
+        // token minted before it changed still speaks for its app until it expires.
+        guard let bundleID = claims["bundle_id"]?.stringValue, let teamID = claims["team_id"]?.stringValue,
               claims["iss"]?.stringValue == configuration.tokenIssuer else {
             throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
         }

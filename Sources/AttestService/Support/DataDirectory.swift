@@ -65,7 +65,7 @@ public struct DataDirectory: Sendable {
     /// Creates whatever is missing: directories, config.json, the challenge secret, a first
     /// signing key and the JWKS. Existing files are kept. Returns what it created.
     @discardableResult
-    public func initialise(configuration: Configuration = Configuration(), random: any RandomSource = SystemRandom(),
+    public func initialise(configuration: Configuration = .newDataDirectory, random: any RandomSource = SystemRandom(),
                            now: Timestamp) throws -> [String] {
         var created = try makeLayout()
         if !FileIO.exists(configFile) {

@@ -4,7 +4,7 @@ import AttestStore
 /// Builds and signs a device token (SPEC §5).
 ///
 /// ```
-/// {"iss", "aud": bundleId, "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
+/// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
 ///  "environment", "risk_score" (null on free), "risk_category", "device_integrity",
 ///  "jailbreak_detected", "attestation_count", "attest": "hardware" | "test_root", "device_model", "os_version",
 ///  "app_version", "platform", "custom_claims": {…},
@@ -27,7 +27,7 @@ extension ServiceContext {
         let showScore = app.org.tier != .free
         var claims: [(String, JSONValue)] = [
             ("iss", .string(configuration.tokenIssuer)),
-            ("aud", .string(app.app.bundleID)),
+            ("aud", .string(configuration.audience(of: app.app))),
             ("sub", .string(device.deviceID)),
             ("device_id", .string(device.deviceID)),
             ("iat", .int(now.seconds)),
@@ -51,6 +51,15 @@ extension ServiceContext {
         if let subscription = a.subscription(subjectID: device.subjectID, now: now) { claims.append(("subscription", subscription)) }
         let token = try tokenSigner().sign(.object(claims))
         return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: a.claims)
+    }
+}
+
+extension Configuration {
+    /// A token's `aud` for `app`: its App ID (`TEAMID.bundleId`), or with `tokens.audience`
+    /// `bundle` its bundle ID alone (then a team's `aud` is another team's with the same
+    /// bundle ID: only `team_id` tells them apart).
+    func audience(of app: AppRecord) -> String {
+        tokenAudience == "bundle" ? app.bundleID : app.appID
     }
 }
 

@@ -45,8 +45,8 @@ struct VerifiedTokens {
         }
     }
 
-    /// What a heartbeat checks of a verified token: `exp`, `aud` and `team_id` (against the
-    /// app in the headers), `device_id`.
+    /// What a heartbeat checks of a verified token: `exp`, `bundle_id` and `team_id` (against
+    /// the app in the headers), `device_id`.
     struct Claims: Equatable {
         let expires: Int64
         let bundleID: String
