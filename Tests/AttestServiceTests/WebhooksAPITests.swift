@@ -110,6 +110,9 @@ import Testing
             // IPv6 transition forms carrying a refused IPv4 address (issue 37 item 8).
             ("https://[2002:7f00:1::1]/", "loopback"), ("https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "loopback"),
             ("https://[::ffff:0:a00:1]/", "private"), ("https://192.88.99.1/", "6to4 relay"),
+            // IPv4 in inet_aton's other forms: no resolver is asked, so they are parsed here.
+            ("https://2130706433/", "loopback"), ("https://127.1/", "loopback"), ("https://0x7f.0.0.1/", "loopback"),
+            ("https://0177.0.0.1:8443/", "loopback"), ("https://0xa000001/", "private"), ("https://1.2.3.999/", "malformed"),
         ]
         for (url, why) in refused {
             let (status, body) = api.create(url)

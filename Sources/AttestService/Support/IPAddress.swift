@@ -24,6 +24,14 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Parses an IPv4 address in any of the forms `inet_aton` takes, which resolvers and curl
+    /// take too: "127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1" are all 127.0.0.1.
+    public init?(anyIPv4Form text: String) {
+        var v4 = in_addr()
+        guard inet_aton(text, &v4) != 0 else { return nil }
+        bytes = withUnsafeBytes(of: &v4) { Array($0) }
+    }
+
     public var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         var copy = bytes

@@ -57,8 +57,12 @@ public struct WebhookURL: Sendable, Equatable {
         }
         host = hostPart.lowercased()
         guard !host.isEmpty, host.count <= 253 else { throw bad("has no host") }
-        let literal = IPAddress(host)
-        guard literal != nil || host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }) else {
+        // A host whose last label is a number is an IPv4 address to resolvers and curl, in any
+        // of inet_aton's forms ("127.1", "2130706433", "0x7f.1"), never a name.
+        let last = host.split(separator: ".").last ?? ""
+        let numeric = !last.isEmpty && (last.allSatisfy { $0.isASCII && $0.isNumber } || last.hasPrefix("0x"))
+        let literal = IPAddress(host) ?? (numeric ? IPAddress(anyIPv4Form: host) : nil)
+        guard literal != nil || (!numeric && host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })) else {
             throw bad("has a malformed host")
         }
         if allowPrivate { return }
