@@ -87,12 +87,16 @@ public final class GuardedPost {
                 let c = Unmanaged<Context>.fromOpaque(raw!).takeUnretainedValue()
                 guard let address else { return attest_curl_socket_bad() }
                 let a = address.pointee
+                // `addr` is declared a 16-byte `struct sockaddr` but holds the whole address
+                // (curl's storage is larger): read it in place. A copy (`a.addr`) keeps only 16
+                // bytes, and a sockaddr_in6's address ends at byte 24.
+                let stored = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
                 let bytes: [UInt8]
                 switch a.family {
-                case AF_INET:
-                    bytes = withUnsafePointer(to: a.addr) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in withUnsafeBytes(of: p.pointee.sin_addr) { Array($0) } } }
-                case AF_INET6:
-                    bytes = withUnsafePointer(to: a.addr) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in withUnsafeBytes(of: p.pointee.sin6_addr) { Array($0) } } }
+                case AF_INET where a.addrlen >= MemoryLayout<sockaddr_in>.size:
+                    bytes = withUnsafeBytes(of: stored.loadUnaligned(as: sockaddr_in.self).sin_addr) { Array($0) }
+                case AF_INET6 where a.addrlen >= MemoryLayout<sockaddr_in6>.size:
+                    bytes = withUnsafeBytes(of: stored.loadUnaligned(as: sockaddr_in6.self).sin6_addr) { Array($0) }
                 default:
                     c.refusal = "address family \(a.family) refused"
                     return attest_curl_socket_bad()

@@ -80,4 +80,25 @@ import Glibc
         #expect(result.status == 0)
         #expect(result.error == "destination refused: loopback")
     }
+
+    /// What the guard judged, kept by a check (which must be `@Sendable`).
+    final class Seen: @unchecked Sendable {
+        var addresses: [[UInt8]] = []
+    }
+
+    /// The check sees an IPv6 address whole: it used to be read from a 16-byte copy of curl's
+    /// `struct sockaddr`, so bytes 8–15 of the address (an IPv4-mapped, NAT64 or Teredo
+    /// address's IPv4 part) were whatever lay beyond the copy, and `::1` was judged as `::`.
+    @Test func anIPv6AddressIsJudgedWhole() throws {
+        let seen = Seen()
+        let post = GuardedPost(check: { seen.addresses.append($0); return "refused" }, allowPlainHTTP: true)
+        for literal in ["::1", "64:ff9b::7f00:1", "2001:db8:1:2:3:4:5:6"] {
+            seen.addresses = []
+            let result = post.post("http://[\(literal)]:9/hook", headers: [], body: Array("{}".utf8), timeoutSeconds: 5)
+            var expected = in6_addr()
+            #expect(inet_pton(AF_INET6, literal, &expected) == 1)
+            #expect(seen.addresses == [withUnsafeBytes(of: &expected) { Array($0) }], "\(literal): \(seen.addresses)")
+            #expect(result.status == 0 && result.error == "destination refused: refused", "\(literal): \(result.error)")
+        }
+    }
 }
