@@ -190,9 +190,11 @@ def device_flow(s):
         T.check("team B's token: aud is B's App ID, bundle_id and team_id kept",
                 claims_b["aud"] == "EVILTEAM99.com.example.app" and claims_b["bundle_id"] == "com.example.app"
                 and claims_b["team_id"] == "EVILTEAM99", str(claims_b)[:200])
+        # Team A's relying party checks the audience team A's own tokens carry.
+        a_aud = jwt.decode(token, options={"verify_signature": False})["aud"]
         try:
-            jwt.decode(token_b, key=key_b, algorithms=["ES256"], audience="ABCDE12345.com.example.app", issuer="attestedge")
-            T.check("team A's relying party (checking aud) refuses team B's token", False, "accepted")
+            jwt.decode(token_b, key=key_b, algorithms=["ES256"], audience=a_aud, issuer="attestedge")
+            T.check("team A's relying party (checking aud) refuses team B's token", False, f"accepted: both say aud {a_aud}")
         except jwt.InvalidAudienceError:
             T.check("team A's relying party (checking aud) refuses team B's token", True)
     except Exception as e:  # noqa: BLE001
