@@ -1,6 +1,7 @@
 import AttestCore
 import AttestService
 import AttestStore
+import Dispatch
 import Testing
 
 /// Fan-out, retries on the configured schedule, at-least-once and the signatures (README
@@ -313,5 +314,55 @@ import Testing
         while worker.delivered < 2 && turns < 2_000 { _ = try worker.turn(waitMilliseconds: 5); turns += 1 }
         #expect(worker.delivered == 2)
         #expect(try s.log(endpoint.id).allSatisfy { $0.state == .delivered })
+    }
+}
+
+/// One organization's slow endpoints hold at most `webhooks.concurrencyPerOrganization` of the
+/// sender's threads: another organization's deliveries still go out.
+@Suite struct DeliveryWorkerFairnessTests {
+    /// Holds every attempt to a URL containing "/slow" until `release` (or 20 s); answers the
+    /// others at once.
+    final class SlowForSome: WebhookTransport, @unchecked Sendable {
+        let held = DispatchSemaphore(value: 0)
+        func post(url: String, headers: [(String, String)], body: [UInt8], timeoutSeconds: Int) -> AttemptResult {
+            if url.contains("/slow") { _ = held.wait(timeout: .now() + 20) }
+            return AttemptResult(status: 200, durationMs: 1, excerpt: "ok", error: "")
+        }
+        func release(_ n: Int) { for _ in 0..<n { held.signal() } }
+    }
+
+    /// Whether acme's one delivery is delivered while evil's 3 slow endpoints (2 deliveries
+    /// each, due first) hold what they may of 4 threads, `perOrganization` of them at most.
+    func acmeGetsThrough(perOrganization: Int) throws -> Bool {
+        let s = try DeliveryTests.Setup()
+        var configuration = s.fixture.context.configuration
+        configuration.webhookMaxConcurrent = 4
+        configuration.webhookConcurrencyPerEndpoint = 2
+        configuration.webhookConcurrencyPerOrganization = perOrganization
+        let transport = SlowForSome()
+        let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
+                                    clock: s.fixture.clock, pollMilliseconds: 5) { transport }
+        _ = try WebhooksAPITests.API.makeKey(s.fixture, org: "evil")  // the organization
+        for i in 0..<3 { _ = try s.admin.create(org: "evil", url: "http://127.0.0.1:1/slow\(i)", events: nil, description: nil) }
+        try s.enqueue("device.new", org: "evil")
+        try s.enqueue("attestation.completed", org: "evil")
+        _ = try worker.turn(waitMilliseconds: 5)  // evil's 6 deliveries are due first
+        s.fixture.clock.advance(1)
+        _ = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/fast", events: nil, description: nil)
+        try s.enqueue("device.new", org: "acme")
+        for _ in 0..<40 where worker.delivered == 0 { _ = try worker.turn(waitMilliseconds: 5) }
+        let through = worker.delivered == 1
+        transport.release(6)
+        for _ in 0..<400 where worker.delivered < 7 { _ = try worker.turn(waitMilliseconds: 5) }
+        return through
+    }
+
+    @Test func anotherOrganizationsDeliveryGoesOutWhileOneOrganizationsSlowEndpointsHoldTheirShare() throws {
+        #expect(try acmeGetsThrough(perOrganization: 2), "evil holds 2 of 4 threads; acme's delivery takes a third")
+    }
+
+    @Test func withoutThePerOrganizationLimitOneOrganizationTakesEveryThread() throws {
+        // The control: as before the limit existed, evil's slow endpoints fill all 4 threads.
+        #expect(try !acmeGetsThrough(perOrganization: 0), "with no per-organization limit acme waits behind evil")
     }
 }

@@ -135,6 +135,25 @@ import Testing
         #expect(t.call("POST", "/\(first)/test", key: t.evil).status == 202, "the next minute")
     }
 
+    /// Each create, update or delete is a durable write waiting on a sync: one API key in a loop
+    /// held the store's single writer and the disk every tenant uses (review finding B4).
+    @Test func managementWritesAreRateLimitedPerOrganization() throws {
+        let t = try Tenants { $0.webhookWritesPerOrganizationPerMinute = 5 }
+        let hook = try t.endpoint(t.evil), acmeHook = try t.endpoint(t.acme)  // one write each
+        let patches = (0..<5).map { i in t.call("PATCH", "/\(hook)", body: #"{"description":"d\#(i)"}"#, key: t.evil) }
+        #expect(patches.map(\.status) == [200, 200, 200, 200, 429], "5 writes a minute, the creation included")
+        #expect(patches[4].body["code"]?.stringValue == "rate_limited")
+        #expect(patches[4].body["hint"]?.stringValue?.contains("webhooks.writesPerOrganizationPerMinute") == true)
+        #expect(patches[4].headers["Retry-After"].flatMap { Int($0) }.map { (1...60).contains($0) } == true)
+        #expect(t.call("DELETE", "/\(hook)", key: t.evil).status == 429, "deletes count too")
+        #expect(t.call("POST", body: #"{"url":"https://hooks.example.com/x"}"#, key: t.evil).status == 429, "and creations")
+        #expect(t.call("GET", "/\(hook)", key: t.evil).status == 200, "reads are not charged")
+        #expect(t.call("PATCH", "/\(acmeHook)", body: #"{"description":"mine"}"#, key: t.acme).status == 200,
+                "another organization has its own bucket")
+        t.flow.fixture.clock.advance(60)
+        #expect(t.call("PATCH", "/\(hook)", body: #"{"description":"later"}"#, key: t.evil).status == 200, "the next minute")
+    }
+
     @Test func otherEventsPastTheQuotaAreNotStoredAndPruningOrDeletingFreesIt() throws {
         let t = try Tenants {
             $0.webhookStoredPerOrganization = 10

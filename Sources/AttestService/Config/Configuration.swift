@@ -96,6 +96,12 @@ public struct Configuration: Sendable, Equatable {
     public var webhookConcurrencyPerEndpoint = 2
     /// `webhooks.maxConcurrentDeliveries`: attempts in flight in all (the sender's threads).
     public var webhookMaxConcurrent = 16
+    /// `webhooks.concurrencyPerOrganization`: attempts in flight to one organization's
+    /// endpoints at most, all together (0: no limit).
+    public var webhookConcurrencyPerOrganization = 8
+    /// `webhooks.writesPerOrganizationPerMinute`: management API changes (create, update,
+    /// delete) one organization may make per minute (0: no limit).
+    public var webhookWritesPerOrganizationPerMinute = 60
     /// `webhooks.logRetentionDays`: finished deliveries are removed from the log this long
     /// after they were created (0: kept until their endpoint is deleted).
     public var webhookLogRetentionDays = 30

@@ -50,16 +50,19 @@ public enum WebhooksEndpoint {
         case ("POST", 0, _):
             let body = try JSONBody(request)
             guard let url = try body.string("url") else { throw ServiceError(.badRequest, "The field url is required.") }
+            try ctx.chargeWebhookWrite(org: org, now: admin.now)
             let record = try admin.create(org: org, url: url, events: try body.strings("events"), description: try body.string("description"))
             return .json(201, json(record, secret: true).jsonText, headers: [Header("Cache-Control", "no-store")])
         case ("GET", 1, _):
             return ServiceContext.json(json(try admin.get(org: org, id: parts[0])))
         case ("PATCH", 1, _):
             let body = try JSONBody(request)
+            try ctx.chargeWebhookWrite(org: org, now: admin.now)
             let record = try admin.update(org: org, id: parts[0], url: try body.string("url"), events: try body.strings("events"),
                                           description: try body.string("description"), isActive: try body.bool("isActive"))
             return ServiceContext.json(json(record))
         case ("DELETE", 1, _):
+            try ctx.chargeWebhookWrite(org: org, now: admin.now)
             try admin.remove(org: org, id: parts[0])
             return ServiceContext.json(["id": .string(parts[0]), "deleted": true])
         case ("POST", 2, "test"):

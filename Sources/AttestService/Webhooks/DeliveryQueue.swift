@@ -4,6 +4,8 @@ import AttestStore
 /// One attempt to send, handed to a sender thread: everything it needs, copied out of the store.
 public struct DeliveryJob: Sendable {
     public let endpointID: String
+    /// The organization the endpoint belongs to (what `webhooks.concurrencyPerOrganization` counts).
+    public let organization: String
     public let sequence: UInt64
     public let url: String
     public let headers: [(String, String)]
@@ -104,8 +106,10 @@ public struct DeliveryQueue {
         }
     }
 
-    /// Jobs due at `now`, earliest first, at most `limit`, passing over `busy` keys and endpoints
-    /// whose count in `perEndpoint` has reached `endpointLimit`, each claimed for this worker.
+    /// Jobs due at `now`, earliest first, at most `limit`, passing over `busy` keys, endpoints
+    /// whose count in `perEndpoint` has reached `endpointLimit`, and endpoints of organizations
+    /// whose count in `perOrganization` has reached `organizationLimit` (0: none), each claimed
+    /// for this worker.
     /// Deliveries to an endpoint that is inactive or gone are marked `skipped` instead.
     ///
     /// The claim is a lease: in one write transaction each job's `nextAttemptAt` moves to
@@ -117,15 +121,19 @@ public struct DeliveryQueue {
     ///
     /// A slow endpoint holds up only itself: its due entries are passed over by key, without
     /// reading them, once it has `endpointLimit` in flight, so however many of them come first,
-    /// other endpoints' deliveries are reached. The work per call is bounded all the same: one
+    /// other endpoints' deliveries are reached. Likewise an organization with many slow
+    /// endpoints holds at most `organizationLimit` attempts: the other threads are left to the
+    /// other organizations. The work per call is bounded all the same: one
     /// scan from the earliest entry and one from `resume` (where the previous call's second scan
     /// stopped, nil: the start), each looking at `scanBudget / 2` entries at most. Behind a
     /// backlog longer than that, the second scan moves on each call and wraps around at the end,
     /// so every due delivery is reached within (backlog ÷ scanBudget × 2) calls.
     public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int,
+                    perOrganization: [String: Int] = [:], organizationLimit: Int = 0,
                     leaseSeconds: Int = 60) throws -> [DeliveryJob] {
         var resume: [UInt8]?
         return try due(now: now, limit: limit, busy: busy, perEndpoint: perEndpoint, endpointLimit: endpointLimit,
+                       perOrganization: perOrganization, organizationLimit: organizationLimit,
                        leaseSeconds: leaseSeconds, resume: &resume)
     }
 
@@ -135,11 +143,12 @@ public struct DeliveryQueue {
     static let skipLimit = 64
 
     public func due(now: Timestamp, limit: Int, busy: Set<[UInt8]>, perEndpoint: [String: Int], endpointLimit: Int,
+                    perOrganization: [String: Int] = [:], organizationLimit: Int = 0,
                     leaseSeconds: Int = 60, resume: inout [UInt8]?) throws -> [DeliveryJob] {
         guard limit > 0 else { return [] }
         let from = resume
         let (candidates, skipped, next) = try store.read { txn -> ([DeliveryJob], [DeliveryRecord], [UInt8]?) in
-            var counts = perEndpoint
+            var counts = perEndpoint, orgCounts = perOrganization
             var endpoints = [String: WebhookEndpointRecord?]()
             var taken = 0, passedOver = 0
             func endpoint(_ id: String) throws -> WebhookEndpointRecord? {
@@ -158,7 +167,9 @@ public struct DeliveryQueue {
                     return .take
                 }
                 guard taken < limit, counts[id, default: 0] < endpointLimit else { return .pass }
+                guard organizationLimit <= 0 || orgCounts[target.org, default: 0] < organizationLimit else { return .pass }
                 counts[id, default: 0] += 1
+                orgCounts[target.org, default: 0] += 1
                 taken += 1
                 return .take
             }
@@ -176,7 +187,7 @@ public struct DeliveryQueue {
             for d in found {
                 guard let target = endpoints[d.endpointID] ?? nil, target.isActive else { skipped.append(d); continue }
                 let body = WebhookSignature.body(d)
-                jobs.append(DeliveryJob(endpointID: d.endpointID, sequence: d.sequence, url: target.url,
+                jobs.append(DeliveryJob(endpointID: d.endpointID, organization: target.org, sequence: d.sequence, url: target.url,
                                         headers: WebhookSignature.headers(secret: target.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
                                         body: body, dueAt: d.nextAttemptAt))
             }
@@ -199,7 +210,8 @@ public struct DeliveryQueue {
                 let until = now + Int64(leaseSeconds)
                 current.nextAttemptAt = until
                 try txn.put(current, previousDue: job.dueAt)
-                leased.append(DeliveryJob(endpointID: job.endpointID, sequence: job.sequence, url: job.url, headers: job.headers,
+                leased.append(DeliveryJob(endpointID: job.endpointID, organization: job.organization, sequence: job.sequence,
+                                          url: job.url, headers: job.headers,
                                           body: job.body, dueAt: until))
             }
             return leased

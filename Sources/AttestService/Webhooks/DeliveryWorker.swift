@@ -23,10 +23,11 @@ public final class DeliveryWorker {
     let clock: any Clock
     let threads: Int
     let perEndpoint: Int
+    let perOrganization: Int
     let timeoutSeconds: Int
     let pollMilliseconds: Int
     let pool: SenderPool
-    var inFlight = [[UInt8]: String]()  // delivery key → endpoint id
+    var inFlight = [[UInt8]: (endpoint: String, organization: String)]()  // by delivery key
     /// Attempts that finished but are not recorded yet (`collect`), with when they arrived.
     private var unrecorded = [(results: [(DeliveryJob, AttemptResult)], at: Timestamp)]()
     /// Where `due`'s scan behind a long backlog goes on from (`DeliveryQueue.due`).
@@ -46,6 +47,7 @@ public final class DeliveryWorker {
         self.clock = clock
         threads = configuration.webhookMaxConcurrent
         perEndpoint = configuration.webhookConcurrencyPerEndpoint
+        perOrganization = configuration.webhookConcurrencyPerOrganization
         timeoutSeconds = configuration.webhookTimeoutSeconds
         retentionDays = configuration.webhookLogRetentionDays
         self.pollMilliseconds = pollMilliseconds
@@ -92,12 +94,16 @@ public final class DeliveryWorker {
         var submitted = 0
         let free = threads - inFlight.count
         if free > 0 {
-            var counts = [String: Int]()
-            for endpoint in inFlight.values { counts[endpoint, default: 0] += 1 }
+            var counts = [String: Int](), orgCounts = [String: Int]()
+            for job in inFlight.values {
+                counts[job.endpoint, default: 0] += 1
+                orgCounts[job.organization, default: 0] += 1
+            }
             let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint,
+                                     perOrganization: orgCounts, organizationLimit: perOrganization,
                                      leaseSeconds: timeoutSeconds + 5, resume: &dueResume)
             for job in jobs {
-                inFlight[job.key] = job.endpointID
+                inFlight[job.key] = (job.endpointID, job.organization)
                 pool.submit(job)
             }
             submitted = jobs.count
