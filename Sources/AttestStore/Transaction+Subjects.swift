@@ -7,7 +7,8 @@ import AttestCore
 /// subject_devices  SHA-256(org ‖ 0x00 ‖ subjectID)[0..<16] ‖ keyID (32) → u8 1
 /// ```
 /// The link itself is the device's `subjectID`; `subject_devices` is its index, kept in the
-/// same transaction as every change of it (`link`).
+/// same transaction as every change of it (`link`). A subject's record exists while a device
+/// is linked to it or it holds an entitlement, and no longer (`store check` verifies the first).
 extension Transaction {
     static func subjectKey(org: String, subjectID: String) -> [UInt8] { Array(org.utf8) + [0] + Array(subjectID.utf8) }
 
@@ -37,18 +38,43 @@ extension Transaction {
         return found
     }
 
-    /// Moves `device`'s subject link to `subjectID` ("" = no link), updating the index and
-    /// creating the subject's record at its first link. The caller stores the device.
+    /// Moves `device`'s subject link to `subjectID` ("" = no link), updating the index,
+    /// creating the subject's record at its first link and deleting the one it leaves when
+    /// nothing holds that any more (`dropSubjectIfUnused`). The caller stores the device.
     public func link(_ device: inout DeviceRecord, to subjectID: String, org: String, now: Timestamp) throws {
-        if !device.subjectID.isEmpty {
-            try delete(.subjectDevices, Self.subjectDigest(org: org, subjectID: device.subjectID) + device.keyID)
+        let left = device.subjectID
+        if !left.isEmpty {
+            try delete(.subjectDevices, Self.subjectDigest(org: org, subjectID: left) + device.keyID)
         }
         device.subjectID = subjectID
-        guard !subjectID.isEmpty else { return }
-        try put(.subjectDevices, Self.subjectDigest(org: org, subjectID: subjectID) + device.keyID, [1])
-        if try subject(org: org, subjectID: subjectID) == nil {
-            try put(SubjectRecord(subjectID: subjectID, createdAt: now), org: org)
+        if !subjectID.isEmpty {
+            try put(.subjectDevices, Self.subjectDigest(org: org, subjectID: subjectID) + device.keyID, [1])
+            if try subject(org: org, subjectID: subjectID) == nil {
+                try put(SubjectRecord(subjectID: subjectID, createdAt: now), org: org)
+            }
         }
+        if !left.isEmpty && left != subjectID { _ = try dropSubjectIfUnused(org: org, subjectID: left) }
+    }
+
+    /// Deletes the subject's record when no device is linked to it and it holds no entitlement
+    /// (not even an ended one: the operator's grants are kept until revoked): it is then only a
+    /// label a device once sent, and an organization keeps no more subjects than it has linked
+    /// devices plus subjects the operator granted something. `true` when it deleted it.
+    public func dropSubjectIfUnused(org: String, subjectID: String) throws -> Bool {
+        guard let record = try subject(org: org, subjectID: subjectID), record.entitlements.isEmpty,
+              try !hasSubjectDevices(org: org, subjectID: subjectID) else { return false }
+        return try delete(.subjects, Self.subjectKey(org: org, subjectID: subjectID))
+    }
+
+    /// Whether any device is linked to the subject (stops at the first).
+    func hasSubjectDevices(org: String, subjectID: String) throws -> Bool {
+        let prefix = Self.subjectDigest(org: org, subjectID: subjectID)
+        var found = false
+        try scan(.subjectDevices, from: prefix) { k, _ in
+            found = k.starts(with: prefix)
+            return false
+        }
+        return found
     }
 
     /// The keyIDs of the devices linked to the subject.

@@ -54,6 +54,30 @@ import Testing
         #expect(try flow.storedDevice()?.subjectID == "" && linked(flow, "house-2").isEmpty)
     }
 
+    @Test func aSubjectNothingHoldsIsDeletedAndAGrantedOneKept() throws {
+        // Issue 37 B2: a device sending a fresh subjectId at every refresh (policy asserted)
+        // left a record per value behind; now a subject goes with its last device unless the
+        // operator granted it something.
+        let flow = try DeviceFlow()
+        try grant(flow, "paid", "premium")
+        let other = try SoftwareDevice.generate()
+        #expect(try flow.attest(other, [("subjectId", "shared")]).0 == 200)
+        #expect(try flow.attest(flow.device, [("subjectId", "paid")]).0 == 200)
+        #expect(try flow.refresh([("subjectId", "shared")]).0 == 200)
+        for i in 1...50 {
+            flow.fixture.clock.advance(61)  // past the per-IP refresh window
+            #expect(try flow.refresh([("subjectId", "s\(i)")]).0 == 200)
+        }
+        let subjects = { try flow.context.store.read { try $0.subjects(org: "acme") }.map(\.subjectID) }
+        #expect(try subjects() == ["paid", "s50", "shared"], "paid holds a grant, shared another device; s1…s49 are gone")
+        #expect(try flow.refresh([("subjectId", "")]).0 == 200)
+        #expect(try subjects() == ["paid", "shared"], "unlinking deletes s50")
+        _ = try SubjectGrants.revoke(org: "acme", subjectID: "paid", entitlement: "premium", store: flow.context.store)
+        #expect(try subjects() == ["shared"], "its last entitlement revoked, a subject no device holds goes too")
+        let report = try flow.context.store.check()
+        #expect(report.isConsistent, "\(report.databases.flatMap(\.problems))")
+    }
+
     @Test func aBlankSubjectAtValidateIsNoLink() throws {
         let flow = try DeviceFlow()
         let (_, body) = try flow.attest(flow.device, [("subjectId", "  ")])

@@ -69,6 +69,19 @@ import Testing
         #expect(problems[.devices]?.contains { $0.contains("subject_devices") } == true, "\(problems[.devices] ?? [])")
     }
 
+    @Test func aLinkedDeviceWhoseSubjectHasNoRecordIsNamed() throws {
+        let (store, device) = try filledStore()
+        try store.write { txn in
+            var linked = device
+            try txn.link(&linked, to: "family-1", org: "acme", now: now)
+            try txn.put(linked)
+        }
+        #expect(try store.check().isConsistent)
+        try store.write { txn in _ = try txn.delete(.subjects, Array("acme".utf8) + [0] + Array("family-1".utf8)) }
+        let problems = try store.check().databases.first { $0.database == .devices }?.problems ?? []
+        #expect(problems == ["device dev-1 is linked to subject family-1, which has no record"])
+    }
+
     @Test func undecodableRecordAndOrphansAreNamed() throws {
         let (store, device) = try filledStore()
         try store.write { txn in

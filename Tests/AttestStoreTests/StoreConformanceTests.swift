@@ -339,6 +339,39 @@ import Testing
         #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
     }
 
+    @Test(arguments: kinds) func aSubjectGoesWithItsLastDeviceUnlessItHoldsAGrant(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let now = Timestamp(seconds: 1_790_000_000)
+        let keys = (1...2).map { [UInt8](repeating: UInt8($0), count: 32) }
+        let ids = { try store.read { try $0.subjects(org: "acme") }.map(\.subjectID) }
+        try store.write { txn in
+            try txn.put(OrgRecord(name: "acme", createdAt: now))
+            try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
+            try txn.put(SubjectRecord(subjectID: "granted", createdAt: now, entitlements: [.init(name: "premium", grantedAt: now, until: now + 1)]), org: "acme")
+            for (i, key) in keys.enumerated() {
+                var device = DeviceRecord.sample(keyID: key, deviceID: "dev-\(i)", now: now)
+                try txn.link(&device, to: "shared", org: "acme", now: now)
+                try txn.put(device)
+            }
+        }
+        func move(_ key: [UInt8], to subject: String) throws {
+            try store.write { txn in
+                var device = try #require(try txn.device(keyID: key))
+                try txn.link(&device, to: subject, org: "acme", now: now)
+                try txn.put(device)
+            }
+        }
+        try move(keys[0], to: "granted")
+        #expect(try ids() == ["granted", "shared"], "shared still has a device")
+        for i in 1...50 { try move(keys[1], to: "s\(i)") }
+        #expect(try ids() == ["granted", "s50"], "one record per device, not per value it sent")
+        try move(keys[0], to: "")
+        try move(keys[1], to: "")
+        #expect(try ids() == ["granted"], "a subject holding an entitlement (even an ended one) is the operator's and stays")
+        let report = try store.check()
+        #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
+    }
+
     @Test(arguments: kinds) func reopeningKeepsWhatWasCommitted(_ kind: Kind) throws {
         let f = try Fixture(kind)
         do {

@@ -34,7 +34,8 @@ public enum SubjectGrants {
         }
     }
 
-    /// Removes `entitlement` from the subject.
+    /// Removes `entitlement` from the subject; a subject left with no entitlement and no linked
+    /// device is deleted (`Transaction.dropSubjectIfUnused`).
     /// - Throws: `not_found` when the subject does not hold it.
     public static func revoke(org: String, subjectID: String, entitlement: String, store: Store) throws -> SubjectRecord {
         try store.write([.durable]) { txn in
@@ -44,6 +45,7 @@ public enum SubjectGrants {
             }
             subject.entitlements.removeAll { $0.name == entitlement }
             try txn.put(subject, org: org)
+            _ = try txn.dropSubjectIfUnused(org: org, subjectID: subjectID)
             return subject
         }
     }

@@ -35,6 +35,9 @@ enum RecordChecks {
                try txn.get(.subjectDevices, Transaction.subjectDigest(org: app.org, subjectID: device.subjectID) + key) == nil {
                 problems.append("device \(device.deviceID) is linked to a subject subject_devices does not list it under")
             }
+            if !device.subjectID.isEmpty, let app, try txn.subject(org: app.org, subjectID: device.subjectID) == nil {
+                problems.append("device \(device.deviceID) is linked to subject \(device.subjectID), which has no record")
+            }
             return problems
         },
         .subjectDevices: { key, _, txn in

@@ -4,7 +4,9 @@ import AttestCore
 /// scoped to an organization, holding the entitlements the operator granted.
 ///
 /// Key in `subjects`: org ‖ 0x00 ‖ subjectID (UTF-8; organization names hold no NUL, so the
-/// first 0x00 ends the org). Written at the first link or grant. Layout v1:
+/// first 0x00 ends the org). Written at the first link or grant; deleted when its last device
+/// leaves it (moved or unlinked) or its last entitlement is revoked, whichever comes second
+/// (`Transaction.dropSubjectIfUnused`). Layout v1:
 /// ```
 /// u8 1 | subjectID string | createdAt i64
 ///      | entitlements u16 n | n × (name string, grantedAt i64, until i64 (0 = no end))
