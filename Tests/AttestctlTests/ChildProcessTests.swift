@@ -41,6 +41,35 @@ import Testing
         #expect(output == "\(nobody.uid)\n", "id -u printed \(output)")
     }
 
+    /// Issue #37 A7: root's environment (its secrets) is not handed to the service user.
+    @Test("a child with credentials gets only the kept variables and its user's HOME")
+    func serviceEnvironmentDropsRootsVariables() {
+        let roots = ["PGPASSWORD=root-pg-password", "AWS_SECRET_ACCESS_KEY=root-cloud-secret", "SSH_AUTH_SOCK=/tmp/ssh-root/agent.1",
+                     "HOME=/root", "ATTEST_TEST_POSTGRES_URL=postgresql://u:pw@db/x", "PGPASSFILE=/root/.pgpass", "LS_COLORS=x",
+                     "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "LD_PRELOAD=/usr/lib/faketime/libfaketime.so.1",
+                     "FAKETIME_SHARED=/x /y", "FAKETIME=+600s", "MALLOC_ARENA_MAX=2", "TSAN_OPTIONS=halt_on_error=1", "NOEQUALS"]
+        #expect(ServiceEnvironment.filtered(roots, home: "/var/lib/attestedge") == [
+            "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C", "TZ=UTC", "LD_PRELOAD=/usr/lib/faketime/libfaketime.so.1",
+            "FAKETIME_SHARED=/x /y", "FAKETIME=+600s", "MALLOC_ARENA_MAX=2", "TSAN_OPTIONS=halt_on_error=1", "HOME=/var/lib/attestedge"])
+        #expect(ServiceEnvironment.filtered([], home: "") == ["HOME=/"], "a user without a home gets /")
+    }
+
+    @Test("credentials: the child's /proc environment is the filtered one; without, serve's own", .enabled(if: geteuid() == 0))
+    func childEnvironment() throws {
+        let dir = TemporaryDirectory()
+        let nobody = try #require(ServiceUser.lookUp("nobody"))
+        let logs = try PinnedDirectory.open(dir.path)
+        let filtered = try ChildProcess(name: "env", executable: "/usr/bin/env", arguments: [], logDirectory: logs, logName: "as-user.out",
+                                        credentials: nobody.credentials)
+        let own = try ChildProcess(name: "env", executable: "/usr/bin/env", arguments: [], logDirectory: logs, logName: "own.out")
+        #expect(filtered.wait(seconds: 5) && own.wait(seconds: 5))
+        let lines = { (name: String) in try String(contentsOfFile: dir.path + "/" + name, encoding: .utf8).split(separator: "\n").map(String.init) }
+        let current = ServiceEnvironment.current()
+        #expect(try lines("as-user.out") == ServiceEnvironment.filtered(current, home: nobody.home))
+        #expect(try lines("as-user.out").contains("HOME=\(nobody.home)") && !(try lines("as-user.out")).contains { $0.hasPrefix("HOME=/root") })
+        #expect(try lines("own.out") == current, "no credentials: the environment as today")
+    }
+
     /// Live members of a process group (zombies excluded), from /proc.
     static func members(ofGroup pgid: pid_t) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []

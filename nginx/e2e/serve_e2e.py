@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """End-to-end checks of `attestctl serve` through real nginx (issue #7, items 11, 14, 15, 16,
-18; issue #37 item 2: links the service user plants in DATA/log). Prints PASS/FAIL per check and `serve: N passed, M failed`; exits 1 on a failure."""
+18; issue #37 item 2: links the service user plants in DATA/log; A7: root's environment). Prints PASS/FAIL per check and `serve: N passed, M failed`; exits 1 on a failure."""
 import http.server
 import os
 import pwd
@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,9 @@ T = Tally()
 A = app_headers()
 SERVICE_USER = "attestedge"
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
+# What root's shell holds when it starts serve (issue #37 A7): the service user must not read it.
+ROOT_SECRET = "root-secret-" + os.urandom(8).hex()
+ROOT_ENV = {"PGPASSWORD": ROOT_SECRET, "AWS_SECRET_ACCESS_KEY": ROOT_SECRET}
 
 
 def setup(stack):
@@ -186,6 +190,154 @@ def privileges(s):
     time.sleep(1.2)  # workers pick a new key up within a second
     again = s.device(state, "refresh")
     T.check("a refresh after 'attestctl keys rotate' (run as root) still works", again.returncode == 0, again.stdout + again.stderr)
+
+
+# ---- issue 37 A7: root's environment ---------------------------------------------------------
+
+def environ_of(pid):
+    try:
+        return open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    except OSError:
+        return []
+
+
+def memory_holds(pid, needle):
+    """Whether `needle` is in the process's stack, heap or anonymous writable memory (read
+    through /proc/PID/mem, as root). nginx moves its environment to the heap and writes its
+    process title over the original (ngx_setproctitle), so /proc/PID/environ alone would not
+    show what it was given; its heap copy stays readable to its user (ptrace, a core dump)."""
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            for line in maps:
+                fields = line.split()
+                if not fields[1].startswith("rw") or (len(fields) > 5 and fields[5] not in ("[heap]", "[stack]")):
+                    continue
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                if end - start > 64 << 20:
+                    continue
+                try:
+                    mem.seek(start)
+                    if needle in mem.read(end - start):
+                        return True
+                except OSError:
+                    continue
+    except OSError:
+        return False
+    return False
+
+
+def roots_environment(s):
+    """serve starts as root with secrets in its environment (ROOT_ENV): no process running as
+    the service user (nginx's master and workers, every pool master and worker, the deliverer)
+    has them in /proc/PID/environ, which that user can read, or anywhere in its memory."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the environment checks need root and are not counted")
+        return
+    user = pwd.getpwnam(SERVICE_USER)
+    T.check("serve itself was started with root's secrets (else the checks below prove nothing)",
+            f"PGPASSWORD={ROOT_SECRET}".encode() in environ_of(s.serve.pid))
+    master = nginx_master(s)
+    pools = [p for p in children(s.serve.pid) if comm(p).startswith("attest-")]
+    processes = ([master] + children(master) if master else []) + pools + [w for p in pools for w in children(p)]
+    leaks = [(p, comm(p)) for p in processes
+             if any(ROOT_SECRET.encode() in v for v in environ_of(p)) or memory_holds(p, ROOT_SECRET.encode())]
+    T.check("no process of the service user has root's secrets in /proc/PID/environ or its memory",
+            len(processes) >= 17 and all(uid_of(p) == user.pw_uid for p in processes) and not leaks,
+            f"{len(processes)} processes, leaked to {leaks}")
+    T.check("(the memory search finds the secret where it is: in serve's)", memory_holds(s.serve.pid, ROOT_SECRET.encode()))
+    home = f"HOME={user.pw_dir}".encode()
+    ours = [p for p in processes if comm(p) != "nginx"]
+    T.check("the pools and the deliverer keep PATH and get the service user's HOME, not root's",
+            all(home in environ_of(p) and any(v.startswith(b"PATH=") for v in environ_of(p)) for p in ours),
+            str([(p, comm(p), [v for v in environ_of(p) if v.startswith(b"HOME=")]) for p in ours]))
+
+
+class FakePostgres:
+    """A PostgreSQL server on loopback that asks every client for a cleartext password and
+    records what it is sent: where root's PGPASSWORD would go if libpq used it."""
+
+    def __init__(self):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(8)
+        self.port = self.server.getsockname()[1]
+        self.connections, self.passwords = 0, []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    self.answer(conn)
+                except (OSError, struct.error):
+                    pass
+
+    @staticmethod
+    def read(conn, n):
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise OSError("closed")
+            data += chunk
+        return data
+
+    def answer(self, conn):
+        while True:  # SSLRequest / GSSENCRequest: refused, then the startup message comes
+            length, code = struct.unpack("!ii", self.read(conn, 8))
+            body = self.read(conn, length - 8)
+            if code not in (80877103, 80877104):
+                break
+            conn.sendall(b"N")
+        self.connections += 1
+        conn.sendall(b"R" + struct.pack("!ii", 8, 3))  # AuthenticationCleartextPassword
+        kind = self.read(conn, 1)
+        if kind == b"p":
+            length = struct.unpack("!i", self.read(conn, 4))[0]
+            self.passwords.append(self.read(conn, length - 4).rstrip(b"\0").decode(errors="replace"))
+        error = b"SFATAL\0C28P01\0Mpassword authentication failed\0\0"
+        conn.sendall(b"E" + struct.pack("!i", len(error) + 4) + error)
+
+    def close(self):
+        self.server.close()
+
+
+def hostile_postgres_url(s):
+    """`attestctl doctor` and `backup` run as root on a data directory the service user owns;
+    config.json is that user's, so it names the store's server: a host name root may have saved
+    a password for, at an address of its choice (`host=db1 hostaddr=127.0.0.1 port=…`). Root's
+    PGPASSWORD must not be what libpq answers that server's password request with."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the PostgreSQL URL checks need root and are not counted")
+        return
+    fake = FakePostgres()
+    work = tempfile.mkdtemp(prefix="attestedge-pg-")
+    data = os.path.join(work, "data")
+    attestctl = os.path.join(BIN, "attestctl")
+    try:
+        subprocess.run([attestctl, "init", "--data", data], check=True, capture_output=True)
+        url = f"host=db1 hostaddr=127.0.0.1 port={fake.port} dbname=attest user=attest sslmode=disable connect_timeout=5"
+        # What the service user writes into its config.json (written here, then handed to it).
+        subprocess.run([attestctl, "config", "set", "store.postgres.url", f'"{url}"', "--data", data], check=True, capture_output=True)
+        subprocess.run([attestctl, "config", "set", "store.backend", "postgres", "--data", data], check=True, capture_output=True)
+        subprocess.run(["chown", "-R", f"{SERVICE_USER}:", data], check=True)
+        os.chmod(work, 0o755)
+        env = {**os.environ, **ROOT_ENV, "PGUSER": "root-user"}
+        doctor = subprocess.run([attestctl, "doctor", "--data", data], capture_output=True, text=True, env=env)
+        backup = subprocess.run([attestctl, "backup", "--data", data, "--to", os.path.join(work, "b.aebk")], capture_output=True, text=True, env=env)
+        T.check("doctor and backup as root reached the server config.json names (else this proves nothing)",
+                fake.connections >= 2, f"{fake.connections} connections\n{doctor.stdout}{doctor.stderr}{backup.stderr}")
+        T.check("root's PGPASSWORD was not sent to it", ROOT_SECRET not in fake.passwords, str(fake.passwords))
+        T.check("doctor says it cannot reach the store, backup fails", doctor.returncode != 0 and backup.returncode != 0,
+                doctor.stdout[-600:] + backup.stderr[-300:])
+    finally:
+        fake.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---- 16: a pool crashing at run time ---------------------------------------------------------
@@ -590,10 +742,12 @@ def section(name, body, *args):
 
 def main():
     started = time.time()
-    s = Stack(setup=setup)
+    s = Stack(setup=setup, env=ROOT_ENV)
     try:
         section("malformed requests", malformed_requests, s)
         section("privileges", privileges, s)
+        section("root's environment", roots_environment, s)
+        section("hostile PostgreSQL URL", hostile_postgres_url, s)
         section("bounded logs", bounded_logs, s)
         section("hostile log links", hostile_log_links, s)
         section("hostile backup", hostile_backup, s)

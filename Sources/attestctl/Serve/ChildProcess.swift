@@ -16,6 +16,8 @@ final class ChildProcess {
         let gid: gid_t
         /// Supplementary groups (`getgrouplist`), set with `setgroups`.
         let groups: [gid_t]
+        /// Its `HOME`; the rest of its environment is `ServiceEnvironment`'s, not root's.
+        var home = "/"
         /// Keeps CAP_NET_BIND_SERVICE, and only it, across the switch (an ambient capability):
         /// nginx, run as this user, may then bind a port below 1024.
         var bindsLowPorts = false
@@ -39,7 +41,8 @@ final class ChildProcess {
     /// Starts `executable` with `arguments`; stdout and stderr are appended to `logName` in
     /// `logDirectory` (a regular file with one link, opened without following a link: a link
     /// planted there by the service user is refused), stdin is /dev/null, signal dispositions
-    /// and mask are the defaults whatever serve blocks.
+    /// and mask are the defaults whatever serve blocks. With `credentials` its environment is
+    /// `ServiceEnvironment`'s (root's would be readable by that user), else serve's own.
     init(name: String, executable: String, arguments: [String], logDirectory: PinnedDirectory, logName: String,
          credentials: Credentials? = nil, ownsProcessGroup: Bool = false) throws {
         self.name = name
@@ -121,6 +124,15 @@ final class ChildProcess {
             for i in 0..<strings.count { free(argv[i]) }
             argv.deallocate()
         }
+        // The environment, built before the fork: serve's own, or only what ServiceEnvironment keeps.
+        let childEnvironment = credentials.map { ServiceEnvironment.filtered(ServiceEnvironment.current(), home: $0.home) }
+        let envp = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: (childEnvironment?.count ?? 0) + 1)
+        for (i, s) in (childEnvironment ?? []).enumerated() { envp[i] = strdup(s) }
+        envp[childEnvironment?.count ?? 0] = nil
+        defer {
+            for i in 0..<(childEnvironment?.count ?? 0) { free(envp[i]) }
+            envp.deallocate()
+        }
         let groups = credentials?.groups ?? []
         let groupList = UnsafeMutablePointer<gid_t>.allocate(capacity: max(groups.count, 1))
         defer { groupList.deallocate() }
@@ -152,7 +164,7 @@ final class ChildProcess {
                     _exit(126)
                 }
             }
-            execve(argv[0]!, argv, environ)
+            execve(argv[0]!, argv, childEnvironment == nil ? environ : envp)
             _ = write(2, failure, failureLength)
             _exit(127)
         }

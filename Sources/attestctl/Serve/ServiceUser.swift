@@ -17,11 +17,13 @@ struct ServiceUser: Equatable {
     let groupName: String
     /// Supplementary groups, primary group included.
     let groups: [gid_t]
+    /// Its home directory (passwd), the `HOME` of what runs as it.
+    var home = "/"
 
     /// nginx's `user` directive: `user group`.
     var nginxUser: String { name + " " + groupName }
 
-    var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups) }
+    var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups, home: home) }
 
     /// The account named `name`, or `nil` when there is none. Looked up with the reentrant
     /// calls: `getpwnam` and `getgrgid` return static buffers another thread's lookup can
@@ -30,7 +32,7 @@ struct ServiceUser: Equatable {
         var buffer = [CChar](repeating: 0, count: 16_384)
         var pw = passwd(), found: UnsafeMutablePointer<passwd>?
         guard getpwnam_r(name, &pw, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
-        let uid = pw.pw_uid, gid = pw.pw_gid
+        let uid = pw.pw_uid, gid = pw.pw_gid, home = pw.pw_dir.map { String(cString: $0) } ?? "/"
         var group = Glibc.group(), foundGroup: UnsafeMutablePointer<Glibc.group>?
         var groupBuffer = [CChar](repeating: 0, count: 16_384)
         let groupName = getgrgid_r(gid, &group, &groupBuffer, groupBuffer.count, &foundGroup) == 0 && foundGroup != nil
@@ -41,7 +43,7 @@ struct ServiceUser: Equatable {
             list = [gid_t](repeating: 0, count: Int(count))
             _ = getgrouplist(name, gid, &list, &count)
         }
-        return ServiceUser(name: name, uid: uid, gid: gid, groupName: groupName, groups: Array(list.prefix(Int(max(count, 0)))))
+        return ServiceUser(name: name, uid: uid, gid: gid, groupName: groupName, groups: Array(list.prefix(Int(max(count, 0)))), home: home)
     }
 
     /// The account `serve` uses as root: `name` if it exists; the default account is created
