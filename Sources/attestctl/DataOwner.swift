@@ -6,7 +6,36 @@ import Glibc
 
 /// Commands that write into the data directory.
 let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks", "restore",
-                                        "apikey", "subject", "claims", "usage"]
+                                        "apikey", "subject", "claims", "usage", "bench"]
+
+/// The data directory `argv` names (`--data`), else ATTEST_EDGE_DATA, else ./var.
+func dataPath(_ argv: [String]) -> String {
+    var path = environment("ATTEST_EDGE_DATA") ?? "./var"
+    for (i, arg) in argv.enumerated() {
+        if arg == "--data", i + 1 < argv.count { path = argv[i + 1] }
+        if arg.hasPrefix("--data=") { path = String(arg.dropFirst(7)) }
+    }
+    return path
+}
+
+/// Root on a data directory that belongs to another user: `store.postgres.url` is in
+/// config.json, that user's to write, and libpq fills what a URL leaves out from the PG*
+/// variables and a password file (PGPASSFILE, else ~/.pgpass). A URL naming a server of that
+/// user's choice under a host name root saved a password for (`host=db1 hostaddr=127.0.0.1
+/// port=…`) would be sent root's PGPASSWORD or that saved password. So, before anything
+/// connects, every PG* variable goes and PGPASSFILE names a file that cannot exist: the URL
+/// alone says how to connect, as it does for the pools. (A `passfile=` in the URL itself is
+/// read with the owner's rights: the commands that connect act as it, `actAsDataOwner` or
+/// `asDataOwner`.)
+func forgetRootsPostgresDefaults(_ argv: [String]) {
+    var st = stat()
+    guard geteuid() == 0, stat(dataPath(argv), &st) == 0, st.st_uid != 0 else { return }
+    let names = ServiceEnvironment.current().compactMap { entry in
+        entry.hasPrefix("PG") ? entry.split(separator: "=", maxSplits: 1).first.map(String.init) : nil
+    }
+    for name in names { unsetenv(name) }
+    setenv("PGPASSFILE", "/dev/null/attestedge-no-password-file", 1)
+}
 
 /// Run as root on a data directory that belongs to another user (`attestctl serve` hands it
 /// to `server.user`), the commands that write into it act as that user: a rotated signing key
@@ -14,11 +43,7 @@ let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", 
 /// Exits with status 1 if the switch fails.
 func actAsDataOwner(_ argv: [String]) {
     guard geteuid() == 0, let command = argv.first, dataWritingCommands.contains(command) else { return }
-    var path = environment("ATTEST_EDGE_DATA") ?? "./var"
-    for (i, arg) in argv.enumerated() {
-        if arg == "--data", i + 1 < argv.count { path = argv[i + 1] }
-        if arg.hasPrefix("--data=") { path = String(arg.dropFirst(7)) }
-    }
+    let path = dataPath(argv)
     var st = stat()
     guard stat(path, &st) == 0, st.st_uid != 0, let pw = getpwuid(st.st_uid) else { return }
     var count: Int32 = 64

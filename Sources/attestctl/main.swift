@@ -29,5 +29,6 @@ let commands: [Command] = [
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+forgetRootsPostgresDefaults(arguments)
 actAsDataOwner(arguments)
 exit(runCommand(arguments, commands: commands, program: "attestctl"))
