@@ -66,7 +66,7 @@ import Testing
         #expect(try flow.refresh([("subjectId", "shared")]).0 == 200)
         for i in 1...50 {
             flow.fixture.clock.advance(61)  // past the per-IP refresh window
-            #expect(try flow.refresh([("subjectId", "s\(i)")]).0 == 200)
+            #expect(try flow.refresh([("subjectId", .string("s\(i)"))]).0 == 200)
         }
         let subjects = { try flow.context.store.read { try $0.subjects(org: "acme") }.map(\.subjectID) }
         #expect(try subjects() == ["paid", "s50", "shared"], "paid holds a grant, shared another device; s1…s49 are gone")
