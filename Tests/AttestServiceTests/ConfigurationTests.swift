@@ -49,6 +49,8 @@ import Testing
         #expect(problem(#"{"tokens": {"lifetimeSeconds": 5}}"#)?.contains("tokens.lifetimeSeconds must be a whole number in 600...") == true)
         #expect(problem(#"{"store": {"sync": "sometimes"}}"#)?.contains("store.sync must be one of") == true)
         #expect(problem(#"{"server": {"listen": "nowhere"}}"#)?.contains("server.listen") == true)
+        #expect(problem(#"{"rateLimits": {"challengeBurst": 0}}"#)?.contains("rateLimits.challengeBurst") == true,
+                "nginx refuses burst=0: a config that stops nginx from starting is refused where it is set and loaded")
         #expect(problem("[1]")?.contains("JSON object") == true)
         #expect(problem("{")?.contains("not valid JSON") == true)
     }

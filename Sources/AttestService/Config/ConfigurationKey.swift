@@ -101,7 +101,7 @@ public struct ConfigurationKey: Sendable {
         .int("rateLimits.validatePerIPPerMinute", "Validate requests per client IP per minute (0: no limit).", 0...1_000_000, \.validatePerIPPerMinute),
         .int("rateLimits.refreshPerIPPerMinute", "Refresh requests per client IP per minute (0: no limit).", 0...1_000_000, \.refreshPerIPPerMinute),
         .int("rateLimits.challengePerIPPerSecond", "Challenge requests per client IP per second, enforced by nginx (site.conf).", 1...1_000_000, \.challengePerIPPerSecond),
-        .int("rateLimits.challengeBurst", "Challenge requests per client IP served at once above the rate (nginx burst).", 0...1_000_000, \.challengeBurst),
+        .int("rateLimits.challengeBurst", "Challenge requests per client IP served at once above the rate (nginx burst; at least 1: nginx refuses burst=0).", 1...1_000_000, \.challengeBurst),
         ConfigurationKey(name: "compat.unknownKeyStatus", doc: "Refresh with an unknown keyId: 404 not_found (contract) or 409 reattest_required (the shipping SDK then re-attests by itself).",
                          kind: .integerChoice([404, 409]), get: { .int(Int64($0.unknownKeyStatus)) },
                          set: { c, v in c.unknownKeyStatus = Int(v.intValue!) }),
