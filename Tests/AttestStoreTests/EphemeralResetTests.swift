@@ -131,3 +131,55 @@ import Testing
         }
     }
 }
+
+/// Root opening a store whose directory another user owns (issue 37's review, F1): the files
+/// the store keeps beside LMDB's are opened without following a link and handed to that user
+/// only when they are a regular file with one name.
+@Suite struct StoreFilesUnderAnotherUsersDirectoryTests {
+    static let victimText = "root's file, must stay as it is\n"
+
+    /// A store directory owned by `nobody` holding `name` as a link to (or, `hard`, a second
+    /// name of) a root-owned 0600 victim outside it; returns the directory, store path and victim.
+    static func scene(_ name: String, hard: Bool = false) throws -> (TemporaryDirectory, String, String) {
+        let dir = TemporaryDirectory()
+        chmod(dir.path, 0o755)
+        let victim = dir.path + "/victim"
+        _ = FileManager.default.createFile(atPath: victim, contents: Data(victimText.utf8), attributes: [.posixPermissions: 0o600])
+        let store = dir.path + "/store"
+        mkdir(store, 0o755)
+        mkdir(store + "/durable", 0o755)
+        let nobody = try #require(getpwnam("nobody"))
+        chown(store, nobody.pointee.pw_uid, nobody.pointee.pw_gid)
+        chown(store + "/durable", nobody.pointee.pw_uid, nobody.pointee.pw_gid)
+        if hard { link(victim, store + "/" + name) } else { symlink(victim, store + "/" + name) }
+        return (dir, store, victim)
+    }
+
+    static func untouched(_ victim: String) -> Bool {
+        var st = stat()
+        return stat(victim, &st) == 0 && st.st_uid == 0 && st.st_mode & 0o777 == 0o600
+            && (try? String(contentsOfFile: victim, encoding: .utf8)) == victimText
+    }
+
+    @Test(.enabled(if: geteuid() == 0)) func aLinkedBootFileIsNeitherFollowedNorHandedOver() throws {
+        let (dir, store, victim) = try Self.scene("ephemeral.boot")
+        _ = try EphemeralReset.prepare(store: store, bootID: "boot-a", now: 1_000)
+        #expect(Self.untouched(victim), "ephemeral.boot -> root's file: root wrote or chowned the target")
+        _ = dir
+    }
+
+    @Test(.enabled(if: geteuid() == 0)) func aBootFileWithASecondNameIsNotHandedOver() throws {
+        let (dir, store, victim) = try Self.scene("ephemeral.boot", hard: true)
+        #expect(throws: StoreError.self) { _ = try EphemeralReset.prepare(store: store, bootID: "boot-a", now: 1_000) }
+        #expect(Self.untouched(victim), "a hard link to root's file was written or handed to the directory's owner")
+        _ = dir
+    }
+
+    @Test(.enabled(if: geteuid() == 0)) func aLinkedSyncStateIsNeitherFollowedNorHandedOver() throws {
+        let (dir, store, victim) = try Self.scene("durable/sync.state")
+        let nobody = try #require(getpwnam("nobody"))
+        _ = try? Store(directory: store, options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
+        #expect(Self.untouched(victim), "durable/sync.state -> root's file: root truncated or chowned the target")
+        _ = (dir, nobody)
+    }
+}

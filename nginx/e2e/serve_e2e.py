@@ -504,6 +504,35 @@ def hostile_nginx_paths(s):
         shutil.rmtree(victim, ignore_errors=True)
 
 
+def linked_nginx_directory(s):
+    """serve renders nginx's files into DATA/nginx; the service user replaces that directory with
+    a link to one of root's (/etc/nginx, /etc/sudoers.d): root must write nothing there."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the linked nginx directory check needs root and is not counted")
+        return
+    victim = tempfile.mkdtemp(prefix="attestedge-victim-dir-")  # root's, 0700
+    os.chmod(victim, 0o755)  # reachable, but only root may write in it
+    nginx_dir = os.path.join(s.data, "nginx")
+    try:
+        s.stop()
+        planted = as_service_user("sh", "-c", f"mv {nginx_dir} {nginx_dir}.away && ln -s {victim} {nginx_dir}")
+        T.check("the service user replaces DATA/nginx with a link to root's directory", planted.returncode == 0
+                and os.path.islink(nginx_dir), planted.stderr)
+        try:
+            s.start()
+            s.stop()
+        except RuntimeError:
+            pass  # the service user's nginx files cannot be written there: serve stops, saying why
+        T.check("serve (root) wrote nothing into root's directory", os.listdir(victim) == [], str(os.listdir(victim)))
+    finally:
+        if os.path.islink(nginx_dir):
+            os.unlink(nginx_dir)
+            os.rename(nginx_dir + ".away", nginx_dir)
+        shutil.rmtree(victim, ignore_errors=True)
+        if s.serve.poll() is not None:
+            s.start()
+
+
 def low_port(s):
     """A port below 1024: nginx, the service user's, keeps CAP_NET_BIND_SERVICE and nothing else."""
     if os.geteuid() != 0:
@@ -752,6 +781,7 @@ def main():
         section("hostile log links", hostile_log_links, s)
         section("hostile backup", hostile_backup, s)
         section("hostile nginx paths", hostile_nginx_paths, s)
+        section("linked nginx directory", linked_nginx_directory, s)
         section("low port", low_port, s)
         section("server.user chosen by the service user", chosen_user, s)
         section("nginx killed", nginx_killed, s)

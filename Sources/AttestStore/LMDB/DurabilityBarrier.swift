@@ -36,8 +36,13 @@ final class DurabilityBarrier {
     init(environment: LMDBEnvironment) {
         self.environment = environment
         let path = environment.path + "/sync.state"
-        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Not through a link: the store's directory may be another user's (FileOwner).
+        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         var shared: UnsafeMutablePointer<UInt64>? = nil
+        if fd >= 0 && !FileOwner.isPlainFile(fd) {  // a second name of some other file: not ours to write
+            close(fd)
+            fd = -1
+        }
         if fd >= 0 {
             FileOwner.match(fd, of: environment.path + "/data.mdb")
             if ftruncate(fd, 8) == 0, let map = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), map != MAP_FAILED {

@@ -33,10 +33,14 @@ enum EphemeralReset {
     static func prepare(store directory: String, bootID: String? = currentBootID(), now: Int64) throws -> (cutoff: Int64, reset: Bool) {
         guard let bootID, !bootID.isEmpty else { return (0, false) }
         let path = directory + "/ephemeral.boot"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Not through a link: the store's directory may be another user's (FileOwner).
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else { return (0, false) }
-        FileOwner.match(fd, of: directory)
         defer { close(fd) }
+        guard FileOwner.isPlainFile(fd) else {
+            throw StoreError(.open, "\(path) is not a regular file with one name (a hard link?): remove it")
+        }
+        FileOwner.match(fd, of: directory)
         while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
         defer { flock(fd, LOCK_UN) }
         let recorded = readAll(fd).split(separator: " ", omittingEmptySubsequences: true)

@@ -61,8 +61,13 @@ struct Serve {
 
     func run() throws -> Int32 {
         if !data.isInitialised {
-            _ = try initialiseDataDirectory(data)
-            try createDemoTenant()
+            // A data directory another account owns is that account's to initialise: as root,
+            // the keys, the secret and the store's files would be created through whatever links
+            // it planted (it need only delete secrets/challenge.key to get here).
+            try asDataOwner(data) {
+                _ = try initialiseDataDirectory(data)
+                try createDemoTenant()
+            }
         }
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
         // As the data directory's owner: root must not create files through links planted in test-ca/.
@@ -76,8 +81,12 @@ struct Serve {
         let user = try serviceUser(named: args.value("user") ?? config.serviceUser, chosenByRoot: args.value("user") != nil,
                                    trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
-        let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
-                                        startID: startID, absentPools: absent)
+        // As the data directory's owner (nginx reads the files as it too): DATA/nginx may be a
+        // link the service user planted (to /etc/nginx, say), and root would write through it.
+        let nginxConf = try asDataOwner(data) {
+            try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
+                            startID: startID, absentPools: absent)
+        }
         guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
         let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
@@ -143,7 +152,7 @@ struct Serve {
         guard Configuration.isUserName(name) else { throw CommandFailure("server.user \(name.debugDescription) is not a user name") }
         let user = try ServiceUser.resolve(name)
         var info = stat()
-        guard lstat(data.path, &info) == 0 else { throw CommandFailure("cannot stat \(data.path): \(String(cString: strerror(errno)))") }
+        guard stat(data.path, &info) == 0 else { throw CommandFailure("cannot stat \(data.path): \(String(cString: strerror(errno)))") }
         if !chosenByRoot && info.st_uid != 0 && info.st_uid != user.uid {
             throw CommandFailure("""
                 server.user is \(name), but \(data.path) belongs to uid \(info.st_uid): config.json is that user's to \

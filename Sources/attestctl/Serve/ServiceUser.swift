@@ -63,9 +63,12 @@ struct ServiceUser: Equatable {
 
     /// Hands `path` and everything under it to this user and its group; permission bits are
     /// kept (keys stay 0600). `path` itself is root's choice; below it, the walk goes through
-    /// directory descriptors (`PinnedDirectory`) and `fchownat(AT_SYMLINK_NOFOLLOW)`: a link is
-    /// handed over itself, never what it points to, and a directory swapped for a link during
-    /// the walk is refused, so root never chowns a file outside `path`.
+    /// directory descriptors (`PinnedDirectory`): each entry is opened as a path descriptor
+    /// without following a link (`O_PATH | O_NOFOLLOW`), checked through it and changed through
+    /// it (`fchownat` with `AT_EMPTY_PATH`), so a link is handed over itself, never what it
+    /// points to; an entry swapped between the check and the change is not the one changed; a
+    /// file with several names (a hard link to a file elsewhere) is skipped; and a directory
+    /// swapped for a link during the walk is refused. Root never chowns a file outside `path`.
     func takeOwnership(of path: String) throws {
         var st = stat()
         guard stat(path, &st) == 0 else { throw CommandFailure("cannot stat \(path): \(String(cString: strerror(errno)))") }
@@ -79,13 +82,23 @@ struct ServiceUser: Equatable {
 
     private func takeOwnership(inside directory: PinnedDirectory) throws {
         for entry in directory.names() {
-            guard let st = directory.status(entry) else { continue }
-            if st.st_uid != uid || st.st_gid != gid, fchownat(directory.descriptor, entry, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 {
+            let fd = openat(directory.descriptor, entry, Self.pathOnly | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }  // gone meanwhile
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { continue }
+            let isDirectory = st.st_mode & S_IFMT == S_IFDIR
+            if !isDirectory && st.st_nlink > 1 { continue }
+            if st.st_uid != uid || st.st_gid != gid, fchownat(fd, "", uid, gid, Self.emptyPath) != 0 {
                 throw CommandFailure("cannot hand \(directory.path)/\(entry) to \(name): \(String(cString: strerror(errno)))")
             }
-            if st.st_mode & S_IFMT == S_IFDIR { try takeOwnership(inside: directory.directory(entry)) }
+            if isDirectory { try takeOwnership(inside: directory.directory(entry)) }
         }
     }
+
+    /// `O_PATH` and `AT_EMPTY_PATH` (Linux; glibc declares them only under _GNU_SOURCE).
+    static let pathOnly: Int32 = 0o10000000
+    static let emptyPath: Int32 = 0x1000
 
     /// The first directory on the way to `path` (its ancestors, then itself if a directory)
     /// this user may not search, or `nil` when it can reach `path`. Mode bits, and ACL entries
