@@ -111,6 +111,9 @@ def setup(a):
         a.ctl("config", "set", f"rateLimits.{key}", "0")
     a.ctl("config", "set", "webhooks.retrySchedule", "[1,2]")
     a.ctl("config", "set", "webhooks.concurrencyPerEndpoint", "4")
+    # 60 test events to one endpoint below, within a minute: above the default limits.
+    a.ctl("config", "set", "webhooks.testEventsPerEndpointPerMinute", "0")
+    a.ctl("config", "set", "webhooks.testEventsPerOrganizationPerMinute", "0")
     a.ctl("org", "add", ORG, "--tier", "pro", "--rate-limit", "0")
     a.ctl("app", "add", "--org", ORG, "--team", MAIN[0], "--bundle", MAIN[1])
     a.ctl("org", "add", RACERS, "--tier", "pro", "--mad-limit", str(MAD_LIMIT), "--grace-days", "0", "--rate-limit", "0")

@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally, free_port  # noqa: E402
+from stack import Stack, Tally, free_port, within_one_rate_window  # noqa: E402
 from standardwebhooks.webhooks import Webhook  # noqa: E402
 
 T = Tally()
@@ -131,6 +131,9 @@ def attacker(s, rx, url, acme, globex):
             "webhooks.storedDeliveriesPerOrganization" in last.json.get("hint", "") and last.json.get("limit") == QUOTA
             and "requestId" in last.json and "most allowed" in last.json.get("reason", ""), repr(last))
     time.sleep(1)
+    # The rate checks below (about 1,200 requests) within one fixed minute: a window that ends
+    # midway empties the buckets (a loaded CI box once saw the per-endpoint limit instead).
+    within_one_rate_window(30)
     before = webhook_entries(s)
     answers = hammer(s, acme, sink, "rate_limited", limit=1500)
     last = answers[-1]
@@ -138,11 +141,18 @@ def attacker(s, rx, url, acme, globex):
             last.status == 429 and last.json.get("code") == "rate_limited" and int(last.headers.get("retry-after", "0")) >= 1
             and "webhooks.testEventsPerEndpointPerMinute" in last.json.get("hint", ""), repr(last))
     T.check("none of those was queued", all(r.status == 429 for r in answers), repr({r.status for r in answers}))
-    other = api(s, acme, "POST", body={"url": url + "/sink2", "events": ["webhook.test"]}).json["id"]
-    answers = hammer(s, acme, other, "rate_limited", limit=1500)
+    # 400 to each endpoint at most: a second and a third reach the organization's 1,000
+    # whatever the phase before charged to this minute.
+    r = None
+    for name in ("/sink2", "/eighth"):
+        r = api(s, acme, "POST", body={"url": url + name, "events": ["webhook.test"]})
+        answers = hammer(s, acme, r.json["id"], "rate_limited", limit=1500)
+        if "webhooks.testEventsPerOrganizationPerMinute" in answers[-1].json.get("hint", ""):
+            break
     T.check("past 1000 a minute for the organization: 429 rate_limited naming that key",
             "webhooks.testEventsPerOrganizationPerMinute" in answers[-1].json.get("hint", ""), repr(answers[-1]))
-    r = api(s, acme, "POST", body={"url": url + "/eighth"})
+    if r.json["url"].endswith("/sink2"):  # the organization's limit came first: the eighth is still to make
+        r = api(s, acme, "POST", body={"url": url + "/eighth"})
     r2 = api(s, acme, "POST", body={"url": url + "/ninth"})
     T.check("endpoints past webhooks.endpointsPerOrganization (8): 429 store_quota_exceeded",
             r.status == 201 and r2.status == 429 and r2.json.get("code") == "store_quota_exceeded", f"{r!r} {r2!r}")
