@@ -10,7 +10,16 @@ import Glibc
 ///   them (SIGUSR1): no line is lost.
 /// - The pools' logs and `nginx.out` are held open by processes that cannot reopen them, so
 ///   they are copied to `NAME.1` and truncated in place (their writers append, `O_APPEND`, so
-///   the next line lands at the start): lines written during the copy can be lost.
+///   the next line lands at the start): lines written during the copy can be lost. `NAME.1`
+///   keeps the newest `maxBytes` of the file as it was when rotation started (its size by
+///   `fstat` then): the bytes from `size - maxBytes` to `size`, read with `pread`, holes
+///   skipped (`SEEK_DATA`, left as holes in the copy). What was written before them, and
+///   after rotation started, is lost. So a copy costs root at most `maxBytes` of disk and of
+///   reading, whatever the file: a sparse 500 GiB `x.log`, or one grown during the copy,
+///   cannot fill the disk as root nor keep the supervisor busy.
+/// - Any `*.log` or `*.out` in the directory is rotated, names the service user created
+///   included: serve does not list nginx's and the pools' names here, and with the bound a
+///   planted name costs root no more than one of serve's own logs.
 ///
 /// serve runs this as root in a directory the service user owns, so everything goes through
 /// `PinnedDirectory`: only regular files are rotated (a link named `x.log` is left alone and
@@ -62,18 +71,53 @@ final class LogRotation {
     private func copyAndTruncate(_ name: String) throws {
         let from = try directory.openFile(name, O_RDWR)
         defer { close(from) }
+        var st = stat()
+        guard fstat(from, &st) == 0 else { throw CommandFailure("cannot stat \(directory.path)/\(name): \(String(cString: strerror(errno)))") }
+        let end = off_t(st.st_size)
+        let start = max(0, end - off_t(maxBytes))
         let temporary = name + ".1.rotating"
         let to = try directory.create(temporary, mode: 0o644)
         defer { close(to) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
-            guard n > 0 else { break }
-            let written = buffer.withUnsafeBytes { write(to, $0.baseAddress, n) }
-            guard written == n else { directory.remove(temporary); throw CommandFailure("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        do { try Self.copy(from, range: start..<end, to: to) } catch {
+            directory.remove(temporary)
+            throw CommandFailure("cannot copy \(directory.path)/\(name) to \(temporary): \(error)")
         }
         try directory.rename(temporary, to: name + ".1")
         _ = ftruncate(from, 0)
+    }
+
+    /// Copies `range` of `from` to the start of `to` with `pread`/`pwrite`, stopping at
+    /// `range.upperBound` even if `from` grows; holes (`SEEK_DATA`, `SEEK_HOLE`) are not read,
+    /// and stay holes in `to`.
+    static func copy(_ from: Int32, range: Range<off_t>, to: Int32) throws {
+        // Linux's lseek whences; Glibc declares them only under _GNU_SOURCE, so Swift does not see them.
+        let SEEK_DATA: Int32 = 3, SEEK_HOLE: Int32 = 4
+        func failure(_ what: String) -> CommandFailure { CommandFailure("\(what): \(String(cString: strerror(errno)))") }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let data = lseek(from, offset, SEEK_DATA)
+            if data < 0 && errno == ENXIO { break }  // a hole up to the end of the file
+            if data > offset { offset = data; continue }  // (-1 otherwise: no SEEK_DATA here, read on)
+            let hole = lseek(from, offset, SEEK_HOLE)
+            let want = Int(min(off_t(buffer.count), range.upperBound - offset, hole > offset ? hole - offset : off_t.max))
+            let n = buffer.withUnsafeMutableBytes { pread(from, $0.baseAddress, want, offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw failure("read") }
+            if n == 0 { break }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { pwrite(to, $0.baseAddress! + written, n - written, offset - range.lowerBound + off_t(written)) }
+                if w < 0 && errno == EINTR { continue }
+                guard w > 0 else { throw failure("write") }
+                written += w
+            }
+            offset += off_t(n)
+        }
+        // The copy's length: the range, or less when the file shrank meanwhile; a trailing hole stays one.
+        var st = stat()
+        let end = fstat(from, &st) == 0 ? max(offset, min(off_t(st.st_size), range.upperBound)) : offset
+        guard ftruncate(to, end - range.lowerBound) == 0 else { throw failure("truncate") }
     }
 
     private func report(_ name: String, _ message: String, _ warn: (String) -> Void) {
