@@ -34,8 +34,14 @@ let reloadCommand = Command(
         do { run = try PinnedDirectory.open(data.path).directory("run") } catch {
             throw CommandFailure("no running \(name) pool found (\(error)): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
         }
-        let status: () throws -> String? = { try run.read("\(name).sock.reload").map { String(decoding: $0, as: UTF8.self) } }
-        guard let pidText = try run.read("\(name).sock.pid").map({ String(decoding: $0, as: UTF8.self) }) else {
+        // Both files are read with a bound (a sparse gigabyte planted there is refused from its
+        // size, not read): the pool writes a PID of at most 10 digits and a one-line status.
+        let status: () throws -> String? = { try run.read("\(name).sock.reload", atMost: 4096).map { String(decoding: $0, as: UTF8.self) } }
+        let pidBytes: [UInt8]?
+        do { pidBytes = try run.read("\(name).sock.pid", atMost: 32) } catch let failure as FileIO.Failure where failure.code == EFBIG {
+            throw CommandFailure("\(socket).pid holds more than 32 bytes, not a process id: nothing signalled")
+        }
+        guard let pidText = pidBytes.map({ String(decoding: $0, as: UTF8.self) }) else {
             throw CommandFailure("no running \(name) pool found (\(socket).pid): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
         }
         guard let pid = PoolMaster.parse(pidText) else {

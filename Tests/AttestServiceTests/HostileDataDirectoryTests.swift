@@ -40,7 +40,8 @@ import Testing
         for flags in [O_RDONLY, O_WRONLY | O_APPEND, O_WRONLY | O_CREAT | O_TRUNC] {
             #expect(throws: FileIO.Failure.self, "flags \(flags)") { try dir.openFile("linked.log", flags) }
         }
-        #expect(throws: FileIO.Failure.self) { try dir.read("linked.log") }
+        #expect(throws: FileIO.Failure.self) { try dir.read("linked.log", atMost: 4096) }
+        #expect(throws: FileIO.Failure.self) { try dir.tail("linked.log", bytes: 4096) }
         mkfifo(scene.data.path + "/fifo", 0o644)
         #expect(throws: FileIO.Failure.self, "a FIFO is refused at once, not waited on") { try dir.openFile("fifo", O_RDONLY) }
         scene.link("keys", to: scene.root)
@@ -60,6 +61,36 @@ import Testing
         link(scene.victim, scene.data.path + "/hard.log")
         #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_APPEND) }
         #expect(scene.victimIsUntouched)
+    }
+
+    /// Issue #37 F8: the link count was checked after `O_TRUNC` had emptied the file.
+    @Test func aFileWithASecondHardLinkIsRefusedBeforeItIsTruncated() throws {
+        let scene = try Scene()
+        let dir = try PinnedDirectory.open(scene.data.path)
+        link(scene.victim, scene.data.path + "/hard.log")
+        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_TRUNC) }
+        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_CREAT | O_TRUNC) }
+        #expect(scene.victimIsUntouched, "refused with its content unchanged")
+        try FileIO.writeAtomically(scene.data.path + "/plain.log", text: "old content\n")
+        close(try dir.openFile("plain.log", O_WRONLY | O_TRUNC))
+        #expect(try FileIO.read(scene.data.path + "/plain.log") == [], "a file with one link is still truncated")
+    }
+
+    /// Issue #37 F7: what root reads under DATA is bounded, whatever the file's size.
+    @Test func readsAreBoundedBySizeAndTailsReadTheEnd() throws {
+        let scene = try Scene()
+        let dir = try PinnedDirectory.open(scene.data.path)
+        let file = scene.data.path + "/x.pid"
+        try FileIO.writeAtomically(file, text: String(repeating: "9", count: 32))
+        #expect(try dir.read("x.pid", atMost: 32)?.count == 32)
+        #expect(try dir.read("absent", atMost: 32) == nil)
+        try FileIO.writeAtomically(file, text: String(repeating: "9", count: 32) + "8")
+        var code: Int32 = 0
+        do { _ = try dir.read("x.pid", atMost: 32) } catch let failure as FileIO.Failure { code = failure.code }
+        #expect(code == EFBIG, "one byte over the limit is refused")
+        #expect(try dir.tail("x.pid", bytes: 2) == Array("98".utf8))
+        #expect(try dir.tail("x.pid", bytes: 100)?.count == 33, "a file shorter than the tail is read whole")
+        #expect(try dir.tail("absent", bytes: 2) == nil)
     }
 
     @Test func writingAtomicallyDoesNotWriteThroughALinkAtItsTemporaryName() throws {

@@ -76,6 +76,64 @@ import Testing
         #expect(lstat(data + "/keys/evil.pem", &st) == 0 && st.st_uid == nobody.uid, "the link itself is handed over")
     }
 
+    /// A data directory (`DIR/data`) whose run/ and log/ belong to `nobody` (the service user's
+    /// stand-in).
+    static func dataOwnedByNobody() throws -> (TemporaryDirectory, String) {
+        let nobody = try #require(ServiceUser.lookUp("nobody"))
+        let dir = TemporaryDirectory()
+        let data = dir.path + "/data"
+        for sub in ["", "/run", "/log"] {
+            mkdir(data + sub, 0o755)
+            chown(data + sub, nobody.uid, nobody.gid)
+        }
+        return (dir, data)
+    }
+
+    /// Runs `script` with `/bin/sh` in `directory` as `nobody`: the attacker's step.
+    static func asNobody(in directory: String, _ script: String) throws {
+        let nobody = try #require(ServiceUser.lookUp("nobody"))
+        let log = TemporaryDirectory()
+        let child = try ChildProcess(name: "attacker", executable: "/bin/sh", arguments: ["-c", "cd \(directory) && \(script)"],
+                                     logDirectory: try PinnedDirectory.open(log.path), logName: "out", credentials: nobody.credentials)
+        #expect(child.wait(seconds: 10) && child.exitStatus == 0, "\(script): \(child.exitDescription), \(child.logTail())")
+    }
+
+    /// Issue #37 F7: a sparse 256 MiB pid file made root's reload read it whole (630 MB, 231 s).
+    @Test("reload refuses a 1 GiB sparse pid file at once, from its size", .enabled(if: geteuid() == 0))
+    func hugePidFile() throws {
+        let (dir, data) = try Self.dataOwnedByNobody()
+        defer { withExtendedLifetime(dir) {} }
+        try Self.asNobody(in: data + "/run", "truncate -s 1G refresh.sock.pid")
+        let started = monotonicSeconds()
+        var refusal = "accepted"
+        do { _ = try reloadCommand.run(["refresh", "--data", data, "--timeout", "1"]) } catch { refusal = "\(error)" }
+        let seconds = monotonicSeconds() - started
+        #expect(refusal.contains("not a process id: nothing signalled"), "\(refusal.prefix(200))")
+        #expect(seconds < 0.5, "took \(seconds) s")
+    }
+
+    /// Issue #37 F7: serve prints a log's last lines when nginx or a pool dies; the logs are the
+    /// service user's.
+    @Test("the last lines of a 1 GiB sparse log are read from its end only", .enabled(if: geteuid() == 0))
+    func hugeLogTails() throws {
+        let (dir, data) = try Self.dataOwnedByNobody()
+        defer { withExtendedLifetime(dir) {} }
+        try Self.asNobody(in: data + "/log", "truncate -s 1G error.log attest-mad.log && echo 'nginx: the last line' >> error.log")
+        let logs = try PinnedDirectory.open(data + "/log")
+        var started = monotonicSeconds()
+        let errorTail = ServeSupervisor.tail(logs, "error.log")
+        var seconds = monotonicSeconds() - started
+        #expect(errorTail.hasSuffix("nginx: the last line"), "\(errorTail.suffix(80).debugDescription)")
+        #expect(seconds < 0.5, "ServeSupervisor.tail took \(seconds) s")
+        let pool = try ChildProcess(name: "mad", executable: "/bin/echo", arguments: ["the pool's last line"], logDirectory: logs, logName: "attest-mad.log")
+        #expect(pool.wait(seconds: 5))
+        started = monotonicSeconds()
+        let poolTail = pool.logTail()
+        seconds = monotonicSeconds() - started
+        #expect(poolTail.contains("the pool's last line"), "\(poolTail.suffix(80).debugDescription)")
+        #expect(seconds < 0.5, "ChildProcess.logTail took \(seconds) s")
+    }
+
     @Test("pid files: only positive decimal numbers are PIDs")
     func pidParsing() {
         #expect(PoolMaster.parse("1234\n") == 1234)

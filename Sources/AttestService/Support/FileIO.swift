@@ -42,6 +42,20 @@ public enum FileIO {
         }
     }
 
+    /// The bytes of `fd` from offset `start` up to `end` (fewer at the end of the file), read
+    /// with `pread`: the descriptor's offset is left alone and nothing past `end` is read.
+    static func read(_ fd: Int32, from start: Int, to end: Int, path: String) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: max(0, end - start))
+        var filled = 0
+        while filled < out.count {
+            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled)) }
+            if n < 0 { if errno == EINTR { continue }; throw Failure("cannot read", path) }
+            if n == 0 { break }
+            filled += n
+        }
+        return Array(out.prefix(filled))
+    }
+
     public static func readText(_ path: String) throws -> String? {
         try read(path).map { String(decoding: $0, as: UTF8.self) }
     }

@@ -12,7 +12,10 @@ import Glibc
 ///   component below it with `O_DIRECTORY | O_NOFOLLOW`, so a link anywhere below is refused.
 /// - Entries are opened with `O_NOFOLLOW | O_NONBLOCK` (a planted FIFO cannot hang root) and
 ///   refused unless `fstat` says a regular file; a file opened for writing must also have a
-///   single link (a hard link to someone else's file is refused).
+///   single link (a hard link to someone else's file is refused, before `O_TRUNC` applies).
+/// - Reads are bounded: `read(_:atMost:)` refuses a file past its limit from its size, and
+///   `tail(_:bytes:)` reads only the end, so a sparse terabyte planted as a pid file or a log
+///   costs root neither memory nor time.
 /// - Creating goes through `O_EXCL`; replacing goes through a rename in this directory,
 ///   which replaces a link itself, never what it points to.
 /// Refusals throw `FileIO.Failure` naming the path and why ("a symbolic link, not followed").
@@ -55,10 +58,11 @@ public final class PinnedDirectory {
     /// Opens the regular file `relative` (its directories as `directory(_:)` does) with
     /// `flags` (`O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC` added; `O_NONBLOCK` is cleared again
     /// once it is known to be a regular file); returns the descriptor, which the caller closes.
+    /// `O_TRUNC` is applied (`ftruncate`) only after the checks: a refused file keeps its content.
     /// - Throws: when it is a link, not a regular file, or (opened for writing) has more than one link.
     public func openFile(_ relative: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         let (dir, name) = try parent(of: relative)
-        let fd = openat(dir.descriptor, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
+        let fd = openat(dir.descriptor, name, (flags & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Self.refusal(dir.path + "/" + name) }
         var st = stat()
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
@@ -67,16 +71,45 @@ public final class PinnedDirectory {
             throw FileIO.Failure(message: "refusing \(dir.path)/\(name): "
                                  + (st.st_mode & S_IFMT != S_IFREG ? "not a regular file" : "it has \(st.st_nlink) hard links"))
         }
+        if flags & O_TRUNC != 0, ftruncate(fd, 0) != 0 {
+            let failure = FileIO.Failure("cannot truncate", dir.path + "/" + name)
+            close(fd)
+            throw failure
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return fd
     }
 
-    /// The whole regular file `relative`, or `nil` when it does not exist.
-    public func read(_ relative: String) throws -> [UInt8]? {
-        let fd: Int32
-        do { fd = try openFile(relative, O_RDONLY) } catch let failure as FileIO.Failure where failure.code == ENOENT { return nil }
+    /// The regular file `relative`, or `nil` when it does not exist; for files root expects to
+    /// be small (a pid file, a status line).
+    /// - Throws: `FileIO.Failure` with code `EFBIG` when it holds more than `limit` bytes (by its
+    ///   size, so nothing is read; or by what was read, a file growing meanwhile).
+    public func read(_ relative: String, atMost limit: Int) throws -> [UInt8]? {
+        guard let fd = try openForReading(relative) else { return nil }
         defer { close(fd) }
-        return try FileIO.readAll(fd, path: path + "/" + relative)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw FileIO.Failure("cannot stat", path + "/" + relative) }
+        let tooLarge = FileIO.Failure(message: "refusing \(path)/\(relative): larger than \(limit) bytes", code: EFBIG)
+        guard Int(st.st_size) <= limit else { throw tooLarge }
+        let bytes = try FileIO.read(fd, from: 0, to: limit + 1, path: path + "/" + relative)
+        guard bytes.count <= limit else { throw tooLarge }
+        return bytes
+    }
+
+    /// The last `bytes` bytes (at most) of the regular file `relative` as its size was when
+    /// opened, read from that offset: the rest of the file is never read. `nil` when it does
+    /// not exist. The first line may be cut.
+    public func tail(_ relative: String, bytes: Int) throws -> [UInt8]? {
+        guard let fd = try openForReading(relative) else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw FileIO.Failure("cannot stat", path + "/" + relative) }
+        let end = Int(st.st_size)
+        return try FileIO.read(fd, from: max(0, end - bytes), to: end, path: path + "/" + relative)
+    }
+
+    private func openForReading(_ relative: String) throws -> Int32? {
+        do { return try openFile(relative, O_RDONLY) } catch let failure as FileIO.Failure where failure.code == ENOENT { return nil }
     }
 
     /// Creates `name` here afresh (`O_CREAT | O_EXCL`; a leftover of that name, link or file,

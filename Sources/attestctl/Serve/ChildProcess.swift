@@ -98,9 +98,13 @@ final class ChildProcess {
         return true
     }
 
-    /// The last lines of its log, for error messages.
+    /// How much of a log's end root reads to show its last lines: the log is the service
+    /// user's to write (a sparse terabyte costs this much, not more).
+    static let tailBytes = 64 << 10
+
+    /// The last lines of its log (within its last `tailBytes`), for error messages.
     func logTail(_ lines: Int = 15) -> String {
-        guard let bytes = try? logDirectory.read(logName) else { return "" }
+        guard let bytes = try? logDirectory.tail(logName, bytes: Self.tailBytes) else { return "" }
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 

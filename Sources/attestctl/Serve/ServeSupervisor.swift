@@ -99,9 +99,10 @@ final class ServeSupervisor {
         for child in children { child.killGroup() }
     }
 
-    /// The last lines of the log `name` (a regular file, not followed if a link).
+    /// The last lines of the log `name` (a regular file, not followed if a link), read from
+    /// its last `ChildProcess.tailBytes` only.
     static func tail(_ directory: PinnedDirectory, _ name: String, lines: Int = 10) -> String {
-        let bytes = (try? directory.read(name)) ?? []
+        let bytes = (try? directory.tail(name, bytes: ChildProcess.tailBytes)) ?? []
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
