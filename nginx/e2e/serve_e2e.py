@@ -412,11 +412,22 @@ def hostile_log_links(s):
         T.check("and swaps attest-validate.log for its own file past server.logMaxMiB (1 MiB)", grown.returncode == 0, grown.stderr)
         rotated = wait_for(lambda: not os.path.islink(pool_log + ".1") and os.path.getsize(pool_log) < (1 << 20), 5)
         T.check("root's file is untouched by the rotation", untouched(), repr(open(victim, "rb").read()[:200]))
-        T.check("rotation still works: attest-validate.log.1 is a regular file holding the log, the log is truncated",
+        T.check("rotation still works: attest-validate.log.1 is a regular file holding the log's newest MiB, the log is truncated",
                 rotated and os.path.isfile(pool_log + ".1") and not os.path.islink(pool_log + ".1")
-                and os.path.getsize(pool_log + ".1") >= 1200000, str({f: os.path.getsize(os.path.join(log, f)) for f in os.listdir(log)}))
+                and open(pool_log + ".1", "rb").read() == b"A" * (1 << 20), str({f: os.path.getsize(os.path.join(log, f)) for f in os.listdir(log)}))
         said = "attest-validate.log.1 was not a regular file (a symbolic link?): replaced, not followed"
         T.check("serve says so on its output, once", s.serve_output().count(said) == 1, s.serve_output()[-800:])
+
+        # A sparse 500 GiB log of its own: root's copy used to write it all as real blocks.
+        huge = os.path.join(log, "x.log")
+        planted = as_service_user("sh", "-c", f"truncate -s 500G {huge} && echo the-last-line >> {huge}")
+        T.check("the service user plants a sparse 500 GiB x.log", planted.returncode == 0, planted.stderr)
+        rotated = wait_for(lambda: os.path.getsize(huge) == 0 and os.path.isfile(huge + ".1"), 5)
+        st = os.stat(huge + ".1") if os.path.exists(huge + ".1") else None
+        T.check("root copies only its newest server.logMaxMiB (1 MiB) to x.log.1 and truncates it",
+                rotated and st is not None and st.st_size <= 1 << 20 and st.st_blocks * 512 <= 1 << 20
+                and open(huge + ".1", "rb").read().endswith(b"the-last-line\n"), repr(st))
+        T.check("serve kept running through it", s.serve.poll() is None, s.serve_output()[-800:])
 
         mad_log = os.path.join(log, "attest-mad.log")
         planted = as_service_user("sh", "-c", f"rm -f {mad_log} && ln -s {victim} {mad_log}")
