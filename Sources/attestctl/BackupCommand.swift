@@ -55,8 +55,12 @@ let restoreCommand = Command(
         guard let source = args.value("from") else { throw UsageError("--from FILE is required") }
         guard args.value("data") != nil else { throw UsageError("--data DIR is required (where to restore)") }
         let data = dataDirectory(args)
-        let live = FileIO.list(data.runDirectory).filter { $0.hasSuffix(".sock.pid") }.filter { name in
-            guard let text = try? FileIO.readText(data.runDirectory + "/" + name), let pid = PoolMaster.parse(text) else { return false }
+        // DATA/run is the service user's: its pid files are read through PinnedDirectory (no
+        // link followed, no FIFO waited on) and only up to 32 bytes, so a link to /dev/zero or a
+        // sparse gigabyte cannot hold root here.
+        let run = try? PinnedDirectory.open(data.path).directory("run")
+        let live = (run?.names() ?? []).filter { $0.hasSuffix(".sock.pid") }.filter { name in
+            guard let bytes = try? run?.read(name, atMost: 32), let pid = PoolMaster.parse(String(decoding: bytes, as: UTF8.self)) else { return false }
             return kill(pid, 0) == 0 || errno == EPERM
         }
         guard live.isEmpty else {

@@ -134,6 +134,24 @@ import Testing
         #expect(seconds < 0.5, "ChildProcess.logTail took \(seconds) s")
     }
 
+    /// Found while fixing F7: restore (as root) read every DATA/run/*.sock.pid whole, through links.
+    @Test("restore's running-pool check reads no pid file through a link, a FIFO or past 32 bytes", .enabled(if: geteuid() == 0))
+    func restorePidFiles() throws {
+        let (dir, data) = try Self.dataOwnedByNobody()
+        defer { withExtendedLifetime(dir) {} }
+        try Self.asNobody(in: data + "/run", "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
+        let started = monotonicSeconds()
+        var refusal = "accepted"
+        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
+        let seconds = monotonicSeconds() - started
+        #expect(!refusal.contains("is served right now"), "\(refusal)")
+        #expect(seconds < 0.5, "took \(seconds) s")
+        // A real pool's pid file (this process stands in for the pool) still stops it.
+        try Self.asNobody(in: data + "/run", "echo \(getpid()) > d.sock.pid")
+        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
+        #expect(refusal.contains("is served right now (d.sock.pid)"), "\(refusal)")
+    }
+
     @Test("pid files: only positive decimal numbers are PIDs")
     func pidParsing() {
         #expect(PoolMaster.parse("1234\n") == 1234)
