@@ -152,4 +152,18 @@ import Testing
         #expect(throws: FileIO.Failure.self) { try Backup.restore(from: file, into: scene.data) }
         #expect(FileIO.list(outside).isEmpty, "nothing was written through the linked keys directory")
     }
+
+    @Test func configJSONIsReadWithABoundAndNotThroughALink() throws {
+        let scene = try Scene()
+        scene.link("config.json", to: "/dev/zero")  // unbounded: root's serve would read for ever
+        let started = Date()
+        #expect(throws: (any Error).self) { _ = try scene.data.loadConfiguration() }
+        #expect(Date().timeIntervalSince(started) < 2, "refused at once, not read until memory ran out")
+        unlink(scene.root + "/data/config.json")
+        let big = [UInt8](repeating: 0x20, count: DataDirectory.maxConfigurationBytes + 1)
+        try FileIO.writeAtomically(scene.root + "/data/config.json", big)
+        #expect(throws: (any Error).self) { _ = try scene.data.loadConfiguration() }
+        try FileIO.writeAtomically(scene.root + "/data/config.json", text: "{}")
+        #expect(try scene.data.loadConfiguration().listen == Configuration().listen, "a real one still loads")
+    }
 }

@@ -544,6 +544,45 @@ def linked_nginx_directory(s):
             s.start()
 
 
+def reinitialised(s):
+    """The service user deletes secrets/challenge.key (so serve, root, initialises DATA again)
+    and plants store/ephemeral.boot as a link to root's file: the store's files were opened
+    through it as root and the target handed to the service user. Now initialising runs as
+    DATA's owner and the store opens that file without following a link."""
+    if os.geteuid() != 0:
+        print("NOTE: not root: the re-initialisation check needs root and is not counted")
+        return
+    victims = tempfile.mkdtemp(prefix="attestedge-victim-")
+    os.chmod(victims, 0o755)
+    victim = os.path.join(victims, "passwd")
+    with open(victim, "w") as f:
+        f.write("root's own\n")
+    os.chmod(victim, 0o600)
+    boot = os.path.join(s.data, "store", "ephemeral.boot")
+    try:
+        s.stop()
+        planted = as_service_user("sh", "-c", f"rm -f {s.data}/secrets/challenge.key {boot} && ln -s {victim} {boot}")
+        T.check("the service user deletes the challenge key and plants store/ephemeral.boot -> root's file",
+                planted.returncode == 0 and os.path.islink(boot), planted.stderr)
+        try:
+            s.start()
+        except RuntimeError:
+            pass
+        st = os.stat(victim)
+        T.check("root's file keeps its owner and content", st.st_uid == 0 and open(victim).read() == "root's own\n",
+                f"uid {st.st_uid}: {open(victim).read()!r}")
+        key = os.path.join(s.data, "secrets", "challenge.key")
+        T.check("the data directory was initialised again, by its owner",
+                os.path.exists(key) and os.stat(key).st_uid == pwd.getpwnam(SERVICE_USER).pw_uid)
+    finally:
+        if s.serve.poll() is None:
+            s.stop()
+        if os.path.islink(boot):
+            os.unlink(boot)
+        shutil.rmtree(victims, ignore_errors=True)
+        s.start()
+
+
 def low_port(s):
     """A port below 1024: nginx, the service user's, keeps CAP_NET_BIND_SERVICE and nothing else."""
     if os.geteuid() != 0:
@@ -793,6 +832,7 @@ def main():
         section("hostile backup", hostile_backup, s)
         section("hostile nginx paths", hostile_nginx_paths, s)
         section("linked nginx directory", linked_nginx_directory, s)
+        section("re-initialised as root", reinitialised, s)
         section("low port", low_port, s)
         section("server.user chosen by the service user", chosen_user, s)
         section("nginx killed", nginx_killed, s)

@@ -32,12 +32,19 @@ public struct DataDirectory: Sendable {
     public var isInitialised: Bool { FileIO.exists(configFile) && FileIO.exists(challengeKeyFile) }
 
     /// The configuration; a clear error when the directory was never initialised or the file is bad.
+    /// `config.json`, read without following a link and refused past `maxConfigurationBytes`:
+    /// root (`attestctl serve`) reads it from a directory the service user can write, where a
+    /// link to /dev/zero would otherwise grow root's memory without end.
     public func loadConfiguration() throws -> Configuration {
-        guard let text = try FileIO.readText(configFile) else {
+        guard FileIO.exists(configFile),
+              let bytes = try PinnedDirectory.open(path).read("config.json", atMost: Self.maxConfigurationBytes) else {
             throw Configuration.Problem(message: "\(path) is not an AttestEdge data directory (no config.json): run 'attestctl init --data \(path)'")
         }
-        return try Configuration(jsonText: text)
+        return try Configuration(jsonText: String(decoding: bytes, as: UTF8.self))
     }
+
+    /// The largest config.json read (1 MiB; the full default document is about 2 KiB).
+    public static let maxConfigurationBytes = 1 << 20
 
     public func save(_ configuration: Configuration) throws {
         try FileIO.writeAtomically(configFile, text: configuration.json.prettyJSONText + "\n", mode: 0o644)
