@@ -29,8 +29,10 @@ struct NginxSite {
     /// `user` is nginx.conf's `user` line (`name group`); `startID` the id nginx's readiness
     /// server answers (a fresh random one per start). Locations of pools in `absentPools`
     /// (responders this build does not have yet) answer 501 `not_implemented` as JSON instead
-    /// of passing to a socket nobody listens on.
-    func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String, absentPools: [String]) throws -> String {
+    /// of passing to a socket nobody listens on. `write` writes each rendered file (serve, as
+    /// root, writes them as the data directory's owner; the templates are read as the caller).
+    func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String, absentPools: [String],
+                write: (_ path: String, _ text: String) throws -> Void = { try FileIO.writeAtomically($0, text: $1) }) throws -> String {
         let listen = try Self.listenAddress(c)
         let values = [
             "@LISTEN@": listen.description, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
@@ -40,7 +42,7 @@ struct NginxSite {
         // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
         // a socket option (reuseport) on one of them only.
         try render(Self.files, values: values, overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
-                   absentPools: absentPools, into: data.nginxDirectory)
+                   absentPools: absentPools, into: data.nginxDirectory, write: write)
         return data.nginxDirectory + "/nginx.conf"
     }
 
@@ -101,7 +103,8 @@ struct NginxSite {
     }
 
     private func render(_ files: [String], values: [String: String], overrides: [String: [String: String]], absentPools: [String],
-                        into directory: String) throws {
+                        into directory: String,
+                        write: (_ path: String, _ text: String) throws -> Void = { try FileIO.writeAtomically($0, text: $1) }) throws {
         for file in files {
             guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
             for pool in absentPools {
@@ -116,7 +119,7 @@ struct NginxSite {
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
                 throw CommandFailure("\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
             }
-            try FileIO.writeAtomically(directory + "/" + file, text: text)
+            try write(directory + "/" + file, text)
         }
     }
 

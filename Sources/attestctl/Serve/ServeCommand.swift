@@ -81,11 +81,12 @@ struct Serve {
         let user = try serviceUser(named: args.value("user") ?? config.serviceUser, chosenByRoot: args.value("user") != nil,
                                    trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
-        // As the data directory's owner (nginx reads the files as it too): DATA/nginx may be a
-        // link the service user planted (to /etc/nginx, say), and root would write through it.
-        let nginxConf = try asDataOwner(data) {
-            try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
-                            startID: startID, absentPools: absent)
+        // Written as the data directory's owner (nginx reads the files as it too): DATA/nginx
+        // may be a link the service user planted (to /etc/nginx, say), and root would write
+        // through it. The templates are read as root: they may be where that user cannot read.
+        let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
+                                        startID: startID, absentPools: absent) { path, text in
+            try asDataOwner(data) { try FileIO.writeAtomically(path, text: text) }
         }
         guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
