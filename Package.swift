@@ -61,6 +61,6 @@ let package = Package(
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: strict),
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore", "AttestCore", "FastCGI"], swiftSettings: strict),
-        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService"], swiftSettings: strict),
+        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService", "CLISupport"], swiftSettings: strict),
     ]
 )
