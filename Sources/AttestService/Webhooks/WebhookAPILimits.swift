@@ -20,12 +20,7 @@ extension ServiceContext {
     func chargeWebhookWrite(org: String, now: Timestamp) throws {
         let perOrg = configuration.webhookWritesPerOrganizationPerMinute
         guard perOrg > 0 else { return }
-        let buckets = [(name: "webhook-write-org:" + org, limit: UInt32(perOrg))]
-        let charged = try store.write([.ephemeral]) { txn in
-            try sweepExpiredIfDue(in: txn, now: now)
-            return try charge(buckets, in: txn, now: now)
-        }
-        guard let over = charged.over else { return }
+        guard let over = try chargeMinute([("webhook-write-org:" + org, UInt32(perOrg))], now: now) else { return }
         throw rateLimited(over, now: now, what: "changes to one organization's webhook endpoints",
                           hint: "Retry after the Retry-After header's seconds; the operator sets the limit with "
                               + "webhooks.writesPerOrganizationPerMinute.")
@@ -38,15 +33,19 @@ extension ServiceContext {
         var buckets = [(name: String, limit: UInt32)]()
         if perEndpoint > 0 { buckets.append(("webhook-test:" + endpoint, UInt32(perEndpoint))) }
         if perOrg > 0 { buckets.append(("webhook-test-org:" + org, UInt32(perOrg))) }
-        guard !buckets.isEmpty else { return }
-        let charged = try store.write([.ephemeral]) { txn in
-            try sweepExpiredIfDue(in: txn, now: now)
-            return try charge(buckets, in: txn, now: now)
-        }
-        guard let over = charged.over else { return }
+        guard !buckets.isEmpty, let over = try chargeMinute(buckets, now: now) else { return }
         let endpointWide = over.0 == buckets[0].name && perEndpoint > 0
         throw rateLimited(over, now: now, what: endpointWide ? "test events to one endpoint" : "test events for one organization",
                           hint: "Retry after the Retry-After header's seconds; the operator sets the limit with "
                               + (endpointWide ? "webhooks.testEventsPerEndpointPerMinute." : "webhooks.testEventsPerOrganizationPerMinute."))
+    }
+
+    /// Charges `buckets` in one ephemeral write (sweeping expired windows when due); the first
+    /// one over its limit, or nil.
+    private func chargeMinute(_ buckets: [(name: String, limit: UInt32)], now: Timestamp) throws -> (String, UInt32)? {
+        try store.write([.ephemeral]) { txn in
+            try sweepExpiredIfDue(in: txn, now: now)
+            return try charge(buckets, in: txn, now: now)
+        }.over
     }
 }
