@@ -39,7 +39,9 @@ public struct AttestationObject: Sendable {
             certs.append(der)
         }
         guard let receipt = stmt[text: "receipt"]?.bytesValue else { throw AttestError(.format, "receipt is missing") }
-        guard let authData = root[text: "authData"]?.bytesValue else { throw AttestError(.format, "authData is missing") }
+        guard let authData = root[text: "authData"]?.bytesValue else {
+            throw AttestError(.format, "authData is missing")
+        }
         self.fmt = fmt
         self.x5c = certs
         self.receipt = receipt

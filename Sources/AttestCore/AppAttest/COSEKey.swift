@@ -12,7 +12,8 @@ public struct COSEKey: Sendable, Hashable {
         guard value[int: 1]?.intValue == 2 else { throw AttestError(.publicKeyInvalid, "COSE kty is not EC2") }
         if let alg = value[int: 3], alg.intValue != -7 { throw AttestError(.publicKeyInvalid, "COSE alg is not ES256") }
         guard value[int: -1]?.intValue == 1 else { throw AttestError(.publicKeyInvalid, "COSE curve is not P-256") }
-        guard let x = value[int: -2]?.bytesValue, x.count == 32, let y = value[int: -3]?.bytesValue, y.count == 32 else {
+        guard let x = value[int: -2]?.bytesValue, x.count == 32,
+              let y = value[int: -3]?.bytesValue, y.count == 32 else {
             throw AttestError(.publicKeyInvalid, "COSE x/y are not 32-byte strings")
         }
         self.x = x

@@ -10,7 +10,8 @@ public struct CBORReader {
     public init(limits: CBOR.Limits = .appAttest) { self.limits = limits }
 
     /// Decodes exactly one item; bytes after it are an error.
-    public static func decode(_ bytes: ArraySlice<UInt8>, limits: CBOR.Limits = .appAttest) throws(AttestError) -> CBORValue {
+    public static func decode(_ bytes: ArraySlice<UInt8>,
+                              limits: CBOR.Limits = .appAttest) throws(AttestError) -> CBORValue {
         var cursor = bytes
         let value = try decodeFirst(&cursor, limits: limits)
         guard cursor.isEmpty else {
@@ -20,7 +21,8 @@ public struct CBORReader {
     }
 
     /// Decodes one item and advances `cursor` past it, leaving whatever follows.
-    public static func decodeFirst(_ cursor: inout ArraySlice<UInt8>, limits: CBOR.Limits = .appAttest) throws(AttestError) -> CBORValue {
+    public static func decodeFirst(_ cursor: inout ArraySlice<UInt8>,
+                                   limits: CBOR.Limits = .appAttest) throws(AttestError) -> CBORValue {
         var reader = CBORReader(limits: limits)
         return try reader.readItem(&cursor, depth: 1)
     }

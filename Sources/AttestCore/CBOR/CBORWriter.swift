@@ -46,6 +46,8 @@ public enum CBORWriter {
     }
 
     private static func bigEndian(_ n: UInt64, _ width: Int, _ out: inout [UInt8]) {
-        for i in stride(from: width - 1, through: 0, by: -1) { out.append(UInt8(truncatingIfNeeded: n >> (UInt64(i) * 8))) }
+        for i in stride(from: width - 1, through: 0, by: -1) {
+            out.append(UInt8(truncatingIfNeeded: n >> (UInt64(i) * 8)))
+        }
     }
 }

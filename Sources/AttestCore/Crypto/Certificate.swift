@@ -76,6 +76,7 @@ public final class Certificate: @unchecked Sendable {
 
 extension Substring {
     func trimmingCharacters() -> String {
-        String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
+        String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed()
+            .drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
     }
 }

@@ -63,7 +63,8 @@ public final class ChainVerifier: @unchecked Sendable {
     }
 
     /// Verifies `leafDER` ← `intermediatesDER` ← an anchor at `time`; throws `.certificateChain`.
-    public func verify(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>], at time: Timestamp) throws(AttestError) -> Certificate {
+    public func verify(leafDER: ArraySlice<UInt8>, intermediatesDER: [ArraySlice<UInt8>],
+                       at time: Timestamp) throws(AttestError) -> Certificate {
         _ = try verifiedLeafFields(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
         return try Certificate(derEncoded: leafDER)
     }
@@ -78,7 +79,8 @@ public final class ChainVerifier: @unchecked Sendable {
             _ = try verifyWithOpenSSL(leafDER: leafDER, intermediatesDER: intermediatesDER, at: time)
             throw AttestError(.certificateChain, "credential certificate: \(error.reason)")
         }
-        if intermediatesDER.count == 1, let cached = cached(intermediatesDER[0], at: time), cached.admits(fields, at: time) {
+        if intermediatesDER.count == 1, let cached = cached(intermediatesDER[0], at: time),
+           cached.admits(fields, at: time) {
             directChecks.add(1, ordering: .relaxed)
             return fields
         }
@@ -113,7 +115,9 @@ public final class ChainVerifier: @unchecked Sendable {
             }
             return leaf
         }
-        let intermediates = try intermediatesDER.map { (der) throws(AttestError) -> Certificate in try Certificate(derEncoded: der) }
+        let intermediates = try intermediatesDER.map { (der) throws(AttestError) -> Certificate in
+            try Certificate(derEncoded: der)
+        }
         try Self.run(store: anchorStore, leaf: leaf, untrusted: intermediates, at: time)
         return leaf
     }
@@ -123,7 +127,8 @@ public final class ChainVerifier: @unchecked Sendable {
     /// first of `untrusted` (rather than an anchor or another certificate).
     @discardableResult
     static func run(store: OpaquePointer, leaf: Certificate, untrusted: [Certificate],
-                    at time: Timestamp) throws(AttestError) -> (validity: [(Timestamp, Timestamp)], secondIsFirstUntrusted: Bool) {
+                    at time: Timestamp) throws(AttestError)
+        -> (validity: [(Timestamp, Timestamp)], secondIsFirstUntrusted: Bool) {
         guard let ctx = X509_STORE_CTX_new() else { throw AttestError.openSSL(.crypto, "X509_STORE_CTX_new") }
         defer { X509_STORE_CTX_free(ctx) }
         let stack = attest_sk_X509_new_null()
@@ -145,7 +150,8 @@ public final class ChainVerifier: @unchecked Sendable {
         if let chain = X509_STORE_CTX_get0_chain(ctx) {
             for i in 0..<attest_sk_X509_num(chain) {
                 let cert = attest_sk_X509_value(chain, i)
-                validity.append((Certificate.timestamp(X509_get0_notBefore(cert)), Certificate.timestamp(X509_get0_notAfter(cert))))
+                validity.append((Certificate.timestamp(X509_get0_notBefore(cert)),
+                                 Certificate.timestamp(X509_get0_notAfter(cert))))
                 if i == 1, let first = untrusted.first { secondIsFirstUntrusted = X509_cmp(cert, first.x509) == 0 }
             }
         }
@@ -175,7 +181,8 @@ final class VerifiedIntermediate: @unchecked Sendable {
         validUntil = min(intermediate.notAfter, issuer.1)
         let fields = try? intermediate.fields()
         subject = fields.map { Array($0.subject) } ?? []
-        let inert: Set<ObjectIdentifier> = [.basicConstraints, .keyUsage, .subjectKeyIdentifier, .authorityKeyIdentifier]
+        let inert: Set<ObjectIdentifier> = [.basicConstraints, .keyUsage, .subjectKeyIdentifier,
+                                            .authorityKeyIdentifier]
         if let fields, Set(fields.extensions.keys).isSubset(of: inert) {
             key = try? ECPublicKey(subjectPublicKeyInfo: Array(fields.subjectPublicKeyInfo))
         } else {
@@ -208,7 +215,10 @@ final class VerifiedIntermediate: @unchecked Sendable {
         for (oid, value) in leaf.extensions where !oid.contentOctets.starts(with: Self.appleArc) {
             switch oid {
             case .basicConstraints: guard value.elementsEqual([0x30, 0x00]) else { return false }
-            case .keyUsage: guard value.count >= 3, value.first == 0x03, Int(value[value.startIndex + 1]) == value.count - 2 else { return false }
+            case .keyUsage:
+                guard value.count >= 3, value.first == 0x03, Int(value[value.startIndex + 1]) == value.count - 2 else {
+                    return false
+                }
             case .extendedKeyUsage: guard Self.isSequenceOfOIDs(value) else { return false }
             default: return false
             }
@@ -225,7 +235,8 @@ final class VerifiedIntermediate: @unchecked Sendable {
     }
 
     static func isSequenceOfOIDs(_ bytes: ArraySlice<UInt8>) -> Bool {
-        guard let node = try? DER.parse(bytes), node.isUniversal(DER.Node.sequence), let items = try? node.children() else { return false }
+        guard let node = try? DER.parse(bytes), node.isUniversal(DER.Node.sequence),
+              let items = try? node.children() else { return false }
         return items.allSatisfy { $0.isUniversal(DER.Node.objectIdentifier) && !$0.constructed && !$0.content.isEmpty }
     }
 }

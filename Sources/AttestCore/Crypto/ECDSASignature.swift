@@ -6,7 +6,8 @@
 /// ```
 public enum ECDSASignature {
     /// DER to `r ‖ s` with each half `width` bytes.
-    public static func raw<C: Collection>(fromDER der: C, width: Int = 32) throws(AttestError) -> [UInt8] where C.Element == UInt8 {
+    public static func raw<C: Collection>(fromDER der: C, width: Int = 32) throws(AttestError) -> [UInt8]
+    where C.Element == UInt8 {
         let node = try DER.parse(ArraySlice(der))
         let parts = try node.children()
         guard node.isUniversal(DER.Node.sequence), parts.count == 2,

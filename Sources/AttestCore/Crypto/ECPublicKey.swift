@@ -111,7 +111,9 @@ public final class ECPublicKey: @unchecked Sendable {
     static func encodedPoint(_ key: OpaquePointer) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 133)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", &buffer, buffer.count, &length) == 1 else { return [] }
+        guard EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", &buffer, buffer.count, &length) == 1 else {
+            return []
+        }
         return Array(buffer.prefix(length))
     }
 }

@@ -39,7 +39,8 @@ public final class HMACSHA256: @unchecked Sendable {
     }
 
     /// The tag of the concatenation `a ‖ b`, without building it.
-    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B) -> [UInt8] where A.Element == UInt8, B.Element == UInt8 {
+    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B) -> [UInt8]
+    where A.Element == UInt8, B.Element == UInt8 {
         [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
             authenticate(a, b, into: UnsafeMutableBufferPointer(rebasing: digest[0..<32]))
             count = 32
@@ -47,7 +48,8 @@ public final class HMACSHA256: @unchecked Sendable {
     }
 
     /// The tag of `a ‖ b` written into `digest` (32 bytes), allocating nothing.
-    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B, into digest: UnsafeMutableBufferPointer<UInt8>)
+    public func authenticate<A: Collection, B: Collection>(_ a: A, _ b: B,
+                                                           into digest: UnsafeMutableBufferPointer<UInt8>)
     where A.Element == UInt8, B.Element == UInt8 {
         precondition(digest.count == 32)
         // Taken out of its slot while in use; a concurrent caller finding it empty uses its own.
@@ -71,7 +73,9 @@ public final class HMACSHA256: @unchecked Sendable {
 public func constantTimeEqual<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
 where A.Element == UInt8, B.Element == UInt8 {
     guard a.count == b.count else { return false }
-    let direct: Bool?? = a.withContiguousStorageIfAvailable { x in b.withContiguousStorageIfAvailable { y in constantTimeEqual(x, y) } }
+    let direct: Bool?? = a.withContiguousStorageIfAvailable { x in
+        b.withContiguousStorageIfAvailable { y in constantTimeEqual(x, y) }
+    }
     if let direct = direct ?? nil { return direct }
     var diff: UInt8 = 0
     var i = a.startIndex, j = b.startIndex

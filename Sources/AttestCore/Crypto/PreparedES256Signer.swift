@@ -81,10 +81,14 @@ public final class PreparedES256Signer: @unchecked Sendable {
     /// (RFC 6979's, which fixes k) checks the arithmetic. Never used to sign tokens.
     func sign(digest: [UInt8], nonce k: [UInt8]) throws(AttestError) -> [UInt8] {
         try state.withLock { state throws(AttestError) -> [UInt8] in
-            guard let scalar = BN_bin2bn(k, Int32(k.count), nil) else { throw AttestError.openSSL(.crypto, "BN_bin2bn") }
+            guard let scalar = BN_bin2bn(k, Int32(k.count), nil) else {
+                throw AttestError.openSSL(.crypto, "BN_bin2bn")
+            }
             defer { BN_clear_free(scalar) }
             BN_set_flags(scalar, BN_FLG_CONSTTIME)
-            guard BN_is_zero(scalar) == 0, BN_cmp(scalar, state.order) < 0 else { throw AttestError(.crypto, "nonce out of range") }
+            guard BN_is_zero(scalar) == 0, BN_cmp(scalar, state.order) < 0 else {
+                throw AttestError(.crypto, "nonce out of range")
+            }
             state.reserve += try state.prepare([scalar])
             return try state.sign(digest, refill: 1)
         }
@@ -141,7 +145,8 @@ public final class PreparedES256Signer: @unchecked Sendable {
         }
 
         private static func free(_ group: OpaquePointer?, _ order: OpaquePointer?, _ montgomery: OpaquePointer?,
-                                 _ privateMontgomery: OpaquePointer?, _ context: OpaquePointer?, _ point: OpaquePointer?) {
+                                 _ privateMontgomery: OpaquePointer?, _ context: OpaquePointer?,
+                                 _ point: OpaquePointer?) {
             EC_POINT_free(point)
             BN_clear_free(privateMontgomery)
             BN_MONT_CTX_free(montgomery)
@@ -205,7 +210,9 @@ public final class PreparedES256Signer: @unchecked Sendable {
 
         /// `s = k⁻¹ · (e + r·d) mod n`; `nil` when s = 0 (the nonce is dropped, another taken).
         func signature(e: OpaquePointer, nonce: Nonce) throws(AttestError) -> OpaquePointer? {
-            guard let sum = BN_secure_new(), let s = BN_secure_new() else { throw AttestError.openSSL(.crypto, "BN_secure_new") }
+            guard let sum = BN_secure_new(), let s = BN_secure_new() else {
+                throw AttestError.openSSL(.crypto, "BN_secure_new")
+            }
             defer { BN_clear_free(sum) }
             BN_set_flags(sum, BN_FLG_CONSTTIME)
             BN_set_flags(s, BN_FLG_CONSTTIME)
@@ -270,11 +277,15 @@ public final class PreparedES256Signer: @unchecked Sendable {
                 guard BN_mod_mul_montgomery(u, k, b, montgomery, context) == 1,
                       let product = prefix.isEmpty ? BN_dup(u) : BN_new() else { throw fail("blinding") }
                 prefix.append(product)
-                if prefix.count > 1, BN_mod_mul(product, prefix[prefix.count - 2], u, order, context) != 1 { throw fail("BN_mod_mul") }
+                if prefix.count > 1, BN_mod_mul(product, prefix[prefix.count - 2], u, order, context) != 1 {
+                    throw fail("BN_mod_mul")
+                }
             }
             guard let last = prefix.last else { return [] }
             // t = (u₀ ⋯ uᵢ)⁻¹, walking down: uᵢ⁻¹ = t · (u₀ ⋯ uᵢ₋₁), then t ← t · uᵢ.
-            guard let t = BN_mod_inverse(nil, last, order, context), let uInverse = BN_new() else { throw fail("BN_mod_inverse") }
+            guard let t = BN_mod_inverse(nil, last, order, context), let uInverse = BN_new() else {
+                throw fail("BN_mod_inverse")
+            }
             defer {
                 BN_free(t)
                 BN_free(uInverse)
@@ -285,7 +296,8 @@ public final class PreparedES256Signer: @unchecked Sendable {
                 BN_set_flags(kInverse, BN_FLG_CONSTTIME)
                 inverses[i] = kInverse
                 let ok = i == 0 ? BN_copy(uInverse, t) != nil
-                    : BN_mod_mul(uInverse, t, prefix[i - 1], order, context) == 1 && BN_mod_mul(t, t, us[i], order, context) == 1
+                    : BN_mod_mul(uInverse, t, prefix[i - 1], order, context) == 1
+                        && BN_mod_mul(t, t, us[i], order, context) == 1
                 guard ok, BN_mod_mul_montgomery(kInverse, uInverse, blinds[i], montgomery, context) == 1 else {
                     inverses.forEach { BN_clear_free($0) }
                     throw fail("unblinding")

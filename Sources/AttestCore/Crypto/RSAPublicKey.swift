@@ -11,7 +11,8 @@ public final class RSAPublicKey: @unchecked Sendable {
     public init(modulus n: [UInt8], exponent e: [UInt8]) throws(AttestError) {
         let bits = n.drop(while: { $0 == 0 }).count * 8
         guard bits >= 2048, bits <= 8192, !e.isEmpty, e.count <= 8 else {
-            throw AttestError(.publicKeyInvalid, "an RSA key of 2048 to 8192 bits with a small exponent, got \(bits) bits")
+            throw AttestError(.publicKeyInvalid,
+                              "an RSA key of 2048 to 8192 bits with a small exponent, got \(bits) bits")
         }
         guard let key = attest_rsa_public_key(n, n.count, e, e.count) else {
             throw AttestError.openSSL(.publicKeyInvalid, "not an RSA public key")

@@ -131,7 +131,8 @@ public struct CertificateFields: Sendable {
 
     /// Whether basicConstraints says cA TRUE (a v3 CA certificate).
     public var isCertificateAuthority: Bool {
-        guard let value = extensions[.basicConstraints], let seq = try? DER.parse(value), let parts = try? seq.children(),
+        guard let value = extensions[.basicConstraints], let seq = try? DER.parse(value),
+              let parts = try? seq.children(),
               let first = parts.first, first.isUniversal(DER.Node.boolean) else { return false }
         return first.content.elementsEqual([0xFF])
     }
@@ -171,8 +172,10 @@ extension Timestamp {
         var year = digits == 12 ? number(0, 2) : number(0, 4)
         if digits == 12 { year += year < 50 ? 2000 : 1900 }
         let o = digits - 10
-        let month = number(o, 2), day = number(o + 2, 2), hour = number(o + 4, 2), minute = number(o + 6, 2), second = number(o + 8, 2)
-        guard (1...12).contains(month), day >= 1, day <= Timestamp.daysIn(year, month), hour < 24, minute < 60, second < 60 else {
+        let month = number(o, 2), day = number(o + 2, 2), hour = number(o + 4, 2)
+        let minute = number(o + 6, 2), second = number(o + 8, 2)
+        guard (1...12).contains(month), day >= 1, day <= Timestamp.daysIn(year, month),
+              hour < 24, minute < 60, second < 60 else {
             return nil
         }
         self.init(civil: Civil(year: year, month: month, day: day, hour: hour, minute: minute, second: second))

@@ -41,7 +41,11 @@ public enum Base64 {
                 out[o] = alphabet[Int(b0 >> 2)]
                 out[o + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
                 o += 2
-                if rest == 2 { out[o] = alphabet[Int((b1 & 0x0F) << 2)]; o += 1 } else if !useURL { out[o] = UInt8(ascii: "="); o += 1 }
+                if rest == 2 {
+                    out[o] = alphabet[Int((b1 & 0x0F) << 2)]; o += 1
+                } else if !useURL {
+                    out[o] = UInt8(ascii: "="); o += 1
+                }
                 if !useURL { out[o] = UInt8(ascii: "="); o += 1 }
             }
             return o

@@ -3,7 +3,8 @@
 /// go through here: called from another module they are not specialised, and a per-element
 /// loop over a generic collection cost hundreds of instructions (and a malloc) per byte.
 @inline(__always)
-func withContiguousBytes<C: Collection, R>(_ bytes: C, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R where C.Element == UInt8 {
+func withContiguousBytes<C: Collection, R>(_ bytes: C, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R
+where C.Element == UInt8 {
     if let result = bytes.withContiguousStorageIfAvailable(body) { return result }
     return Array(bytes).withUnsafeBufferPointer(body)
 }

@@ -15,7 +15,9 @@ public struct JSONParser {
 
     /// Parses `text`; throws `.jsonMalformed` with the byte offset of the problem.
     public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(AttestError) -> JSONValue {
-        guard bytes.count <= limits.maxBytes else { throw AttestError(.jsonMalformed, "JSON text over \(limits.maxBytes) bytes") }
+        guard bytes.count <= limits.maxBytes else {
+            throw AttestError(.jsonMalformed, "JSON text over \(limits.maxBytes) bytes")
+        }
         var parser = JSONParser(bytes: bytes, limits: limits)
         parser.skipSpace()
         let value = try parser.parseValue(depth: 0)
@@ -156,9 +158,13 @@ public struct JSONParser {
             // path cost ~3k instructions a string (a token's claims are some 25 strings).
             let s: String
             if ascii {
-                s = bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<i]), as: UTF8.self) }
+                s = bytes.withUnsafeBufferPointer {
+                    String(decoding: UnsafeBufferPointer(rebasing: $0[start..<i]), as: UTF8.self)
+                }
             } else {
-                guard let valid = String(validating: bytes[start..<i], as: UTF8.self) else { throw fail("string is not UTF-8") }
+                guard let valid = String(validating: bytes[start..<i], as: UTF8.self) else {
+                    throw fail("string is not UTF-8")
+                }
                 s = valid
             }
             i += 1
@@ -189,7 +195,8 @@ public struct JSONParser {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar) {
-                        guard i + 2 <= bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
+                        guard i + 2 <= bytes.count, bytes[i] == UInt8(ascii: "\\"),
+                              bytes[i + 1] == UInt8(ascii: "u") else {
                             throw fail("lone surrogate")
                         }
                         i += 2

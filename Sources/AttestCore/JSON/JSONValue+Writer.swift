@@ -25,7 +25,11 @@ extension JSONValue {
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d):
-            if d.isFinite { out += Array((d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)).utf8) } else { out += Array("null".utf8) }
+            if d.isFinite {
+                out += Array((d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(d)).utf8)
+            } else {
+                out += Array("null".utf8)
+            }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))

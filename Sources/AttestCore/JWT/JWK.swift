@@ -9,12 +9,14 @@ public enum JWK {
     /// The thumbprint members in the order RFC 7638 requires (lexicographic).
     static func requiredMembers(of key: SigningKey) throws(AttestError) -> [(String, JSONValue)] {
         if let rsa = key.rsaComponents {
-            return [("e", .string(Base64.encode(rsa.e, url: true))), ("kty", "RSA"), ("n", .string(Base64.encode(rsa.n, url: true)))]
+            return [("e", .string(Base64.encode(rsa.e, url: true))), ("kty", "RSA"),
+                    ("n", .string(Base64.encode(rsa.n, url: true)))]
         }
         let point = key.x962Point
         guard point.count == 65 else { throw AttestError(.keyInvalid, "token EC keys are P-256") }
         return [("crv", "P-256"), ("kty", "EC"),
-                ("x", .string(Base64.encode(point[1..<33], url: true))), ("y", .string(Base64.encode(point[33..<65], url: true)))]
+                ("x", .string(Base64.encode(point[1..<33], url: true))),
+                ("y", .string(Base64.encode(point[33..<65], url: true)))]
     }
 
     /// base64url(SHA-256(canonical JWK)).

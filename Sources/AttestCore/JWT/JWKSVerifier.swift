@@ -15,11 +15,13 @@ public struct JWKSVerifier: Sendable {
         for jwk in jwks["keys"]?.arrayValue ?? [] {
             guard let kid = jwk["kid"]?.stringValue, let kty = jwk["kty"]?.stringValue else { continue }
             if kty == "EC", jwk["crv"]?.stringValue == "P-256",
-               let x = jwk["x"]?.stringValue.flatMap({ Base64.decode($0) }), let y = jwk["y"]?.stringValue.flatMap({ Base64.decode($0) }),
+               let x = jwk["x"]?.stringValue.flatMap({ Base64.decode($0) }),
+               let y = jwk["y"]?.stringValue.flatMap({ Base64.decode($0) }),
                x.count == 32, y.count == 32, let key = try? ECPublicKey(x962Point: [4] + x + y) {
                 keys[kid] = .es256(key)
             } else if kty == "RSA", let n = jwk["n"]?.stringValue.flatMap({ Base64.decode($0) }),
-                      let e = jwk["e"]?.stringValue.flatMap({ Base64.decode($0) }), let key = try? RSAPublicKey(modulus: n, exponent: e) {
+                      let e = jwk["e"]?.stringValue.flatMap({ Base64.decode($0) }),
+                      let key = try? RSAPublicKey(modulus: n, exponent: e) {
                 keys[kid] = .rs256(key)
             }
         }
@@ -39,7 +41,9 @@ public struct JWKSVerifier: Sendable {
         let alg = jwt.header["alg"]?.stringValue
         switch key {
         case .es256(let k):
-            guard alg == "ES256", jwt.hasValidES256Signature(k) else { throw AttestError(.signature, "ES256 signature does not verify") }
+            guard alg == "ES256", jwt.hasValidES256Signature(k) else {
+                throw AttestError(.signature, "ES256 signature does not verify")
+            }
         case .rs256(let k):
             guard alg == "RS256", k.isValidSignature(jwt.signature, message: jwt.signingInput.utf8) else {
                 throw AttestError(.signature, "RS256 signature does not verify")

@@ -14,8 +14,11 @@ public struct JWT: Sendable {
         let parsed = token.withUTF8 { bytes -> (header: [UInt8], claims: [UInt8], signature: [UInt8], input: String)? in
             let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
             guard dots.count == 2 else { return nil }
-            func part(_ range: Range<Int>) -> [UInt8]? { Base64.decode(utf8: UnsafeBufferPointer(rebasing: bytes[range])) }
-            guard let h = part(0..<dots[0]), let c = part((dots[0] + 1)..<dots[1]), let s = part((dots[1] + 1)..<bytes.count) else {
+            func part(_ range: Range<Int>) -> [UInt8]? {
+                Base64.decode(utf8: UnsafeBufferPointer(rebasing: bytes[range]))
+            }
+            guard let h = part(0..<dots[0]), let c = part((dots[0] + 1)..<dots[1]),
+                  let s = part((dots[1] + 1)..<bytes.count) else {
                 return nil
             }
             return (h, c, s, String(decoding: UnsafeBufferPointer(rebasing: bytes[0..<dots[1]]), as: UTF8.self))

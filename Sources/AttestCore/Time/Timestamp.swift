@@ -41,7 +41,9 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// ISO 8601 UTC without fractional seconds (`YYYY-MM-DDTHH:MM:SSZ`; years 0…9999).
     public var iso8601: String {
         let c = civil
-        guard (0...9999).contains(c.year) else { return "\(c.year)-\(c.month)-\(c.day)T\(c.hour):\(c.minute):\(c.second)Z" }
+        guard (0...9999).contains(c.year) else {
+            return "\(c.year)-\(c.month)-\(c.day)T\(c.hour):\(c.minute):\(c.second)Z"
+        }
         return String(unsafeUninitializedCapacity: 20) { out in Self.write(c, into: out) }
     }
 

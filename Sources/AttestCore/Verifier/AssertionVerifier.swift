@@ -70,7 +70,8 @@ struct AssertionAuthenticatorData {
 
     init(_ bytes: ArraySlice<UInt8>) throws(AttestError) {
         guard bytes.count >= AuthenticatorData.minimumLength else {
-            throw AttestError(.authenticatorDataMalformed, "\(bytes.count) bytes, fewer than \(AuthenticatorData.minimumLength)")
+            throw AttestError(.authenticatorDataMalformed,
+                              "\(bytes.count) bytes, fewer than \(AuthenticatorData.minimumLength)")
         }
         let s = bytes.startIndex
         rpIDHash = bytes[s..<(s + 32)]

@@ -18,15 +18,18 @@ public struct AttestationVerifier: Sendable {
     public init(chainVerifier: ChainVerifier) { self.chainVerifier = chainVerifier }
 
     public func verify(attestationObject: ArraySlice<UInt8>, keyID: [UInt8], clientDataHash: [UInt8],
-                       appID: String, policy: EnvironmentPolicy, at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
+                       appID: String, policy: EnvironmentPolicy,
+                       at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
         try verify(AttestationObject(cborEncoded: attestationObject), keyID: keyID, clientDataHash: clientDataHash,
                    appID: appID, policy: policy, at: time)
     }
 
     public func verify(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8],
-                       appID: String, policy: EnvironmentPolicy, at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
+                       appID: String, policy: EnvironmentPolicy,
+                       at time: Timestamp) throws(AttestError) -> VerifiedAttestation {
         // Step 2: the chain.
-        let fields = try chainVerifier.verifiedLeafFields(leafDER: object.x5c[0], intermediatesDER: Array(object.x5c.dropFirst()), at: time)
+        let fields = try chainVerifier.verifiedLeafFields(leafDER: object.x5c[0],
+                                                          intermediatesDER: Array(object.x5c.dropFirst()), at: time)
         // x5c in the wrong order still chains (the intermediate alone reaches the root): the
         // first certificate must be the end-entity credential certificate.
         guard !fields.isCertificateAuthority else {
