@@ -7,7 +7,8 @@
 public enum Database: String, CaseIterable, Sendable {
     // durable
     case meta, orgs, apps, devices, deviceIDs = "device_ids", receipts, fingerprints
-    case usageMonths = "usage_months", usageDevices = "usage_devices", usageDays = "usage_days", apiKeys = "api_keys", outbox
+    case usageMonths = "usage_months", usageDevices = "usage_devices", usageDays = "usage_days"
+    case apiKeys = "api_keys", outbox
     case subjects, subjectDevices = "subject_devices", flagLog = "flag_log"
     case webhooks, deliveries, deliveryDue = "delivery_due", webhookCounts = "webhook_counts"
     // ephemeral

@@ -50,7 +50,8 @@ public final class Store {
         let key = Array("schema".utf8)
         if let stored = try read({ try $0.get(.meta, key) }) {
             guard stored == [Self.schemaVersion] else {
-                throw StoreError(.open, "the store has schema \(stored.first.map(String.init) ?? "?"); this build reads \(Self.schemaVersion)")
+                throw StoreError(.open, "the store has schema \(stored.first.map(String.init) ?? "?"); "
+                                            + "this build reads \(Self.schemaVersion)")
             }
             return
         }
@@ -147,7 +148,9 @@ public final class Store {
 
     /// Map size and bytes in use of each LMDB environment (how close a `full` error is), and
     /// whether it writes through its reserved map (`LMDBEnvironment`); empty for PostgreSQL.
-    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] { backend.usage() }
+    public func usage() -> [(environment: Database.Environment, mapSize: Int, used: Int, throughMap: Bool)] {
+        backend.usage()
+    }
 
     /// Changes whenever orgs, apps or the tenancy generation may have changed: callers cache
     /// those reads against it. LMDB: any commit of any process; PostgreSQL: every second, and
@@ -158,7 +161,8 @@ public final class Store {
     /// `data.mdb` while the store keeps serving. PostgreSQL is backed up with its own tools.
     public func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
         guard let lmdb = backend as? LMDBStore else {
-            throw StoreError(.open, "the store is in PostgreSQL: back it up with pg_dump (attestctl backup copies an LMDB store)")
+            throw StoreError(.open, "the store is in PostgreSQL: back it up with pg_dump "
+                                        + "(attestctl backup copies an LMDB store)")
         }
         try lmdb.copyCompacted(environment, to: directory)
     }

@@ -35,8 +35,8 @@ public struct StoreOptions: Sendable, Hashable {
     /// alone, every other serializable writer of the database held off (`PostgresStore`).
     public var exclusiveAfterConflicts: Int
 
-    public init(backend: Backend = .lmdb, durableMapSizeMiB: Int = 1024, ephemeralMapSizeMiB: Int = 256, sync: Sync = .commit,
-                maxReaders: Int = 256, maxRetries: Int = 20, exclusiveAfterConflicts: Int = 3) {
+    public init(backend: Backend = .lmdb, durableMapSizeMiB: Int = 1024, ephemeralMapSizeMiB: Int = 256,
+                sync: Sync = .commit, maxReaders: Int = 256, maxRetries: Int = 20, exclusiveAfterConflicts: Int = 3) {
         self.backend = backend
         self.durableMapSizeMiB = durableMapSizeMiB
         self.ephemeralMapSizeMiB = ephemeralMapSizeMiB

@@ -33,7 +33,8 @@ extension Transaction {
     /// lineage as it is now (its `keys` is how many distinct keys the fingerprint has been
     /// seen with in that app: key churn is a risk signal).
     @discardableResult
-    public func noteFingerprint(_ fingerprint: String, appID: String, keyID: [UInt8], at: Timestamp) throws -> LineageRecord {
+    public func noteFingerprint(_ fingerprint: String, appID: String, keyID: [UInt8],
+                                at: Timestamp) throws -> LineageRecord {
         let key = LineageKey.fingerprint(fingerprint, appID: appID)
         var record = try lineage(key) ?? LineageRecord()
         let before = record

@@ -20,7 +20,9 @@ extension Transaction {
         try get(.subjects, Self.subjectKey(org: org, subjectID: subjectID)).map { try SubjectRecord(encoded: $0) }
     }
 
-    public func prefetchSubject(org: String, subjectID: String) { prefetch(.subjects, Self.subjectKey(org: org, subjectID: subjectID)) }
+    public func prefetchSubject(org: String, subjectID: String) {
+        prefetch(.subjects, Self.subjectKey(org: org, subjectID: subjectID))
+    }
 
     public func put(_ subject: SubjectRecord, org: String) throws {
         try put(.subjects, Self.subjectKey(org: org, subjectID: subject.subjectID), subject.encoded())

@@ -5,10 +5,12 @@ import AttestCore
 /// ```
 /// usage_months   org ‖ 0x00 ‖ "YYYY-MM"                        → UsageMonthRecord
 /// usage_devices  month u32 BE (YYYY·100+MM) ‖ org ‖ 0x00 ‖ identity (16 bytes)
-///                                                               → u8 1 ‖ kind u8 (0 device, 1 api_key) ‖ days u32 (bit d-1: active on day d)
+///                                                               → u8 1 ‖ kind u8 (0 device, 1 api_key) ‖
+///                                                                 days u32 (bit d-1: active on day d)
 /// usage_days     org ‖ 0x00 ‖ "YYYY-MM" ‖ day u8 (1…31) ‖ shard u8 (< Transaction.spreadWays)
-///                                                               → u32 BE: billable devices counted earlier in the month
-///                                                                 whose first request of that day this shard counted
+///                                                               → u32 BE: billable devices counted earlier in
+///                                                                 the month whose first request of that day
+///                                                                 this shard counted
 /// ```
 /// `usage_devices` starts with the month, so the entries of past months (only needed to
 /// deduplicate within their month) are swept from the front a few at a time.
@@ -70,7 +72,9 @@ extension Transaction {
         var days = [UInt32]()
         try scan(.usageDays, from: prefix) { key, value in
             guard key.count == prefix.count + 2, key.starts(with: prefix) else { return false }
-            guard value.count == 4, let n = BigEndian.uint32(value) else { throw StoreError(.corrupt, "usage day count of \(value.count) bytes") }
+            guard value.count == 4, let n = BigEndian.uint32(value) else {
+                throw StoreError(.corrupt, "usage day count of \(value.count) bytes")
+            }
             let day = Int(key[prefix.count])
             guard (1...31).contains(day) else { throw StoreError(.corrupt, "usage day count for day \(day)") }
             while days.count < day { days.append(0) }
@@ -85,7 +89,8 @@ extension Transaction {
     /// reads `usageMonth`, never this (it would write the sums back).
     public func usageMonthReport(org: String, month: String) throws -> UsageMonthRecord? {
         let returning = try returningDevices(org: org, month: month)
-        guard var record = try usageMonth(org: org, month: month) ?? (returning.isEmpty ? nil : UsageMonthRecord()) else { return nil }
+        guard var record = try usageMonth(org: org, month: month)
+                ?? (returning.isEmpty ? nil : UsageMonthRecord()) else { return nil }
         for (i, n) in returning.enumerated() where n > 0 { record.addActive(n, day: i + 1) }
         return record
     }
@@ -94,7 +99,9 @@ extension Transaction {
         try get(.usageMonths, Self.usageMonthKey(org: org, month: month)).map { try UsageMonthRecord(encoded: $0) }
     }
 
-    public func prefetchUsageMonth(org: String, month: String) { prefetch(.usageMonths, Self.usageMonthKey(org: org, month: month)) }
+    public func prefetchUsageMonth(org: String, month: String) {
+        prefetch(.usageMonths, Self.usageMonthKey(org: org, month: month))
+    }
 
     public func put(_ record: UsageMonthRecord, org: String, month: String) throws {
         try put(.usageMonths, Self.usageMonthKey(org: org, month: month), record.encoded())
@@ -113,8 +120,12 @@ extension Transaction {
     }
 
     public func countedDevice(org: String, month: String, identity: [UInt8]) throws -> CountedDevice? {
-        guard let bytes = try get(.usageDevices, Self.usageDeviceKey(org: org, month: month, identity: identity)) else { return nil }
-        guard bytes.count == 6, bytes[0] == 1 else { throw StoreError(.corrupt, "usage device record of \(bytes.count) bytes") }
+        guard let bytes = try get(.usageDevices, Self.usageDeviceKey(org: org, month: month, identity: identity)) else {
+            return nil
+        }
+        guard bytes.count == 6, bytes[0] == 1 else {
+            throw StoreError(.corrupt, "usage device record of \(bytes.count) bytes")
+        }
         return CountedDevice(apiKey: bytes[1] == 1, days: bytes[2...].reduce(0) { $0 << 8 | UInt32($1) })
     }
 
@@ -125,7 +136,8 @@ extension Transaction {
     public func putCountedDevice(_ device: CountedDevice, org: String, month: String, identity: [UInt8]) throws {
         let d = device.days
         try put(.usageDevices, Self.usageDeviceKey(org: org, month: month, identity: identity),
-                [1, device.apiKey ? 1 : 0, UInt8(d >> 24), UInt8(d >> 16 & 0xFF), UInt8(d >> 8 & 0xFF), UInt8(d & 0xFF)])
+                [1, device.apiKey ? 1 : 0,
+                 UInt8(d >> 24), UInt8(d >> 16 & 0xFF), UInt8(d >> 8 & 0xFF), UInt8(d & 0xFF)])
     }
 
     /// Deletes up to `limit` counted-device entries of months before `month`: the keys below

@@ -26,7 +26,8 @@ public final class Transaction {
     }
 
     private func mayWrite(_ db: Database) {
-        precondition(writable.contains(db.environment), "write to \(db.rawValue) in a transaction that only reads \(db.environment.rawValue)")
+        precondition(writable.contains(db.environment),
+                     "write to \(db.rawValue) in a transaction that only reads \(db.environment.rawValue)")
     }
 
     /// The value stored under `key`, copied out; `nil` when absent.

@@ -9,7 +9,8 @@ enum RecordChecks {
 
     static let table: [Database: Check] = [
         .meta: { key, value, _ in
-            key == Array("schema".utf8) && value != [Store.schemaVersion] ? ["schema is \(value), this build reads \(Store.schemaVersion)"] : []
+            key == Array("schema".utf8) && value != [Store.schemaVersion]
+                ? ["schema is \(value), this build reads \(Store.schemaVersion)"] : []
         },
         .orgs: { key, value, _ in
             let org = try OrgRecord(encoded: value)
@@ -19,7 +20,9 @@ enum RecordChecks {
             let app = try AppRecord(encoded: value)
             var problems = [String]()
             if key != Array(app.appID.utf8) { problems.append("key is not the App ID \(app.appID)") }
-            if try txn.org(named: app.org) == nil { problems.append("app \(app.appID) names a missing organization \(app.org)") }
+            if try txn.org(named: app.org) == nil {
+                problems.append("app \(app.appID) names a missing organization \(app.org)")
+            }
             return problems
         },
         .devices: { key, value, txn in
@@ -27,16 +30,23 @@ enum RecordChecks {
             device.keyID = key
             var problems = [String]()
             if key.count != 32 { problems.append("keyId is \(key.count) bytes, not 32") }
-            if device.publicKey.count != 65 || device.publicKey.first != 4 { problems.append("public key is not an uncompressed P-256 point") }
-            if try txn.get(.deviceIDs, Array(device.deviceID.utf8)) != key { problems.append("device_ids does not map \(device.deviceID) to this key") }
+            if device.publicKey.count != 65 || device.publicKey.first != 4 {
+                problems.append("public key is not an uncompressed P-256 point")
+            }
+            if try txn.get(.deviceIDs, Array(device.deviceID.utf8)) != key {
+                problems.append("device_ids does not map \(device.deviceID) to this key")
+            }
             let app = try txn.app(id: device.appID)
             if app == nil { problems.append("device \(device.deviceID) names a missing app \(device.appID)") }
             if !device.subjectID.isEmpty, let app,
-               try txn.get(.subjectDevices, Transaction.subjectDigest(org: app.org, subjectID: device.subjectID) + key) == nil {
-                problems.append("device \(device.deviceID) is linked to a subject subject_devices does not list it under")
+               try txn.get(.subjectDevices,
+                           Transaction.subjectDigest(org: app.org, subjectID: device.subjectID) + key) == nil {
+                problems.append(
+                    "device \(device.deviceID) is linked to a subject subject_devices does not list it under")
             }
             if !device.subjectID.isEmpty, let app, try txn.subject(org: app.org, subjectID: device.subjectID) == nil {
-                problems.append("device \(device.deviceID) is linked to subject \(device.subjectID), which has no record")
+                problems.append(
+                    "device \(device.deviceID) is linked to subject \(device.subjectID), which has no record")
             }
             return problems
         },
@@ -51,8 +61,11 @@ enum RecordChecks {
             return []
         },
         .deviceIDs: { key, value, txn in
-            guard let device = try txn.device(keyID: value) else { return ["deviceId \(String(decoding: key, as: UTF8.self)) points at no device"] }
-            return Array(device.deviceID.utf8) == key ? [] : ["deviceId \(String(decoding: key, as: UTF8.self)) points at device \(device.deviceID)"]
+            guard let device = try txn.device(keyID: value) else {
+                return ["deviceId \(String(decoding: key, as: UTF8.self)) points at no device"]
+            }
+            return Array(device.deviceID.utf8) == key
+                ? [] : ["deviceId \(String(decoding: key, as: UTF8.self)) points at device \(device.deviceID)"]
         },
         .receipts: { key, value, txn in
             guard value.first == 1 else { return ["receipt record version \(value.first.map(String.init) ?? "none")"] }
@@ -71,20 +84,26 @@ enum RecordChecks {
             var problems = [String]()
             if !key.contains(0) { problems.append("key is not org ‖ 0x00 ‖ month") }
             let perApp = month.apps.reduce(UInt32(0)) { $0 &+ $1.activeDevices }
-            if perApp != month.activeDevices { problems.append("apps add up to \(perApp), the month says \(month.activeDevices)") }
+            if perApp != month.activeDevices {
+                problems.append("apps add up to \(perApp), the month says \(month.activeDevices)")
+            }
             let new = month.days.reduce(UInt32(0)) { $0 &+ $1.newDevices }
-            if new != month.activeDevices { problems.append("days' new devices add up to \(new), the month says \(month.activeDevices)") }
+            if new != month.activeDevices {
+                problems.append("days' new devices add up to \(new), the month says \(month.activeDevices)")
+            }
             return problems
         },
         .usageDevices: { key, value, _ in
-            key.count > 21 && value.count == 6 && value[0] == 1 ? [] : ["counted-device entry: key of \(key.count) bytes, value of \(value.count)"]
+            key.count > 21 && value.count == 6 && value[0] == 1
+                ? [] : ["counted-device entry: key of \(key.count) bytes, value of \(value.count)"]
         },
         .usageDays: { key, value, _ in
             // org ‖ 0x00 ‖ "YYYY-MM" ‖ day ‖ shard → u32
             var problems = [String]()
             let zero = key.firstIndex(of: 0)
-            if zero == nil || key.count - zero! != 10 { problems.append("key is not org ‖ 0x00 ‖ month ‖ day ‖ shard") }
-            else if !(1...31).contains(key[key.count - 2]) || Int(key[key.count - 1]) >= Transaction.spreadWays {
+            if zero == nil || key.count - zero! != 10 {
+                problems.append("key is not org ‖ 0x00 ‖ month ‖ day ‖ shard")
+            } else if !(1...31).contains(key[key.count - 2]) || Int(key[key.count - 1]) >= Transaction.spreadWays {
                 problems.append("day \(key[key.count - 2]), shard \(key[key.count - 1])")
             }
             if value.count != 4 { problems.append("day count of \(value.count) bytes, not 4") }
@@ -92,7 +111,8 @@ enum RecordChecks {
         },
         .apiKeys: { key, value, _ in
             _ = try APIKeyRecord(encoded: value)
-            return key.count == 12 && key.starts(with: Array("aat_".utf8)) ? [] : ["API key id of \(key.count) bytes, not aat_ + 8"]
+            return key.count == 12 && key.starts(with: Array("aat_".utf8))
+                ? [] : ["API key id of \(key.count) bytes, not aat_ + 8"]
         },
         .outbox: { key, value, _ in
             _ = try OutboxEvent(encoded: value)
@@ -103,7 +123,9 @@ enum RecordChecks {
         .webhooks: { _, value, _ in _ = try WebhookEndpointRecord(encoded: value); return [] },
         .deliveries: { key, value, txn in
             // endpoint id ‖ 0x00 ‖ sequence (8); a pending one is listed in delivery_due at its next attempt.
-            guard key.count > 9, key[key.count - 9] == 0 else { return ["delivery key of \(key.count) bytes, not endpoint ‖ 0x00 ‖ sequence"] }
+            guard key.count > 9, key[key.count - 9] == 0 else {
+                return ["delivery key of \(key.count) bytes, not endpoint ‖ 0x00 ‖ sequence"]
+            }
             let delivery = try DeliveryRecord(encoded: value)
             if delivery.state == .pending, let next = delivery.nextAttemptAt,
                try txn.get(.deliveryDue, BigEndian.bytes(next.seconds) + key) == nil {
@@ -116,7 +138,8 @@ enum RecordChecks {
             guard key.count > 17 else { return ["due entry of \(key.count) bytes"] }
             guard let value = try txn.get(.deliveries, Array(key[8...])) else { return ["a due entry for no delivery"] }
             let delivery = try DeliveryRecord(encoded: value)
-            guard delivery.state == .pending, delivery.nextAttemptAt?.seconds == Int64(bitPattern: BigEndian.uint64(key)) else {
+            guard delivery.state == .pending,
+                  delivery.nextAttemptAt?.seconds == Int64(bitPattern: BigEndian.uint64(key)) else {
                 return ["a due entry for a delivery that is \(delivery.state.name) or due at another time"]
             }
             return []
@@ -125,13 +148,18 @@ enum RecordChecks {
             // org → what it stores for its webhooks, counted as it changes: equal to a recount.
             let org = String(decoding: key, as: UTF8.self)
             let record = try WebhookCountRecord(encoded: value), counted = try txn.countWebhookItems(org: org)
-            return record.stored == counted ? [] : ["organization \(org) is counted as storing \(record.stored) webhook deliveries and test events; it stores \(counted)"]
+            return record.stored == counted ? [] : [
+                "organization \(org) is counted as storing \(record.stored) webhook deliveries and test events; "
+                    + "it stores \(counted)",
+            ]
         },
         .challenges: { key, value, _ in
-            key.count == 24 && value.isEmpty ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
+            key.count == 24 && value.isEmpty
+                ? [] : ["used challenge key of \(key.count) bytes (expiry 8 ‖ id 16), value of \(value.count)"]
         },
         .rates: { key, value, _ in
-            key.count > 8 && value.count == 4 ? [] : ["rate window key of \(key.count) bytes, value of \(value.count) (u32 hits)"]
+            key.count > 8 && value.count == 4
+                ? [] : ["rate window key of \(key.count) bytes, value of \(value.count) (u32 hits)"]
         },
     ]
 

@@ -37,20 +37,25 @@ extension Store {
                 var problems = [String](), problemCount = 0, visited = 0
                 func note(_ found: [String]) {
                     problemCount += found.count
-                    problems += found.prefix(StoreCheckReport.problemLimit - min(problems.count, StoreCheckReport.problemLimit))
+                    problems += found.prefix(StoreCheckReport.problemLimit
+                                             - min(problems.count, StoreCheckReport.problemLimit))
                 }
                 try txn.scan(db) { key, value in
                     visited += 1
                     guard let check else { return true }
-                    do { note(try check(key, value, txn)) } catch { note(["\(describe(key)): does not decode: \(error)"]) }
+                    do { note(try check(key, value, txn)) } catch {
+                        note(["\(describe(key)): does not decode: \(error)"])
+                    }
                     return true
                 }
                 if visited != entries { note(["LMDB counts \(entries) entries, a cursor visits \(visited)"]) }
                 counted[db] = entries
-                results.append(.init(database: db, entries: entries, recordsChecked: check != nil, problems: problems, problemCount: problemCount))
+                results.append(.init(database: db, entries: entries, recordsChecked: check != nil, problems: problems,
+                                     problemCount: problemCount))
             }
             let cross = RecordChecks.equalCounts.compactMap { a, b in
-                counted[a] == counted[b] ? nil : "\(a.rawValue) has \(counted[a] ?? 0) entries, \(b.rawValue) \(counted[b] ?? 0)"
+                counted[a] == counted[b]
+                    ? nil : "\(a.rawValue) has \(counted[a] ?? 0) entries, \(b.rawValue) \(counted[b] ?? 0)"
             }
             return StoreCheckReport(databases: results, crossProblems: cross)
         }

@@ -85,7 +85,8 @@ public struct BinaryReader {
         let range = try take(Int(try u32()))
         let s = bytes.withUnsafeBufferPointer { all -> String? in
             let raw = UnsafeBufferPointer(rebasing: all[range])
-            return raw.allSatisfy { $0 < 0x80 } ? String(decoding: raw, as: UTF8.self) : String(validating: raw, as: UTF8.self)
+            return raw.allSatisfy { $0 < 0x80 }
+                ? String(decoding: raw, as: UTF8.self) : String(validating: raw, as: UTF8.self)
         }
         guard let s else { throw StoreError(.corrupt, "string is not UTF-8") }
         return s

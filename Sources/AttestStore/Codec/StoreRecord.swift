@@ -26,7 +26,8 @@ extension StoreRecord {
     public init(encoded bytes: [UInt8]) throws {
         var reader = try BinaryReader(bytes, record: Self.recordName)
         guard Self.knownVersions.contains(reader.version) else {
-            throw StoreError(.unknownVersion, "\(Self.recordName) record version \(reader.version); this build reads \(Self.knownVersions)")
+            throw StoreError(.unknownVersion, "\(Self.recordName) record version \(reader.version); "
+                                                  + "this build reads \(Self.knownVersions)")
         }
         try self.init(from: &reader)
         try reader.finish(Self.recordName)

@@ -45,7 +45,8 @@ final class DurabilityBarrier {
         }
         if fd >= 0 {
             FileOwner.match(fd, of: environment.path + "/data.mdb")
-            if ftruncate(fd, 8) == 0, let map = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), map != MAP_FAILED {
+            if ftruncate(fd, 8) == 0, let map = mmap(nil, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
+               map != MAP_FAILED {
                 shared = map.assumingMemoryBound(to: UInt64.self)
             } else {
                 close(fd)
@@ -100,7 +101,9 @@ final class DurabilityBarrier {
         let last = environment.lastTransactionID
         let rc = environment.sync()
         syncs += 1
-        guard rc == 0 else { throw StoreError(.io, "fdatasync of \(environment.path): \(String(cString: strerror(rc)))", lmdbCode: rc) }
+        guard rc == 0 else {
+            throw StoreError(.io, "fdatasync of \(environment.path): \(String(cString: strerror(rc)))", lmdbCode: rc)
+        }
         covered(through: last)
     }
 

@@ -30,7 +30,8 @@ enum EphemeralReset {
     /// Checks `<store>/ephemeral.boot` against `bootID`; when it differs and an ephemeral
     /// environment exists, deletes that environment's files. Returns the cutoff in force, and
     /// whether this call deleted them. Call before opening the ephemeral environment.
-    static func prepare(store directory: String, bootID: String? = currentBootID(), now: Int64) throws -> (cutoff: Int64, reset: Bool) {
+    static func prepare(store directory: String, bootID: String? = currentBootID(),
+                        now: Int64) throws -> (cutoff: Int64, reset: Bool) {
         guard let bootID, !bootID.isEmpty else { return (0, false) }
         let path = directory + "/ephemeral.boot"
         // Not through a link: the store's directory may be another user's (FileOwner).
@@ -52,7 +53,8 @@ enum EphemeralReset {
             for file in ["data.mdb", "lock.mdb"] {
                 let target = directory + "/ephemeral/" + file
                 guard unlink(target) == 0 || errno == ENOENT else {
-                    throw StoreError(.open, "cannot reset \(target) after a restart: \(String(cString: strerror(errno)))")
+                    throw StoreError(.open,
+                                     "cannot reset \(target) after a restart: \(String(cString: strerror(errno)))")
                 }
             }
             cutoff = now

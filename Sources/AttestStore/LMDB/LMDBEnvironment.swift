@@ -26,8 +26,8 @@ final class LMDBEnvironment {
     /// this process's map: opening would truncate it under the others) it writes with `pwrite`.
     /// `noMetaSync` (`MDB_NOMETASYNC`): a commit syncs its pages but not its meta page; callers
     /// that need the commit durable wait on a `DurabilityBarrier`.
-    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false, writeThroughMap: Bool = false,
-         databases: [Database]) throws {
+    init(path: String, mapSizeMiB: Int, maxReaders: Int, noSync: Bool, noMetaSync: Bool = false,
+         writeThroughMap: Bool = false, databases: [Database]) throws {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw StoreError(.open, "cannot create \(path): \(String(cString: strerror(errno)))")
         }

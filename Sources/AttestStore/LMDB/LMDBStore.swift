@@ -54,7 +54,9 @@ final class LMDBStore: StoreBackend {
                                         maxReaders: options.maxReaders, noSync: true, writeThroughMap: true,
                                         databases: Database.allCases.filter { $0.environment == .ephemeral })
         // Recreated by root (attestctl) in a store the service user owns: the files go to that user.
-        if reset { FileOwner.match(paths: ["/ephemeral/data.mdb", "/ephemeral/lock.mdb"].map { directory + $0 }, of: directory) }
+        if reset {
+            FileOwner.match(paths: ["/ephemeral/data.mdb", "/ephemeral/lock.mdb"].map { directory + $0 }, of: directory)
+        }
         if case .interval(let ms) = options.sync {
             syncThread = SyncThread(environment: durable, milliseconds: ms)
             barrier = nil
@@ -214,6 +216,7 @@ extension LMDBStore {
     /// `MDB_CP_COMPACT`). `directory` must exist and hold no `data.mdb`.
     func copyCompacted(_ environment: Database.Environment, to directory: String) throws {
         let env = environment == .durable ? durable : ephemeral
-        try AttestStore.check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)), "copying \(environment.rawValue) to \(directory)")
+        try AttestStore.check(mdb_env_copy2(env.env, directory, UInt32(MDB_CP_COMPACT)),
+                              "copying \(environment.rawValue) to \(directory)")
     }
 }

@@ -130,8 +130,8 @@ final class LMDBTransaction: StoreTransaction {
 
     /// Visits the cursor's entries from where `rc` left it (0: on an entry), moving by `step`,
     /// until `visit` returns `false` or there are no more.
-    private func walk(_ cursor: OpaquePointer?, _ mk: inout MDB_val, _ mv: inout MDB_val, from start: Int32, step: MDB_cursor_op,
-                      _ db: Database, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+    private func walk(_ cursor: OpaquePointer?, _ mk: inout MDB_val, _ mv: inout MDB_val, from start: Int32,
+                      step: MDB_cursor_op, _ db: Database, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
         var rc = start
         while rc == 0 {
             let key = Array(UnsafeRawBufferPointer(start: mk.mv_data, count: mk.mv_size))
@@ -155,7 +155,8 @@ final class LMDBTransaction: StoreTransaction {
             mk = MDB_val(mv_size: b.count, mv_data: b.baseAddress)
             return mdb_cursor_get(cursor, &mk, &mv, MDB_SET_RANGE)
         }
-        rc = rc == 0 ? mdb_cursor_get(cursor, &mk, &mv, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &mk, &mv, MDB_LAST) : rc
+        rc = rc == 0 ? mdb_cursor_get(cursor, &mk, &mv, MDB_PREV)
+            : rc == MDB_NOTFOUND ? mdb_cursor_get(cursor, &mk, &mv, MDB_LAST) : rc
         try walk(cursor, &mk, &mv, from: rc, step: MDB_PREV, db, visit)
     }
 
@@ -200,14 +201,18 @@ final class LMDBTransaction: StoreTransaction {
         return removed
     }
 
-    func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws { _ = try deleteBelow(db, bound, limit: limit) }
+    func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws {
+        _ = try deleteBelow(db, bound, limit: limit)
+    }
 
     /// Exact: LMDB has one writer at a time.
     func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
 
     func append(_ db: Database, _ value: [UInt8]) throws { try appendAfterLastKey(db, value) }
 
-    func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool { try insertNow(db, key, value) }
+    func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
+        try insertNow(db, key, value)
+    }
 
     func finish(commit: Bool) throws {
         // Ephemeral first: a challenge is consumed before the durable change lands, so a crash

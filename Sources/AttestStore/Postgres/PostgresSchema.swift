@@ -29,7 +29,8 @@
 public enum PostgresSchema {
     /// Every migration, oldest first; the last one's number is the version this build writes.
     static let migrations: [(version: Int, statements: [String])] = [
-        (1, ["CREATE TABLE IF NOT EXISTS ae_schema (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
+        (1, ["CREATE TABLE IF NOT EXISTS ae_schema (version INT PRIMARY KEY,"
+                + " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
             + Database.allCases.filter { !laterTables.contains($0) }.map(createTable)),
         (2, ["CREATE TABLE IF NOT EXISTS \(writeGate) ()"]),
         (3, sequenced.flatMap { db in [
@@ -37,14 +38,17 @@ public enum PostgresSchema {
             "SELECT setval('\(sequence(db))', coalesce((SELECT max(('x' || encode(k, 'hex'))::BIT(64)::BIGINT)"
                 + " FROM \(table(db)) WHERE length(k) = 8), 0) + 1, false)",
         ] }),
-        (4, [createTable(.usageDays), "ALTER TABLE \(table(.usageDevices)) SET (fillfactor = \(usageDevicesFillFactor))"]),
+        (4, [createTable(.usageDays),
+             "ALTER TABLE \(table(.usageDevices)) SET (fillfactor = \(usageDevicesFillFactor))"]),
         (5, [createTable(.webhookCounts)]),
     ]
 
     /// The databases a migration after version 1 adds (each creates its own table).
     static let laterTables: Set<Database> = [.usageDays, .webhookCounts]
 
-    static func createTable(_ db: Database) -> String { "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)" }
+    static func createTable(_ db: Database) -> String {
+        "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
+    }
 
     /// How full PostgreSQL packs `ae_usage_devices`' pages (percent; the default is 100). A
     /// counted device's entry is written on its first request of the month and rewritten on
@@ -85,7 +89,8 @@ public enum PostgresSchema {
     static func migrate(_ connection: PGConnection) throws -> [Int] {
         let current = try currentVersion(connection)
         guard current <= version else {
-            throw StoreError(.open, "the database has schema version \(current); this build knows \(version): upgrade attestctl")
+            throw StoreError(.open, "the database has schema version \(current); this build knows \(version): "
+                                        + "upgrade attestctl")
         }
         let pending = migrations.filter { $0.version > current }
         guard !pending.isEmpty else { return [] }
@@ -93,8 +98,9 @@ public enum PostgresSchema {
             try connection.command("BEGIN")
             for migration in pending {
                 for statement in migration.statements { try connection.command(statement) }
-                _ = try connection.run("INSERT INTO ae_schema (version) VALUES ($1::INT) ON CONFLICT (version) DO NOTHING",
-                                       [.text(String(migration.version))])
+                _ = try connection.run(
+                    "INSERT INTO ae_schema (version) VALUES ($1::INT) ON CONFLICT (version) DO NOTHING",
+                    [.text(String(migration.version))])
             }
             try connection.command("COMMIT")
             return pending.map(\.version)

@@ -63,14 +63,17 @@ final class PostgresStore: StoreBackend {
                 try PostgresSchema.migrate(connection)
             } else if current != PostgresSchema.version {
                 throw StoreError(.open, current < PostgresSchema.version
-                    ? "the database has schema version \(current); this build needs \(PostgresSchema.version): run 'attestctl store migrate'"
-                    : "the database has schema version \(current); this build knows \(PostgresSchema.version): upgrade attestctl")
+                    ? "the database has schema version \(current); this build needs \(PostgresSchema.version): "
+                        + "run 'attestctl store migrate'"
+                    : "the database has schema version \(current); this build knows \(PostgresSchema.version): "
+                        + "upgrade attestctl")
             }
             // The records' layout, as `Store` checks it in LMDB (one statement each, autocommit).
             let meta = PostgresTransaction(connection), key = Array("schema".utf8)
             _ = try meta.put(.meta, key, [Store.schemaVersion], noOverwrite: true)
             guard let stored = try meta.get(.meta, key), stored == [Store.schemaVersion] else {
-                throw StoreError(.open, "the database holds a store of another record schema; this build reads \(Store.schemaVersion)")
+                throw StoreError(.open, "the database holds a store of another record schema; "
+                                            + "this build reads \(Store.schemaVersion)")
             }
         }
     }
@@ -100,7 +103,8 @@ final class PostgresStore: StoreBackend {
 
     func write<T>(_ environments: Set<Database.Environment>, _ body: (Transaction) throws -> T) throws -> T {
         if environments == [.ephemeral] {
-            return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED", "SET LOCAL synchronous_commit TO OFF"] }, writable: environments, body)
+            return try run({ _ in ["BEGIN ISOLATION LEVEL READ COMMITTED", "SET LOCAL synchronous_commit TO OFF"] },
+                           writable: environments, body)
         }
         // The gate's lock is the transaction's first statement, before any query takes its
         // snapshot (both go out with the first query: `PGConnection.begin`).

@@ -51,7 +51,8 @@ final class PostgresTransaction: StoreTransaction {
     static let statements: [Database: Statements] =
         Dictionary(uniqueKeysWithValues: Database.allCases.map { ($0, Statements(PostgresSchema.table($0))) })
 
-    private func run(_ db: Database, _ sql: KeyPath<Statements, String>, _ parameters: [PGConnection.Parameter]) throws -> PGResult {
+    private func run(_ db: Database, _ sql: KeyPath<Statements, String>,
+                     _ parameters: [PGConnection.Parameter]) throws -> PGResult {
         try recording { try connection.run(Self.statements[db]![keyPath: sql], parameters) }
     }
 
@@ -91,7 +92,11 @@ final class PostgresTransaction: StoreTransaction {
     private func written(_ db: Database, _ key: [UInt8]?) {
         if db == .orgs || db == .apps || db == .meta { wroteTenancy = true }
         guard !prefetched.isEmpty else { return }
-        if let key { prefetched[Slot(db: db, key: key)] = nil } else { prefetched = prefetched.filter { $0.key.db != db } }
+        if let key {
+            prefetched[Slot(db: db, key: key)] = nil
+        } else {
+            prefetched = prefetched.filter { $0.key.db != db }
+        }
     }
 
     /// Runs `body` as one step of a group (`PostgresStore.writeBatch`): between a savepoint and
@@ -127,7 +132,9 @@ final class PostgresTransaction: StoreTransaction {
     /// The insert goes out with the next statement; the closure reads its row count.
     func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
         written(db, key)
-        let ticket = try recording { try connection.enqueueQuery(Self.statements[db]!.insert, [.bytes(key), .bytes(value)]) }
+        let ticket = try recording {
+            try connection.enqueueQuery(Self.statements[db]!.insert, [.bytes(key), .bytes(value)])
+        }
         return { [self] in try recording { try connection.result(ticket) }.affected == 1 }
     }
 
@@ -146,8 +153,8 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Runs `first` with `key`, then `next` with each full page's last key, visiting the rows
     /// in the order the statements return them until `visit` says stop or a page is short.
-    private func pages(_ db: Database, first: KeyPath<Statements, String>, from key: [UInt8], next: KeyPath<Statements, String>,
-                       _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
+    private func pages(_ db: Database, first: KeyPath<Statements, String>, from key: [UInt8],
+                       next: KeyPath<Statements, String>, _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
         var result = try run(db, first, [.bytes(key)])
         while true {
             let rows = result.rows
@@ -180,7 +187,9 @@ final class PostgresTransaction: StoreTransaction {
     /// The number comes from the table's sequence (`PostgresSchema`), not from its last key:
     /// nothing is read, so concurrent appenders do not conflict, and the insert is queued.
     func append(_ db: Database, _ value: [UInt8]) throws {
-        guard let sql = Self.appends[db] else { throw StoreError(.io, "database: \(db) has no sequence to append with") }
+        guard let sql = Self.appends[db] else {
+            throw StoreError(.io, "database: \(db) has no sequence to append with")
+        }
         written(db, nil)
         try recording { try connection.enqueue(sql, [.bytes(value)]) }
     }

@@ -9,13 +9,15 @@ public enum AppIdentifier {
     public static let bundleIDMaxLength = 155
 
     public static func isValidTeamID(_ text: String) -> Bool {
-        text.utf8.count == teamIDLength && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
+        text.utf8.count == teamIDLength
+            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
     }
 
     public static func isValidBundleID(_ text: String) -> Bool {
         let u = text.utf8
         return !u.isEmpty && u.count <= bundleIDMaxLength && u.allSatisfy {
-            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x2E
+            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                || $0 == 0x2D || $0 == 0x2E
         }
     }
 }

@@ -29,9 +29,9 @@ public struct AppRecord: StoreRecord, Hashable {
 
     public static func appID(teamID: String, bundleID: String) -> String { teamID + "." + bundleID }
 
-    public init(teamID: String, bundleID: String, org: String, policy: EnvironmentPolicy = .production, enabled: Bool = true,
-                tokenLifetimeSeconds: UInt32 = 0, customClaimsJSON: String = "", minAppVersion: String = "",
-                minOSVersion: String = "", createdAt: Timestamp) {
+    public init(teamID: String, bundleID: String, org: String, policy: EnvironmentPolicy = .production,
+                enabled: Bool = true, tokenLifetimeSeconds: UInt32 = 0, customClaimsJSON: String = "",
+                minAppVersion: String = "", minOSVersion: String = "", createdAt: Timestamp) {
         self.teamID = teamID
         self.bundleID = bundleID
         self.org = org

@@ -70,7 +70,9 @@ public struct DeliveryRecord: StoreRecord, Hashable {
 
     public var key: [UInt8] { Self.key(endpoint: endpointID, sequence: sequence) }
 
-    static func key(endpoint: String, sequence: UInt64) -> [UInt8] { Array(endpoint.utf8) + [0] + BigEndian.bytes(sequence) }
+    static func key(endpoint: String, sequence: UInt64) -> [UInt8] {
+        Array(endpoint.utf8) + [0] + BigEndian.bytes(sequence)
+    }
 
     public func encode(into w: inout BinaryWriter) {
         w.string(eventID)
@@ -100,7 +102,8 @@ public struct DeliveryRecord: StoreRecord, Hashable {
         let next = try r.i64()
         nextAttemptAt = next == 0 ? nil : Timestamp(seconds: next)
         attempts = try (0..<Int(try r.u8())).map { _ in
-            Attempt(at: Timestamp(seconds: try r.i64()), status: try r.u16(), durationMs: try r.u32(), error: try r.string(), excerpt: try r.string())
+            Attempt(at: Timestamp(seconds: try r.i64()), status: try r.u16(), durationMs: try r.u32(),
+                    error: try r.string(), excerpt: try r.string())
         }
     }
 
@@ -126,7 +129,9 @@ extension Transaction {
             try put(.meta, counterKey, BigEndian.bytes(d.sequence))
         }
         if let previousDue { try delete(.deliveryDue, BigEndian.bytes(previousDue.seconds) + d.key) }
-        if d.state == .pending, let next = d.nextAttemptAt { try put(.deliveryDue, BigEndian.bytes(next.seconds) + d.key, []) }
+        if d.state == .pending, let next = d.nextAttemptAt {
+            try put(.deliveryDue, BigEndian.bytes(next.seconds) + d.key, [])
+        }
         try put(.deliveries, d.key, d.encoded())
         return d
     }
@@ -197,7 +202,8 @@ extension Transaction {
     /// entries are looked at. `next` is the entry the scan stopped at (nil: it went through
     /// everything due, or `choose` stopped it).
     public func dueDeliveries(now: Timestamp, from: [UInt8]? = nil, scanLimit: Int = .max,
-                              choose: ([UInt8]) throws -> DueChoice) throws -> (found: [DeliveryRecord], next: [UInt8]?) {
+                              choose: ([UInt8]) throws -> DueChoice) throws
+        -> (found: [DeliveryRecord], next: [UInt8]?) {
         var found = [DeliveryRecord]()
         var next: [UInt8]?
         var scanned = 0
@@ -210,7 +216,9 @@ extension Transaction {
             case .stop: return false
             case .pass: return true
             case .take:
-                if let value = try get(.deliveries, deliveryKey) { found.append(try DeliveryRecord(encoded: value).restored(key: deliveryKey)) }
+                if let value = try get(.deliveries, deliveryKey) {
+                    found.append(try DeliveryRecord(encoded: value).restored(key: deliveryKey))
+                }
                 return true
             }
         }

@@ -50,7 +50,8 @@ public struct DeviceRecord: StoreRecord, Hashable {
     /// Metadata the client reports; never verified, stored as sent.
     public struct Metadata: Sendable, Hashable {
         public var deviceModel = "", osVersion = "", appVersion = "", appBuildNumber = "", platform = ""
-        public init(deviceModel: String = "", osVersion: String = "", appVersion: String = "", appBuildNumber: String = "", platform: String = "") {
+        public init(deviceModel: String = "", osVersion: String = "", appVersion: String = "",
+                    appBuildNumber: String = "", platform: String = "") {
             self.deviceModel = deviceModel
             self.osVersion = osVersion
             self.appVersion = appVersion

@@ -48,7 +48,8 @@ public struct LineageRecord: StoreRecord, Hashable {
     public var history: [Attestation]
     public var failures: [Failure]
 
-    public init(keys: UInt32 = 0, flags: DeviceRecord.OperatorFlags = [], history: [Attestation] = [], failures: [Failure] = []) {
+    public init(keys: UInt32 = 0, flags: DeviceRecord.OperatorFlags = [], history: [Attestation] = [],
+                failures: [Failure] = []) {
         self.keys = keys
         self.flags = flags
         self.history = history
@@ -145,7 +146,8 @@ public struct LineageKey: Hashable, Sendable {
 
     /// The lineage of a device with these members (before its record exists: validate).
     public static func of(keyID: [UInt8], appID: String, fingerprint: String) -> LineageKey {
-        fingerprint.isEmpty ? LineageKey(bytes: Array(appID.utf8) + [1] + keyID) : .fingerprint(fingerprint, appID: appID)
+        fingerprint.isEmpty
+            ? LineageKey(bytes: Array(appID.utf8) + [1] + keyID) : .fingerprint(fingerprint, appID: appID)
     }
 
     /// 16 bytes of SHA-256 over the key: a fixed-width prefix for `flag_log` entries.

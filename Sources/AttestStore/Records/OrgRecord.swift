@@ -61,7 +61,9 @@ public enum SubjectLinkPolicy: String, Sendable, CaseIterable {
     }
 
     init(code: UInt8) throws {
-        guard let found = Self.allCases.first(where: { $0.code == code }) else { throw StoreError(.corrupt, "subject link policy \(code)") }
+        guard let found = Self.allCases.first(where: { $0.code == code }) else {
+            throw StoreError(.corrupt, "subject link policy \(code)")
+        }
         self = found
     }
 }
@@ -93,8 +95,9 @@ public struct OrgRecord: StoreRecord, Hashable {
     /// bytes); "" until one is made (`attestctl org secret`). Never logged.
     public var subjectSecret: String
 
-    public init(name: String, tier: Tier = .free, madLimit: UInt32? = nil, graceDays: UInt16 = 7, upgradeURL: String = "",
-                ratePerMinute: UInt32? = nil, createdAt: Timestamp, subjectLinks: SubjectLinkPolicy = .signed, subjectSecret: String = "") {
+    public init(name: String, tier: Tier = .free, madLimit: UInt32? = nil, graceDays: UInt16 = 7,
+                upgradeURL: String = "", ratePerMinute: UInt32? = nil, createdAt: Timestamp,
+                subjectLinks: SubjectLinkPolicy = .signed, subjectSecret: String = "") {
         self.name = name
         self.tier = tier
         self.madLimit = madLimit ?? tier.defaultMADLimit

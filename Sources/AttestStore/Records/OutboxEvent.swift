@@ -79,10 +79,16 @@ extension Transaction {
 
 /// Big-endian u64 keys, so that LMDB's byte order is numeric order.
 public enum BigEndian {
-    public static func bytes(_ v: UInt64) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: v >> (UInt64($0) * 8)) } }
+    public static func bytes(_ v: UInt64) -> [UInt8] {
+        (0..<8).reversed().map { UInt8(truncatingIfNeeded: v >> (UInt64($0) * 8)) }
+    }
     public static func bytes(_ v: Int64) -> [UInt8] { bytes(UInt64(bitPattern: v)) }
-    public static func bytes(_ v: UInt32) -> [UInt8] { (0..<4).reversed().map { UInt8(truncatingIfNeeded: v >> (UInt32($0) * 8)) } }
+    public static func bytes(_ v: UInt32) -> [UInt8] {
+        (0..<4).reversed().map { UInt8(truncatingIfNeeded: v >> (UInt32($0) * 8)) }
+    }
     /// A 4-byte big-endian counter; `nil` for any other length.
     public static func uint32(_ b: [UInt8]) -> UInt32? { b.count == 4 ? b.reduce(0) { $0 << 8 | UInt32($1) } : nil }
-    public static func uint64<C: Collection>(_ b: C) -> UInt64 where C.Element == UInt8 { b.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    public static func uint64<C: Collection>(_ b: C) -> UInt64 where C.Element == UInt8 {
+        b.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
 }

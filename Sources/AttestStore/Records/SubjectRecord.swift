@@ -61,7 +61,8 @@ public struct SubjectRecord: StoreRecord, Hashable {
             let name = try r.string()
             let granted = Timestamp(seconds: try r.i64())
             let until = try r.i64()
-            entitlements.append(Entitlement(name: name, grantedAt: granted, until: until == 0 ? nil : Timestamp(seconds: until)))
+            entitlements.append(Entitlement(name: name, grantedAt: granted,
+                                            until: until == 0 ? nil : Timestamp(seconds: until)))
         }
     }
 }

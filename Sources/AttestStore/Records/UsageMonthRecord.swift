@@ -42,7 +42,8 @@ public struct UsageMonthRecord: StoreRecord, Hashable {
 
     public static func == (a: UsageMonthRecord, b: UsageMonthRecord) -> Bool {
         a.activeDevices == b.activeDevices && a.apiKeyDevices == b.apiKeyDevices && a.graceStartedAt == b.graceStartedAt
-            && a.limitReachedQueued == b.limitReachedQueued && a.graceEndedQueued == b.graceEndedQueued && a.days == b.days
+            && a.limitReachedQueued == b.limitReachedQueued && a.graceEndedQueued == b.graceEndedQueued
+            && a.days == b.days
             && a.apps.map(\.appID) == b.apps.map(\.appID) && a.apps.map(\.activeDevices) == b.apps.map(\.activeDevices)
     }
 
@@ -66,7 +67,11 @@ public struct UsageMonthRecord: StoreRecord, Hashable {
     }
 
     public mutating func countApp(_ appID: String) {
-        if let i = apps.firstIndex(where: { $0.appID == appID }) { apps[i].activeDevices &+= 1 } else { apps.append((appID, 1)) }
+        if let i = apps.firstIndex(where: { $0.appID == appID }) {
+            apps[i].activeDevices &+= 1
+        } else {
+            apps.append((appID, 1))
+        }
     }
 
     public func encode(into w: inout BinaryWriter) {

@@ -68,7 +68,9 @@ public struct WebhookEndpointRecord: StoreRecord, Hashable {
 
 extension Transaction {
     public func webhook(id: String) throws -> WebhookEndpointRecord? {
-        guard var record = try get(.webhooks, Array(id.utf8)).map({ try WebhookEndpointRecord(encoded: $0) }) else { return nil }
+        guard var record = try get(.webhooks, Array(id.utf8)).map({ try WebhookEndpointRecord(encoded: $0) }) else {
+            return nil
+        }
         record.id = id
         return record
     }
