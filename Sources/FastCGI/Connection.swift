@@ -72,7 +72,8 @@ final class Connection {
         let client = attest_fcgi_accept(listenFD, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
         guard client >= 0 else {
             let code = errno
-            return code == EAGAIN || code == EWOULDBLOCK || code == EINTR || code == ECONNABORTED ? .nothingQueued : .failed(code)
+            return code == EAGAIN || code == EWOULDBLOCK || code == EINTR || code == ECONNABORTED
+                ? .nothingQueued : .failed(code)
         }
         fd = client
         parser.reset()
@@ -233,9 +234,11 @@ final class Connection {
                 return nil
             }
             let left = deadline - MonotonicClock.now()
-            guard left > 0, wait(for: Int16(POLLIN), milliseconds: min(timeouts.readMilliseconds, Int32(left * 1000) + 1)) else {
+            guard left > 0,
+                  wait(for: Int16(POLLIN), milliseconds: min(timeouts.readMilliseconds, Int32(left * 1000) + 1)) else {
                 inputDone = true
-                return FastCGIError(.timeout, "no request bytes for \(timeouts.readMilliseconds) ms or past \(timeouts.requestSeconds) s")
+                return FastCGIError(.timeout, "no request bytes for \(timeouts.readMilliseconds) ms "
+                                                  + "or past \(timeouts.requestSeconds) s")
             }
         }
     }
@@ -273,7 +276,8 @@ final class Connection {
             if n == 0 { return }
             let code = errno
             if code == EINTR { continue }
-            guard code == EAGAIN || code == EWOULDBLOCK, wait(for: Int16(POLLIN), milliseconds: timeouts.drainMilliseconds) else { return }
+            guard code == EAGAIN || code == EWOULDBLOCK,
+                  wait(for: Int16(POLLIN), milliseconds: timeouts.drainMilliseconds) else { return }
         }
     }
 

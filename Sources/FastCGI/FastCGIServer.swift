@@ -55,21 +55,32 @@ public enum FastCGIServer {
         let socket: ListeningSocket
         let handover = Reload.takeHandover()
         do {
-            socket = try handover.map { h throws(FastCGIError) in try ListeningSocket.adopt(fd: h.fd, path: options.socketPath) }
-                ?? ListeningSocket.bind(options)
+            socket = try handover.map { h throws(FastCGIError) in
+                try ListeningSocket.adopt(fd: h.fd, path: options.socketPath)
+            } ?? ListeningSocket.bind(options)
         } catch {
             log("cannot listen: \(error)")
-            if handover != nil { Reload.writeStatus(socketPath: options.socketPath, ok: false, "the new binary could not take over: \(error)") }
+            if handover != nil {
+                Reload.writeStatus(socketPath: options.socketPath, ok: false,
+                                   "the new binary could not take over: \(error)")
+            }
             return 1
         }
         Reload.writePID(socketPath: options.socketPath)
         defer { Reload.removeFiles(socketPath: options.socketPath) }
         if let handover {
-            log("took over \(options.socketPath) from the previous binary (\(handover.workers.count) workers to retire)")
+            log("""
+                took over \(options.socketPath) from the previous binary \
+                (\(handover.workers.count) workers to retire)
+                """)
         } else {
-            log("listening on \(options.socketPath) (mode \(String(options.socketMode, radix: 8)), \(options.workers) workers, body limit \(options.bodyLimit) bytes)")
+            log("""
+                listening on \(options.socketPath) (mode \(String(options.socketMode, radix: 8)), \
+                \(options.workers) workers, body limit \(options.bodyLimit) bytes)
+                """)
         }
-        var supervisor = Supervisor(options: options, log: log, socket: socket, executable: reexecutable ? Reload.Executable.current() : nil,
+        var supervisor = Supervisor(options: options, log: log, socket: socket,
+                                    executable: reexecutable ? Reload.Executable.current() : nil,
                                     inherited: handover?.workers ?? [], makeResponder: makeResponder)
         return supervisor.run()
     }

@@ -36,7 +36,9 @@ struct HeldAnswers<Slot> {
         var highest = 0
         entries.removeAll { entry in
             // Positions only settle upwards: one settled position answers every one below it.
-            guard entry.deferral.position <= highest || responder.isSettled(entry.deferral.position) else { return false }
+            guard entry.deferral.position <= highest || responder.isSettled(entry.deferral.position) else {
+                return false
+            }
             highest = max(highest, entry.deferral.position)
             settled.append((entry.slot, entry.deferral.leave(entry.response)))
             return true

@@ -22,9 +22,13 @@ public struct LogMessage: ExpressibleByStringInterpolation, CustomStringConverti
 
     public struct StringInterpolation: StringInterpolationProtocol {
         var text = ""
-        public init(literalCapacity: Int, interpolationCount: Int) { text.reserveCapacity(literalCapacity + 16 * interpolationCount) }
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            text.reserveCapacity(literalCapacity + 16 * interpolationCount)
+        }
         public mutating func appendLiteral(_ literal: String) { text += LogMessage.escape(literal, quotes: false) }
-        public mutating func appendInterpolation(_ value: some Any) { text += LogMessage.escape(String(describing: value), quotes: true) }
+        public mutating func appendInterpolation(_ value: some Any) {
+            text += LogMessage.escape(String(describing: value), quotes: true)
+        }
     }
 
     /// `value` with control characters escaped, and `"` and `\` too when `quotes` (values).
@@ -41,7 +45,8 @@ public struct LogMessage: ExpressibleByStringInterpolation, CustomStringConverti
             case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
             default:
                 let hex = String(scalar.value, radix: 16, uppercase: true)
-                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex)
+                    .unicodeScalars)
             }
         }
         return String(out)

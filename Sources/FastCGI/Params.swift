@@ -91,7 +91,8 @@ public struct Params: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         entries.reserveCapacity(32)  // nginx sends about twenty-five
         let problem = bytes.withUnsafeBufferPointer { all in
             NameValuePairs.walk(all) { name, value in
-                entries.append(Entry(name: name.baseAddress! - all.baseAddress!, nameLength: name.count, valueLength: value.count))
+                entries.append(Entry(name: name.baseAddress! - all.baseAddress!, nameLength: name.count,
+                                     valueLength: value.count))
             }
         }
         if let problem { throw FastCGIError(.protocolViolation, problem) }

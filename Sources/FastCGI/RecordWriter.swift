@@ -18,7 +18,8 @@ enum RecordWriter {
             var offset = 0
             while offset < bytes.count {
                 let count = min(RecordHeader.maxContentLength, bytes.count - offset)
-                append(.stdout, requestID: requestID, content: UnsafeBufferPointer(rebasing: bytes[offset..<offset + count]), to: &out)
+                append(.stdout, requestID: requestID,
+                       content: UnsafeBufferPointer(rebasing: bytes[offset..<offset + count]), to: &out)
                 offset += count
             }
         }

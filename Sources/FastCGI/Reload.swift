@@ -38,7 +38,9 @@ enum Reload {
             var workers = [pid_t]()
             for part in encoded.split(separator: " ") {
                 if part.hasPrefix("fd=") { fd = Int32(part.dropFirst(3)) }
-                if part.hasPrefix("workers=") { workers = part.dropFirst(8).split(separator: ",").compactMap { pid_t($0) } }
+                if part.hasPrefix("workers=") {
+                    workers = part.dropFirst(8).split(separator: ",").compactMap { pid_t($0) }
+                }
             }
             guard let fd, fd >= 0 else { return nil }
             self.fd = fd
@@ -109,7 +111,10 @@ enum Reload {
             while true {
                 var chunk = [UInt8](repeating: 0, count: 4096)
                 let n = read(pipeFDs[0], &chunk, chunk.count)
-                if n > 0 { output += chunk[..<n]; if output.count > 65_536 { output.removeFirst(output.count - 65_536) } }
+                if n > 0 {
+                    output += chunk[..<n]
+                    if output.count > 65_536 { output.removeFirst(output.count - 65_536) }
+                }
                 let done = waitpid(pid, &status, WNOHANG)
                 if done == pid { break }
                 if MonotonicClock.now() > deadline {
@@ -126,7 +131,8 @@ enum Reload {
                 output += chunk[..<n]
             }
             if attest_fcgi_wifexited(status) != 0 && attest_fcgi_wexitstatus(status) == 0 { return nil }
-            let tail = String(decoding: output.suffix(600), as: UTF8.self).split(separator: "\n").suffix(3).joined(separator: " | ")
+            let tail = String(decoding: output.suffix(600), as: UTF8.self)
+                .split(separator: "\n").suffix(3).joined(separator: " | ")
             return "\(path) --check \(Supervisor.describe(status))" + (tail.isEmpty ? "" : ": \(tail)")
         }
 

@@ -21,7 +21,8 @@ public struct Request: Sendable {
 
     public init(method: String = "GET", path: String = "/", query: String = "",
                 params: [String: String] = [:], body: [UInt8] = [], bodyTooLarge: Bool = false) {
-        self.init(method: method, path: path, query: query, params: Params(params), body: body, bodyTooLarge: bodyTooLarge)
+        self.init(method: method, path: path, query: query, params: Params(params), body: body,
+                  bodyTooLarge: bodyTooLarge)
     }
 
     init(method: String, path: String, query: String, params: Params, body: [UInt8], bodyTooLarge: Bool) {

@@ -119,14 +119,17 @@ struct RequestParser {
     }
 
     private mutating func handle(_ header: RecordHeader, _ content: ArraySlice<UInt8>) throws(FastCGIError) -> Event? {
-        guard let type = RecordType(rawValue: header.type) else { return try reply(RecordWriter.unknownType(header.type)) }
+        guard let type = RecordType(rawValue: header.type) else {
+            return try reply(RecordWriter.unknownType(header.type))
+        }
         if header.requestID == 0 {
             return try reply(type == .getValues ? getValuesResult(content) : RecordWriter.unknownType(header.type))
         }
         switch type {
         case .beginRequest: return try begin(header.requestID, content)
         case .endRequest, .stdout, .stderr, .getValues, .getValuesResult, .unknownType:
-            throw FastCGIError(.protocolViolation, "record type \(header.type) for request \(header.requestID) comes from an application, not a web server")
+            throw FastCGIError(.protocolViolation, "record type \(header.type) for request \(header.requestID) "
+                                                       + "comes from an application, not a web server")
         case .abortRequest, .params, .stdin, .data: break
         }
         // Records of a request that is not the active one are ignored (§3.3).
@@ -146,7 +149,9 @@ struct RequestParser {
             throw FastCGIError(.protocolViolation, "BEGIN_REQUEST content is \(content.count) bytes, not 8")
         }
         guard phase == .awaitingBegin else {
-            guard id != requestID else { throw FastCGIError(.protocolViolation, "a second BEGIN_REQUEST for request \(id)") }
+            guard id != requestID else {
+                throw FastCGIError(.protocolViolation, "a second BEGIN_REQUEST for request \(id)")
+            }
             return try reply(RecordWriter.endRequest(requestID: id, status: .cantMultiplexConnection))
         }
         requestID = id
@@ -188,7 +193,8 @@ struct RequestParser {
     private mutating func reply(_ bytes: [UInt8]) throws(FastCGIError) -> Event {
         replies += 1
         guard replies <= Self.maxReplies else {
-            throw FastCGIError(.protocolViolation, "more than \(Self.maxReplies) management records or refused requests")
+            throw FastCGIError(.protocolViolation,
+                               "more than \(Self.maxReplies) management records or refused requests")
         }
         return .reply(bytes)
     }

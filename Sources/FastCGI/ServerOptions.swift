@@ -77,12 +77,14 @@ public struct ServerOptions: Sendable {
             options.bodyLimit = try Self.integer(text, flag: "--body-limit", in: 0...maxBodyLimit)
         }
         if let text = values["--shutdown-grace"] {
-            options.shutdownGraceSeconds = try Self.integer(text, flag: "--shutdown-grace", in: 0...maxShutdownGraceSeconds)
+            options.shutdownGraceSeconds = try Self.integer(text, flag: "--shutdown-grace",
+                                                            in: 0...maxShutdownGraceSeconds)
         }
         if let text = values["--socket-mode"] {
             let digits = text.hasPrefix("0o") ? String(text.dropFirst(2)) : text
             guard !digits.isEmpty, let mode = UInt32(digits, radix: 8), mode <= 0o777 else {
-                throw FastCGIError(.invalidOption, flag: "--socket-mode", "must be octal permission bits such as 660, got \"\(text)\"")
+                throw FastCGIError(.invalidOption, flag: "--socket-mode",
+                                   "must be octal permission bits such as 660, got \"\(text)\"")
             }
             options.socketMode = mode
         }
@@ -99,13 +101,15 @@ public struct ServerOptions: Sendable {
         }
         if socketPath.utf8.count > Self.maxSocketPathBytes {
             throw FastCGIError(.invalidOption, flag: "--socket",
-                               "path is \(socketPath.utf8.count) bytes; unix socket paths hold at most \(Self.maxSocketPathBytes)")
+                               "path is \(socketPath.utf8.count) bytes; "
+                                   + "unix socket paths hold at most \(Self.maxSocketPathBytes)")
         }
         if !(1...Self.maxWorkers).contains(workers) {
             throw FastCGIError(.invalidOption, flag: "--workers", "must be in 1...\(Self.maxWorkers), got \(workers)")
         }
         if !(0...Self.maxBodyLimit).contains(bodyLimit) {
-            throw FastCGIError(.invalidOption, flag: "--body-limit", "must be in 0...\(Self.maxBodyLimit), got \(bodyLimit)")
+            throw FastCGIError(.invalidOption, flag: "--body-limit",
+                               "must be in 0...\(Self.maxBodyLimit), got \(bodyLimit)")
         }
         if socketMode > 0o777 {
             throw FastCGIError(.invalidOption, flag: "--socket-mode", "must be at most 777 (octal)")
@@ -119,7 +123,8 @@ public struct ServerOptions: Sendable {
         }
     }
 
-    private static let flags: Set<String> = ["--socket", "--workers", "--body-limit", "--socket-mode", "--shutdown-grace"]
+    private static let flags: Set<String> = ["--socket", "--workers", "--body-limit", "--socket-mode",
+                                             "--shutdown-grace"]
 
     private static func split(_ arg: String) -> (String, String?) {
         guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }

@@ -47,8 +47,8 @@ struct Supervisor {
     private var killed = false
     private var exitStatus: Int32 = 0
 
-    init(options: ServerOptions, log: Log, socket: ListeningSocket, executable: Reload.Executable? = nil, inherited: [pid_t] = [],
-         makeResponder: @escaping () throws -> any Responder) {
+    init(options: ServerOptions, log: Log, socket: ListeningSocket, executable: Reload.Executable? = nil,
+         inherited: [pid_t] = [], makeResponder: @escaping () throws -> any Responder) {
         self.options = options
         self.log = log
         self.socket = socket
@@ -184,7 +184,8 @@ struct Supervisor {
         log("handover: \(started) new workers running; stopping the \(inherited.count) of the previous binary")
         for pid in inherited where kill(pid, SIGTERM) == 0 { retiring.insert(pid) }
         inherited = []
-        Reload.writeStatus(socketPath: options.socketPath, ok: true, "pid \(getpid()) runs \(executable?.path ?? "?") with \(started) workers")
+        Reload.writeStatus(socketPath: options.socketPath, ok: true,
+                           "pid \(getpid()) runs \(executable?.path ?? "?") with \(started) workers")
     }
 
     private mutating func reload() {

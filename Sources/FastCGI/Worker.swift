@@ -51,7 +51,8 @@ struct Worker {
         } catch {
             fatal("\(error)")
         }
-        let pool = ConnectionPool(listenFD: listenFD, maxConnections: options.workers, heldLimit: responder.heldAnswerLimit)
+        let pool = ConnectionPool(listenFD: listenFD, maxConnections: options.workers,
+                                  heldLimit: responder.heldAnswerLimit)
 
         var served = 0
         var failures = 0
@@ -127,7 +128,8 @@ struct Worker {
             if let error { log("dropped a connection without answering: \(error)") }
             return .dropped
         case .request(let params):
-            guard let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit, responder: &responder) else {
+            guard let response = Self.answer(connection, params: params, bodyLimit: options.bodyLimit,
+                                             responder: &responder) else {
                 connection.endAborted()
                 return .dropped
             }
