@@ -11,7 +11,8 @@ struct PEMBlock: Sendable {
         var blocks = [PEMBlock]()
         var open: (label: String, lines: [String])? = nil
         for raw in text.split(whereSeparator: \.isNewline) {
-            let line = String(raw.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
+            let line = String(raw.drop { $0 == " " || $0 == "\t" }.reversed()
+                .drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
             if let current = open {
                 if line == "-----END \(current.label)-----" {
                     guard let der = Base64.decode(current.lines.joined()) else {

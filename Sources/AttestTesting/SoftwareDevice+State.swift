@@ -18,7 +18,8 @@ extension SoftwareDevice {
 
     /// The device as state-file JSON text (sorted keys, so equal states give equal text).
     public var stateJSON: String {
-        let state = State(version: 1, key: key.pemEncoded, keyId: Base64.encode(keyID), counter: counter, fields: fields)
+        let state = State(version: 1, key: key.pemEncoded, keyId: Base64.encode(keyID), counter: counter,
+                          fields: fields)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(state) else { return "" }
@@ -32,7 +33,9 @@ extension SoftwareDevice {
         do { state = try JSONDecoder().decode(State.self, from: Data(text.utf8)) } catch {
             throw AttestError(.jsonMalformed, "device state is not a version-1 state object: \(error)")
         }
-        guard state.version == 1 else { throw AttestError(.jsonMalformed, "device state version \(state.version) is not 1") }
+        guard state.version == 1 else {
+            throw AttestError(.jsonMalformed, "device state version \(state.version) is not 1")
+        }
         try self.init(key: SigningKey(pemEncoded: state.key), counter: state.counter, fields: state.fields)
         guard Base64.decode(state.keyId) == keyID else {
             throw AttestError(.keyInvalid, "device state keyId is not SHA-256 of its key's point")

@@ -26,7 +26,9 @@ public struct SoftwareDevice: Sendable {
 
     /// A device with `key`; fails when it is not a P-256 key.
     public init(key: SigningKey, counter: UInt32 = 0, fields: [String: String] = [:]) throws(AttestError) {
-        guard key.kind == .p256 else { throw AttestError(.keyInvalid, "an App Attest key is P-256, not \(key.kind.rawValue)") }
+        guard key.kind == .p256 else {
+            throw AttestError(.keyInvalid, "an App Attest key is P-256, not \(key.kind.rawValue)")
+        }
         self.key = key
         self.keyID = SHA256.hash(key.x962Point)
         self.counter = counter
@@ -43,8 +45,10 @@ public struct SoftwareDevice: Sendable {
 
     /// An attestation object for `clientDataHash`, certified by `pki` at `time`.
     public func attest(clientDataHash: [UInt8], appID: String, environment: AppAttestEnvironment = .production,
-                       pki: TestPKI, at time: Timestamp) throws(AttestError) -> (keyID: [UInt8], attestationObject: [UInt8]) {
-        let built = try synthetic(clientDataHash: clientDataHash, appID: appID, environment: environment).build(pki: pki, at: time)
+                       pki: TestPKI, at time: Timestamp) throws(AttestError)
+        -> (keyID: [UInt8], attestationObject: [UInt8]) {
+        let built = try synthetic(clientDataHash: clientDataHash, appID: appID, environment: environment)
+            .build(pki: pki, at: time)
         return (built.keyID, built.attestationObject)
     }
 

@@ -65,7 +65,8 @@ public struct SyntheticAttestation: Sendable {
     /// The trailing extensions map; `nil` leaves it out.
     public var extensions: CBORValue? = SyntheticAttestation.appleExtensions()
 
-    public init(deviceKey: SigningKey, clientDataHash: [UInt8], appID: String, environment: AppAttestEnvironment = .production) {
+    public init(deviceKey: SigningKey, clientDataHash: [UInt8], appID: String,
+                environment: AppAttestEnvironment = .production) {
         self.deviceKey = deviceKey
         self.clientDataHash = clientDataHash
         self.appID = appID

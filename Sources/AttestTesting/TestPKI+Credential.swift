@@ -30,10 +30,12 @@ extension TestPKI {
         let span = max(notAfter.seconds - notBefore.seconds, 86_400)
         if defect == .expired { validity = (notBefore - span - 1, notBefore - 1) }
         if defect == .notYetValid { validity = (notAfter + 1, notAfter + span + 1) }
-        var extensions = [X509Extension.basicConstraints(ca: false), X509Extension.keyUsage(X509Extension.credentialUsage)]
+        var extensions = [X509Extension.basicConstraints(ca: false),
+                          X509Extension.keyUsage(X509Extension.credentialUsage)]
         switch defect {
         case .missingNonceExtension: break
-        case .malformedNonceExtension: extensions.append(X509Extension.der(.appAttestNonce, value: DERBuilder.octetString(nonce)))
+        case .malformedNonceExtension:
+            extensions.append(X509Extension.der(.appAttestNonce, value: DERBuilder.octetString(nonce)))
         default: extensions.append(X509Extension.appAttestNonce(nonce))
         }
         let template = CertificateTemplate(

@@ -20,7 +20,8 @@ extension TestPKI {
         let certificates = blocks.filter { $0.label == "CERTIFICATE" }
         let keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
         guard certificates.count == 2, keys.count == 2 else {
-            throw AttestError(.keyInvalid, "a test PKI is 2 certificates and 2 private keys, found \(certificates.count) and \(keys.count)")
+            throw AttestError(.keyInvalid, "a test PKI is 2 certificates and 2 private keys, "
+                                               + "found \(certificates.count) and \(keys.count)")
         }
         let root = try Certificate(derEncoded: certificates[0].der)
         let intermediate = try Certificate(derEncoded: certificates[1].der)

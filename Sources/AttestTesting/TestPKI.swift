@@ -29,7 +29,8 @@ public struct TestPKI: Sendable {
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey
         intermediateSigner = try DigestSigner(intermediateKey)
-        intermediateSubject = try Array(CertificateTemplate.tbsFields(of: intermediateCertificate.derEncoded)[5].encoded)
+        intermediateSubject = try Array(
+            CertificateTemplate.tbsFields(of: intermediateCertificate.derEncoded)[5].encoded)
     }
 
     /// A fresh root and intermediate, both valid from `validFrom` to `validUntil` unless the
@@ -55,7 +56,8 @@ public struct TestPKI: Sendable {
             subjectPublicKeyInfo: intermediateSPKI,
             extensions: [X509Extension.basicConstraints(ca: true, pathLength: 0),
                          X509Extension.authorityKeyIdentifier(rootID),
-                         X509Extension.subjectKeyIdentifier(X509Extension.keyIdentifier(subjectPublicKeyInfo: intermediateSPKI)),
+                         X509Extension.subjectKeyIdentifier(
+                             X509Extension.keyIdentifier(subjectPublicKeyInfo: intermediateSPKI)),
                          X509Extension.keyUsage(X509Extension.certificateSigning)],
             signatureAlgorithm: .ecdsaWithSHA384)
         let rootSigner = try DigestSigner(rootKey)

@@ -50,7 +50,8 @@ public enum Throughput {
             ratios.append((Double(ra.operations) / ra.seconds) / (Double(rb.operations) / rb.seconds))
         }
         ratios.sort()
-        let median = ratios.count % 2 == 1 ? ratios[ratios.count / 2] : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
+        let median = ratios.count % 2 == 1
+            ? ratios[ratios.count / 2] : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
         return (Double(totals.aOps) / totals.aTime, Double(totals.bOps) / totals.bTime, median)
     }
 }

@@ -27,7 +27,8 @@ public enum X509Name {
     }
 
     /// The first UTF8String value of attribute `type` in a certificate's subject, if any.
-    public static func value(of type: ObjectIdentifier, inSubjectOf certificateDER: [UInt8]) throws(AttestError) -> String? {
+    public static func value(of type: ObjectIdentifier,
+                             inSubjectOf certificateDER: [UInt8]) throws(AttestError) -> String? {
         for rdn in try CertificateTemplate.tbsFields(of: certificateDER)[5].children() {
             for attribute in try rdn.children() {
                 let parts = try attribute.children()
