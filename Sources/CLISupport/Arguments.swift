@@ -48,10 +48,12 @@ public struct Arguments: Sendable {
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// `--name` as an integer in `range`, or `defaultValue` when absent.
-    public func int(_ name: String, default defaultValue: Int, in range: ClosedRange<Int> = 0...Int.max) throws(UsageError) -> Int {
+    public func int(_ name: String, default defaultValue: Int,
+                    in range: ClosedRange<Int> = 0...Int.max) throws(UsageError) -> Int {
         guard let text = value(name) else { return defaultValue }
         guard let n = Int(text), range.contains(n) else {
-            throw UsageError("--\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+            throw UsageError("--\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), "
+                                 + "got \"\(text)\"")
         }
         return n
     }

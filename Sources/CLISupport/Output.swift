@@ -52,7 +52,9 @@ public enum Output {
     /// Renders rows as an aligned table with a header.
     public static func table(_ header: [String], _ rows: [[String]]) -> String {
         var widths = header.map(\.count)
-        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+        }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, c in i == cells.count - 1 ? c : pad(c, widths[i]) }.joined(separator: "  ")
         }
