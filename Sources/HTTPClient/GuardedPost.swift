@@ -112,7 +112,9 @@ public final class GuardedPost {
         var start = timespec(), end = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
         let code: CURLcode = body.withUnsafeBytes { bytes in
-            _ = attest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            _ = attest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS,
+                                           UnsafeMutableRawPointer(mutating: bytes.baseAddress
+                                                                       ?? UnsafeRawPointer(bitPattern: 1)!))
             return curl_easy_perform(handle)
         }
         clock_gettime(CLOCK_MONOTONIC, &end)

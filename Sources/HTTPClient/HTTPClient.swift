@@ -38,7 +38,8 @@ public final class HTTPClient {
 
     /// Sends one request and returns the response; throws on transport failures only (any
     /// HTTP status is a response).
-    public func send(_ method: String, _ url: String, headers: [(String, String)] = [], body: [UInt8]? = nil) throws -> Response {
+    public func send(_ method: String, _ url: String, headers: [(String, String)] = [],
+                     body: [UInt8]? = nil) throws -> Response {
         final class Collected {
             var body: [UInt8] = []
             var headers: [(name: String, value: String)] = []
@@ -83,7 +84,9 @@ public final class HTTPClient {
         _ = attest_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
         let code: CURLcode = payload.withUnsafeBytes { raw in
             if body != nil || method == "POST" {
-                _ = attest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+                _ = attest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS,
+                                               UnsafeMutableRawPointer(mutating: raw.baseAddress
+                                                                           ?? UnsafeRawPointer(bitPattern: 1)!))
             }
             return curl_easy_perform(handle)
         }
@@ -98,6 +101,7 @@ public final class HTTPClient {
 
 extension String {
     var trimmedHeaderValue: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }.reversed())
+        String(drop { $0 == " " || $0 == "\t" }.reversed()
+            .drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }.reversed())
     }
 }
