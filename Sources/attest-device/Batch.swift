@@ -24,7 +24,8 @@ enum Batch {
             let pki = try o.testCA()
             for i in 0..<count {
                 let device = try SoftwareDevice.generate()
-                lines.append(try Enroll.validateBody(device, challenge: try o.challenge(), options: o, pki: pki).jsonText)
+                lines.append(try Enroll.validateBody(device, challenge: try o.challenge(), options: o, pki: pki)
+                    .jsonText)
                 progress("validate bodies", i + 1, count, started)
             }
         case "refresh":
@@ -34,13 +35,15 @@ enum Batch {
             for i in 0..<deviceCount {
                 let device = try SoftwareDevice.generate()
                 let (status, response, text) = try o.post("/api/v1/attestation/validate",
-                                                           try Enroll.validateBody(device, challenge: try o.challenge(), options: o, pki: pki))
+                                                           try Enroll.validateBody(device, challenge: try o.challenge(),
+                                                                                   options: o, pki: pki))
                 guard status == 200 else { throw o.refused("enrolling batch device \(i)", status, response, text) }
                 devices.append(device)
                 progress("enrolled devices", i + 1, deviceCount, started)
             }
             for i in 0..<count {
-                lines.append(try RefreshCommand.refreshBody(&devices[i % deviceCount], challenge: try o.challenge(), options: o).jsonText)
+                lines.append(try RefreshCommand.refreshBody(&devices[i % deviceCount], challenge: try o.challenge(),
+                                                            options: o).jsonText)
                 progress("refresh bodies", i + 1, count, started)
             }
         default:

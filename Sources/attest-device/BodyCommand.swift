@@ -13,7 +13,8 @@ enum BodyCommand {
         let challenge = try args.value("challenge") ?? o.challenge()
         switch kind {
         case "validate":
-            Output.out(try Enroll.validateBody(try SoftwareDevice.generate(), challenge: challenge, options: o, pki: try o.testCA()).jsonText)
+            Output.out(try Enroll.validateBody(try SoftwareDevice.generate(), challenge: challenge, options: o,
+                                               pki: try o.testCA()).jsonText)
         case "refresh":
             var device = try o.loadDevice()
             if args.value("counter") != nil {

@@ -44,9 +44,10 @@ enum DeviceCLI {
             return argv.isEmpty ? 2 : 0
         }
         do {
-            let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment", "device-model",
-                                                    "os-version", "app-version", "app-build", "platform", "fingerprint",
-                                                    "subject", "count", "out", "devices", "challenge", "counter", "api-key", "device-id"],
+            let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment",
+                                                    "device-model", "os-version", "app-version", "app-build",
+                                                    "platform", "fingerprint", "subject", "count", "out", "devices",
+                                                    "challenge", "counter", "api-key", "device-id"],
                                      switches: ["json"])
             let options = try DeviceOptions(args)
             switch try args.positional(0, "COMMAND (enroll, refresh, heartbeat, show, batch)") {
@@ -54,8 +55,12 @@ enum DeviceCLI {
             case "refresh": return try RefreshCommand.run(options)
             case "heartbeat": return try Heartbeat.run(options)
             case "show": return try Show.run(options)
-            case "body": return try BodyCommand.run(options, kind: try args.positional(1, "body kind (validate or refresh)"), args: args)
-            case "batch": return try Batch.run(options, kind: try args.positional(1, "batch kind (validate or refresh)"), args: args)
+            case "body":
+                return try BodyCommand.run(options, kind: try args.positional(1, "body kind (validate or refresh)"),
+                                           args: args)
+            case "batch":
+                return try Batch.run(options, kind: try args.positional(1, "batch kind (validate or refresh)"),
+                                     args: args)
             case let other: throw UsageError("unknown command \(other)")
             }
         } catch let error as UsageError {

@@ -46,10 +46,13 @@ struct DeviceOptions {
     /// The test CA that certifies this device's attestations.
     func testCA() throws -> TestPKI {
         guard let path = args.value("test-ca") else {
-            throw UsageError("--test-ca PEM is required to attest (attestctl init --test-ca writes DATA/test-ca/ca.pem)")
+            throw UsageError("--test-ca PEM is required to attest "
+                                 + "(attestctl init --test-ca writes DATA/test-ca/ca.pem)")
         }
         guard let text = readText(path) else { throw DeviceFailure("cannot read \(path)", status: 2) }
-        do { return try TestPKI(pemEncoded: text) } catch { throw DeviceFailure("\(path) is not a test CA bundle: \(error.reason)", status: 2) }
+        do { return try TestPKI(pemEncoded: text) } catch {
+            throw DeviceFailure("\(path) is not a test CA bundle: \(error.reason)", status: 2)
+        }
     }
 
     /// A fresh challenge bound to the app.
@@ -62,7 +65,8 @@ struct DeviceOptions {
         return challenge
     }
 
-    func post(_ path: String, _ body: JSONValue, headers extra: [(String, String)] = []) throws -> (Int, JSONValue, String) {
+    func post(_ path: String, _ body: JSONValue,
+              headers extra: [(String, String)] = []) throws -> (Int, JSONValue, String) {
         let response = try client.send("POST", server + path, headers: appHeaders + extra, body: body.jsonBytes)
         return (response.status, (try? JSONParser.parse(response.body)) ?? .null, response.text)
     }
@@ -72,7 +76,9 @@ struct DeviceOptions {
         guard let text = readText(statePath) else {
             throw DeviceFailure("no device state in \(statePath): run 'attest-device … enroll' first", status: 2)
         }
-        do { return try SoftwareDevice(stateJSON: text) } catch { throw DeviceFailure("\(statePath): \(error.reason)", status: 2) }
+        do { return try SoftwareDevice(stateJSON: text) } catch {
+            throw DeviceFailure("\(statePath): \(error.reason)", status: 2)
+        }
     }
 
     func save(_ device: SoftwareDevice) throws {
@@ -116,7 +122,8 @@ func writeText(_ path: String, _ text: String, mode: mode_t) throws {
     close(fd)
     guard rename(temp, path) == 0 else {
         // ENOENT: another process renamed our temporary file first (two devices, one --state).
-        let why = errno == ENOENT ? "another attest-device is writing the same --state file" : String(cString: strerror(errno))
+        let why = errno == ENOENT
+            ? "another attest-device is writing the same --state file" : String(cString: strerror(errno))
         throw DeviceFailure("cannot replace \(path): \(why)", status: 2)
     }
 }

@@ -10,7 +10,9 @@ enum Enroll {
         let challenge = try o.challenge()
         let body = try validateBody(device, challenge: challenge, options: o, pki: pki)
         let (status, response, text) = try o.post("/api/v1/attestation/validate", body)
-        guard status == 200, let token = response["token"]?.stringValue else { throw o.refused("validate", status, response, text) }
+        guard status == 200, let token = response["token"]?.stringValue else {
+            throw o.refused("validate", status, response, text)
+        }
         let intelligence = response["deviceIntelligence"] ?? .null
         device.fields = ["server": o.server, "appID": o.appID, "token": token,
                          "expiresAt": response["expiresAt"]?.stringValue ?? "",
@@ -23,7 +25,8 @@ enum Enroll {
                 enrolled \(o.appID)
                   keyId       \(Base64.encode(device.keyID))
                   deviceId    \(device.fields["deviceId"] ?? "")
-                  risk        \(intelligence["riskCategory"]?.stringValue ?? "?") (score \(intelligence["riskScore"]?.jsonText ?? "?"))
+                  risk        \(intelligence["riskCategory"]?.stringValue ?? "?") \
+                (score \(intelligence["riskScore"]?.jsonText ?? "?"))
                   token until \(device.fields["expiresAt"] ?? "")
                   state       \(o.statePath)
                 """)
@@ -32,7 +35,8 @@ enum Enroll {
     }
 
     /// The validate request body for `device` answering `challenge`.
-    static func validateBody(_ device: SoftwareDevice, challenge: String, options o: DeviceOptions, pki: TestPKI) throws -> JSONValue {
+    static func validateBody(_ device: SoftwareDevice, challenge: String, options o: DeviceOptions,
+                             pki: TestPKI) throws -> JSONValue {
         let clientDataHash = SHA256.hash(challenge.utf8)
         let attested = try device.attest(clientDataHash: clientDataHash, appID: o.appID, environment: o.environment,
                                          pki: pki, at: currentTime())

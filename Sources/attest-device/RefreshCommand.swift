@@ -14,7 +14,9 @@ enum RefreshCommand {
         // The counter advanced on the device whatever the server says, as on real hardware.
         try o.save(device)
         let (status, response, text) = try o.post("/api/v1/attestation/refresh", body)
-        guard status == 200, let token = response["token"]?.stringValue else { throw o.refused("refresh", status, response, text) }
+        guard status == 200, let token = response["token"]?.stringValue else {
+            throw o.refused("refresh", status, response, text)
+        }
         device.fields["token"] = token
         device.fields["expiresAt"] = response["expiresAt"]?.stringValue ?? ""
         try o.save(device)
@@ -25,7 +27,8 @@ enum RefreshCommand {
     }
 
     /// The refresh request body: advances the device's counter by one.
-    static func refreshBody(_ device: inout SoftwareDevice, challenge: String, options o: DeviceOptions) throws -> JSONValue {
+    static func refreshBody(_ device: inout SoftwareDevice, challenge: String,
+                            options o: DeviceOptions) throws -> JSONValue {
         let clientDataHash = SHA256.hash(challenge.utf8)
         let assertion = try device.assert(clientDataHash: clientDataHash, appID: o.appID)
         var members: [(String, JSONValue)] = [
@@ -46,14 +49,19 @@ enum Heartbeat {
         if let apiKey = o.args.value("api-key") {
             guard let deviceID = o.args.value("device-id") else { throw UsageError("--api-key needs --device-id ID") }
             let sent = try o.client.send("POST", o.server + "/api/v1/heartbeat",
-                                         headers: [("Authorization", "Bearer " + apiKey), ("Content-Type", "application/json")],
-                                         body: JSONValue.object([("sdkVersion", "attest-device"), ("appState", "active"),
+                                         headers: [("Authorization", "Bearer " + apiKey),
+                                                   ("Content-Type", "application/json")],
+                                         body: JSONValue.object([("sdkVersion", "attest-device"),
+                                                                 ("appState", "active"),
                                                                  ("deviceId", .string(deviceID))]).jsonBytes)
             (status, response, text) = (sent.status, (try? JSONParser.parse(sent.body)) ?? .null, sent.text)
         } else {
             let device = try o.loadDevice()
-            guard let token = device.fields["token"], !token.isEmpty else { throw DeviceFailure("no token saved: enroll first", status: 2) }
-            (status, response, text) = try o.post("/api/v1/heartbeat", ["sdkVersion": "attest-device", "appState": "active"],
+            guard let token = device.fields["token"], !token.isEmpty else {
+                throw DeviceFailure("no token saved: enroll first", status: 2)
+            }
+            (status, response, text) = try o.post("/api/v1/heartbeat",
+                                                  ["sdkVersion": "attest-device", "appState": "active"],
                                                   headers: [("Authorization", "Bearer " + token)])
         }
         guard (200..<300).contains(status) else { throw o.refused("heartbeat", status, response, text) }
@@ -74,7 +82,9 @@ enum Show {
             ("expiresAt", .string(device.fields["expiresAt"] ?? "")), ("claims", claims),
         ])
         if o.json { Output.out(state.prettyJSONText) } else {
-            for (k, v) in state.objectValue! where k != "claims" { Output.out("\(Output.pad(k, 10)) \(v.stringValue ?? v.jsonText)") }
+            for (k, v) in state.objectValue! where k != "claims" {
+                Output.out("\(Output.pad(k, 10)) \(v.stringValue ?? v.jsonText)")
+            }
             if case .object(let members) = claims {
                 Output.out("token claims:")
                 for (k, v) in members { Output.out("  \(Output.pad(k, 20)) \(v.stringValue ?? v.jsonText)") }
