@@ -61,7 +61,9 @@ struct BenchResponder: Responder {
     mutating func respond(to request: Request) -> Response {
         if mode == .echo { idleStepsLeft = Self.echoIdleSteps }
         if request.bodyTooLarge {
-            return .json(413, #"{"error":"request body too large","code":"payload_too_large","requestId":"\#(JSON.escape(request.requestID))","reason":"request body too large"}"#)
+            return .json(413, #"{"error":"request body too large","code":"payload_too_large","#
+                             + #""requestId":"\#(JSON.escape(request.requestID))","#
+                             + #""reason":"request body too large"}"#)
         }
         switch mode {
         case .trivial:

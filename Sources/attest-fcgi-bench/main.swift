@@ -5,7 +5,8 @@
 import FastCGI
 import Glibc
 
-let usage = "usage: attest-fcgi-bench --mode trivial|echo|p256-verify|p256-verify-sign|p384-verify|slow --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--shutdown-grace SECONDS]"
+let usage = "usage: attest-fcgi-bench --mode trivial|echo|p256-verify|p256-verify-sign|p384-verify|slow --socket PATH"
+    + " [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--shutdown-grace SECONDS]"
 
 func fail(_ message: String) -> Never {
     var line = "attest-fcgi-bench: \(message)\n\(usage)\n"
