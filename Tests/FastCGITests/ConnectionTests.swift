@@ -27,7 +27,8 @@ import Testing
         let listener = TestListener()
         let client = listener.connect()
         defer { close(client) }
-        TestListener.write(client, Records.request([("REQUEST_METHOD", "POST"), ("CONTENT_LENGTH", "5"), ("REQUEST_ID", "r1")],
+        TestListener.write(client, Records.request([("REQUEST_METHOD", "POST"), ("CONTENT_LENGTH", "5"),
+                                                    ("REQUEST_ID", "r1")],
                                                    body: Array("hello".utf8), id: 3))
         var responder = LengthResponder()
         let (_, response) = answer(listener, &responder)
@@ -44,7 +45,9 @@ import Testing
     @Test("nothing queued: accept returns at once")
     func nothingQueued() {
         let listener = TestListener()
-        guard case .nothingQueued = Connection(listenFD: listener.fd).accept() else { Issue.record("expected nothingQueued"); return }
+        guard case .nothingQueued = Connection(listenFD: listener.fd).accept() else {
+            Issue.record("expected nothingQueued"); return
+        }
     }
 
     @Test("a peer that connects and closes is dropped without an error")
@@ -111,7 +114,8 @@ import Testing
         let listener = TestListener()
         let client = listener.connect()
         defer { close(client) }
-        TestListener.write(client, Records.begin() + Records.stream(4, Records.pairs([("CONTENT_LENGTH", "10")])) + Records.record(5, [1, 2, 3]))
+        TestListener.write(client, Records.begin() + Records.stream(4, Records.pairs([("CONTENT_LENGTH", "10")]))
+                               + Records.record(5, [1, 2, 3]))
         var responder = LengthResponder()
         let (_, response) = answer(listener, &responder)
         #expect(response?.status == 200 && responder.seen.first?.body == [1, 2, 3])
@@ -142,7 +146,8 @@ import Testing
         let listener = TestListener()
         let client = listener.connect()
         defer { close(client) }
-        TestListener.write(client, Records.request([("CONTENT_LENGTH", "5000")], body: [UInt8](repeating: 1, count: 5000)))
+        TestListener.write(client, Records.request([("CONTENT_LENGTH", "5000")],
+                                                   body: [UInt8](repeating: 1, count: 5000)))
         shutdown(client, Int32(SHUT_WR))
         var responder = LengthResponder()
         var patient = Self.quick
@@ -159,7 +164,8 @@ import Testing
         let listener = TestListener()
         let client = listener.connect()
         defer { close(client) }
-        TestListener.write(client, Records.record(9, id: 0, Records.pairs([("FCGI_MPXS_CONNS", "")])) + Records.request([("A", "b")]))
+        TestListener.write(client, Records.record(9, id: 0, Records.pairs([("FCGI_MPXS_CONNS", "")]))
+                               + Records.request([("A", "b")]))
         var responder = LengthResponder()
         let (_, response) = answer(listener, &responder)
         #expect(response?.status == 200)
@@ -175,7 +181,9 @@ import Testing
         TestListener.write(client, Records.begin(role: 2) + Records.stream(4, []))
         var responder = LengthResponder()
         let (accepted, response) = answer(listener, &responder)
-        guard case .dropped(nil) = accepted, response == nil else { Issue.record("expected dropped, got \(accepted)"); return }
+        guard case .dropped(nil) = accepted, response == nil else {
+            Issue.record("expected dropped, got \(accepted)"); return
+        }
         let records = try #require(Records.replies(TestListener.readAll(client).bytes))
         #expect(records.count == 1 && records[0].type == 3 && records[0].content[4] == 3)
     }
@@ -185,7 +193,8 @@ import Testing
         let listener = TestListener()
         let client = listener.connect(nonBlocking: true)
         defer { close(client) }
-        TestListener.write(client, Records.begin() + Records.stream(4, Records.pairs([("HTTP_X", String(repeating: "x", count: 70_000))])))
+        TestListener.write(client, Records.begin()
+                               + Records.stream(4, Records.pairs([("HTTP_X", String(repeating: "x", count: 70_000))])))
         let accepted = Connection(listenFD: listener.fd, timeouts: Self.quick).accept()
         guard case .dropped(let error?) = accepted else { Issue.record("expected dropped, got \(accepted)"); return }
         #expect(error == FastCGIError(.paramsTooLarge, ""))

@@ -54,7 +54,8 @@ import Testing
             }
             responder = DeferringResponder(ledger: ledger)
             pool = ConnectionPool(listenFD: listener.fd, maxConnections: 1, heldLimit: heldLimit)
-            worker = Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path), log: Log(name: "test"), masterPID: getpid())
+            worker = Worker(listenFD: listener.fd, options: ServerOptions(socketPath: listener.path),
+                            log: Log(name: "test"), masterPID: getpid())
         }
 
         deinit { clients.forEach { close($0) } }
@@ -165,7 +166,8 @@ import Testing
         var held = HeldAnswers<Int>()
         let ledger = Ledger()
         var responder: any Responder = DeferringResponder(ledger: ledger)
-        held.hold(0, .json(200, "{}"), Deferral(position: 9, failure: { .json(503, "{}") }, released: { ledger.released.append(9) },
+        held.hold(0, .json(200, "{}"), Deferral(position: 9, failure: { .json(503, "{}") },
+                                                released: { ledger.released.append(9) },
                                                 final: { .json(ledger.settleCalls == [9] ? 409 : 500, "{}") }))
         held.hold(1, .json(200, "{}"), Deferral(position: 4, failure: { .json(503, "{}") }))
         let sent = held.settleAll(&responder)
@@ -173,7 +175,8 @@ import Testing
         #expect(ledger.released == [9])
     }
 
-    @Test("at most the limit are held; one settled position answers those below it", arguments: [HeldAnswers<Int>.defaultLimit, 3, 1])
+    @Test("at most the limit are held; one settled position answers those below it",
+          arguments: [HeldAnswers<Int>.defaultLimit, 3, 1])
     func limitAndOrder(limit: Int) {
         var held = HeldAnswers<Int>(limit: limit)
         let ledger = Ledger()

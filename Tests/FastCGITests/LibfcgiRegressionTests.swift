@@ -7,7 +7,8 @@ import Testing
 /// allocation): `Tests/FuzzCorpus/fastcgi/known-libfcgi-*`. Our reader refuses or answers
 /// each without allocating anything declared, and the worker stays up.
 @Suite("Regression: the streams that aborted libfcgi") struct LibfcgiRegressionTests {
-    static let corpus = "/" + #filePath.split(separator: "/").dropLast(2).joined(separator: "/") + "/FuzzCorpus/fastcgi/"
+    static let corpus = "/" + #filePath.split(separator: "/").dropLast(2).joined(separator: "/")
+        + "/FuzzCorpus/fastcgi/"
 
     static func input(_ name: String) throws -> [UInt8] {
         let path = corpus + name
@@ -38,7 +39,8 @@ import Testing
     }
 
     @Test("over a socket each gets a clean close (and only well-formed replies), and nothing reaches the responder",
-          arguments: ["known-libfcgi-huge-param", "known-libfcgi-huge-param-begin-padding", "known-libfcgi-huge-param-null-request-id"])
+          arguments: ["known-libfcgi-huge-param", "known-libfcgi-huge-param-begin-padding",
+                      "known-libfcgi-huge-param-null-request-id"])
     func socket(name: String) throws {
         let listener = TestListener()
         let client = listener.connect()

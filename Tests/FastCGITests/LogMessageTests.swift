@@ -14,7 +14,9 @@ import Testing
         for scalar in (0...0x9F).compactMap(Unicode.Scalar.init) + ["\u{2028}", "\u{2029}"] {
             let hostile = "x\(Character(scalar))y"
             let message: LogMessage = "k=\(hostile) literal\(Character(scalar))end"
-            #expect(!message.text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}" },
+            #expect(!message.text.unicodeScalars.contains {
+                        $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}"
+                    },
                     "U+\(String(scalar.value, radix: 16)) is escaped in values and literals: \(message.text)")
         }
     }

@@ -22,13 +22,15 @@ import Testing
 
     @Test("an empty response is the empty STDOUT and END_REQUEST")
     func emptyResponse() {
-        #expect(RecordWriter.response([], requestID: 1) == [1, 6, 0, 1, 0, 0, 0, 0, 1, 3, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(RecordWriter.response([], requestID: 1) == [1, 6, 0, 1, 0, 0, 0, 0,
+                                                            1, 3, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
     }
 
     @Test("END_REQUEST carries the protocol status", arguments: [
         (ProtocolStatus.requestComplete, UInt8(0)), (.cantMultiplexConnection, 1), (.overloaded, 2), (.unknownRole, 3),
     ])
     func endRequest(status: ProtocolStatus, byte: UInt8) {
-        #expect(RecordWriter.endRequest(requestID: 9, status: status) == [1, 3, 0, 9, 0, 8, 0, 0, 0, 0, 0, 0, byte, 0, 0, 0])
+        #expect(RecordWriter.endRequest(requestID: 9, status: status)
+                    == [1, 3, 0, 9, 0, 8, 0, 0, 0, 0, 0, 0, byte, 0, 0, 0])
     }
 }

@@ -6,7 +6,8 @@ enum Records {
     /// One record with `content` and the given padding (default: to a multiple of 8).
     static func record(_ type: UInt8, id: UInt16 = 1, _ content: [UInt8] = [], padding: Int? = nil) -> [UInt8] {
         let pad = padding ?? (8 - content.count % 8) % 8
-        return [1, type, UInt8(id >> 8), UInt8(id & 0xFF), UInt8(content.count >> 8), UInt8(content.count & 0xFF), UInt8(pad), 0]
+        return [1, type, UInt8(id >> 8), UInt8(id & 0xFF),
+                UInt8(content.count >> 8), UInt8(content.count & 0xFF), UInt8(pad), 0]
             + content + [UInt8](repeating: 0, count: pad)
     }
 
@@ -48,7 +49,11 @@ enum Records {
             rest = rest.dropFirst(chunk)
             do {
                 while let event = try parser.next() {
-                    if case .stdin(let body) = event { events.append(.stdin(ArraySlice(Array(body)))) } else { events.append(event) }
+                    if case .stdin(let body) = event {
+                        events.append(.stdin(ArraySlice(Array(body))))
+                    } else {
+                        events.append(event)
+                    }
                 }
             } catch {
                 return (events, error)
@@ -77,7 +82,9 @@ enum Records {
         while !cursor.isEmpty {
             guard cursor.count >= 8 else { return nil }
             let header = RecordHeader(cursor)
-            guard cursor.first == 1, cursor.count >= 8 + header.bodyLength, header.bodyLength % 8 == 0 else { return nil }
+            guard cursor.first == 1, cursor.count >= 8 + header.bodyLength, header.bodyLength % 8 == 0 else {
+                return nil
+            }
             out.append((header.type, header.requestID, Array(cursor.dropFirst(8).prefix(header.contentLength))))
             cursor = cursor.dropFirst(8 + header.bodyLength)
         }

@@ -42,8 +42,10 @@ import Testing
     @Test("a preflight passes for a command that exits 0 and names the status and stderr otherwise")
     func preflight() {
         #expect(Reload.Executable(path: "/bin/sh", arguments: ["-c", "exit 0"]).preflight(timeout: 10) == nil)
-        let failure = Reload.Executable(path: "/bin/sh", arguments: ["-c", "echo broken >&2; exit 3"]).preflight(timeout: 10)
-        #expect(failure?.contains("exited with status 3") == true && failure?.contains("broken") == true, "\(failure ?? "nil")")
+        let failure = Reload.Executable(path: "/bin/sh", arguments: ["-c", "echo broken >&2; exit 3"])
+            .preflight(timeout: 10)
+        #expect(failure?.contains("exited with status 3") == true && failure?.contains("broken") == true,
+                "\(failure ?? "nil")")
         let missing = Reload.Executable(path: "/nonexistent/attest-refresh", arguments: []).preflight(timeout: 10)
         #expect(missing != nil)
         let slow = Reload.Executable(path: "/bin/sh", arguments: ["-c", "sleep 5"]).preflight(timeout: 0.3)

@@ -2,9 +2,11 @@
 import Testing
 
 @Suite("FastCGI record stream → request events") struct RequestParserTests {
-    static let params = [("REQUEST_METHOD", "POST"), ("DOCUMENT_URI", "/api/v1/attestation/validate"), ("CONTENT_LENGTH", "11")]
+    static let params = [("REQUEST_METHOD", "POST"), ("DOCUMENT_URI", "/api/v1/attestation/validate"),
+                         ("CONTENT_LENGTH", "11")]
     static let body = Array(#"{"a":"bcd"}"#.utf8)
-    static let expected: [RequestParser.Event] = [.params(Params(Dictionary(uniqueKeysWithValues: params))), .stdin(body[...]), .stdinEnd]
+    static let expected: [RequestParser.Event] = [.params(Params(Dictionary(uniqueKeysWithValues: params))),
+                                                  .stdin(body[...]), .stdinEnd]
 
     @Test("BEGIN_REQUEST, PARAMS, STDIN in one piece: params, body, end")
     func wholeRequest() {
@@ -37,8 +39,8 @@ import Testing
         let value = String(repeating: "v", count: 300)
         let pairs = Records.pairs([(name, value), ("SHORT", "x")])
         #expect(pairs.prefix(8) == [0x80, 0, 0, 155, 0x80, 0, 1, 44], "both lengths in the 4-byte form")
-        let stream = Records.begin() + Records.record(4, Array(pairs.prefix(6))) + Records.record(4, Array(pairs.dropFirst(6)))
-            + Records.record(4) + Records.stream(5, [])
+        let stream = Records.begin() + Records.record(4, Array(pairs.prefix(6)))
+            + Records.record(4, Array(pairs.dropFirst(6))) + Records.record(4) + Records.stream(5, [])
         let (events, error) = Records.events(stream)
         #expect(error == nil)
         #expect(events == [.params([name: value, "SHORT": "x"]), .stdinEnd])
@@ -52,7 +54,8 @@ import Testing
         #expect(events.isEmpty)
         #expect(error == FastCGIError(.protocolViolation, ""))
         let waiting = Records.events(Records.begin() + Records.record(4, content))
-        #expect(waiting.events.isEmpty && waiting.error == nil, "an unfinished PARAMS stream waits for more; nothing is decoded yet")
+        #expect(waiting.events.isEmpty && waiting.error == nil,
+                "an unfinished PARAMS stream waits for more; nothing is decoded yet")
         let (_, cut) = Records.events(Records.begin() + Records.record(4, [0x80, 0, 1]) + Records.record(4))
         #expect(cut == FastCGIError(.protocolViolation, ""), "a 4-byte length cut short")
     }
@@ -71,7 +74,8 @@ import Testing
     @Test("a body in many STDIN records arrives in order, then its end")
     func multipleStdinRecords() {
         let body = (0..<20_000).map { UInt8(truncatingIfNeeded: $0) }
-        let (events, error) = Records.events(Records.begin() + Records.stream(4, Records.pairs([("A", "1")])) + Records.stream(5, body, split: 3_000))
+        let (events, error) = Records.events(Records.begin() + Records.stream(4, Records.pairs([("A", "1")]))
+                                                 + Records.stream(5, body, split: 3_000))
         #expect(error == nil)
         #expect(events.count == 1 + 7 + 1, "params, 7 body records, end")
         #expect(Records.joined(events) == [.params(["A": "1"]), .stdin(body[...]), .stdinEnd])
@@ -79,21 +83,28 @@ import Testing
 
     @Test("GET_VALUES is answered with the three values asked for that the worker knows, each once")
     func getValues() throws {
-        let asked = Records.pairs([("FCGI_MAX_CONNS", ""), ("FCGI_MPXS_CONNS", ""), ("FCGI_OTHER", ""), ("FCGI_MAX_REQS", ""), ("FCGI_MAX_CONNS", "")])
+        let asked = Records.pairs([("FCGI_MAX_CONNS", ""), ("FCGI_MPXS_CONNS", ""), ("FCGI_OTHER", ""),
+                                   ("FCGI_MAX_REQS", ""), ("FCGI_MAX_CONNS", "")])
         let (events, error) = Records.events(Records.record(9, id: 0, asked), parser: RequestParser(maxConnections: 4))
         #expect(error == nil)
-        guard case .reply(let bytes)? = events.first, events.count == 1 else { Issue.record("events: \(events)"); return }
+        guard case .reply(let bytes)? = events.first, events.count == 1 else {
+            Issue.record("events: \(events)"); return
+        }
         let records = try #require(Records.replies(bytes))
-        #expect(records.count == 1 && records[0].type == 10 && records[0].id == 0, "one GET_VALUES_RESULT, request id 0")
+        #expect(records.count == 1 && records[0].type == 10 && records[0].id == 0,
+                "one GET_VALUES_RESULT, request id 0")
         var values = [String: String]()
-        try NameValuePairs.decode(records[0].content[...]) { values[String(decoding: $0, as: UTF8.self)] = String(decoding: $1, as: UTF8.self) }
+        try NameValuePairs.decode(records[0].content[...]) {
+            values[String(decoding: $0, as: UTF8.self)] = String(decoding: $1, as: UTF8.self)
+        }
         #expect(values == ["FCGI_MAX_CONNS": "4", "FCGI_MAX_REQS": "1", "FCGI_MPXS_CONNS": "0"])
     }
 
     @Test("unknown record types get UNKNOWN_TYPE, on a management record or a request's, and reading goes on")
     func unknownTypes() {
-        let stream = Records.record(1, id: 0, [0, 1, 0, 0, 0, 0, 0, 0]) + Records.begin() + Records.record(42, [1, 2, 3])
-            + Records.record(0, id: 0) + Records.stream(4, Records.pairs([("A", "b")])) + Records.stream(5, [])
+        let stream = Records.record(1, id: 0, [0, 1, 0, 0, 0, 0, 0, 0]) + Records.begin()
+            + Records.record(42, [1, 2, 3]) + Records.record(0, id: 0) + Records.stream(4, Records.pairs([("A", "b")]))
+            + Records.stream(5, [])
         let (events, error) = Records.events(stream)
         #expect(error == nil)
         #expect(events == [.reply(RecordWriter.unknownType(1)), .reply(RecordWriter.unknownType(42)),
@@ -103,24 +114,29 @@ import Testing
 
     @Test("a role other than responder is refused with END_REQUEST UNKNOWN_ROLE", arguments: [UInt16(2), 3, 0, 0xFFFF])
     func unknownRole(role: UInt16) {
-        let (events, error) = Records.events(Records.begin(role: role, id: 7) + Records.stream(4, Records.pairs([("A", "b")])))
+        let (events, error) = Records.events(Records.begin(role: role, id: 7)
+                                                 + Records.stream(4, Records.pairs([("A", "b")])))
         #expect(error == nil)
         #expect(events == [.refused([1, 3, 0, 7, 0, 8, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0])], "role \(role)")
     }
 
     @Test("one request per connection: another BEGIN_REQUEST gets CANT_MPX_CONN, the same id again is a violation")
     func multiplexing() {
-        let stream = Records.begin(id: 1) + Records.begin(id: 2) + Records.stream(4, Records.pairs([("A", "b")])) + Records.stream(5, [])
+        let stream = Records.begin(id: 1) + Records.begin(id: 2) + Records.stream(4, Records.pairs([("A", "b")]))
+            + Records.stream(5, [])
         let (events, error) = Records.events(stream)
         #expect(error == nil)
-        #expect(events == [.reply(RecordWriter.endRequest(requestID: 2, status: .cantMultiplexConnection)), .params(["A": "b"]), .stdinEnd])
-        #expect(Records.events(Records.begin(id: 1) + Records.begin(id: 1)).error == FastCGIError(.protocolViolation, ""))
+        #expect(events == [.reply(RecordWriter.endRequest(requestID: 2, status: .cantMultiplexConnection)),
+                           .params(["A": "b"]), .stdinEnd])
+        #expect(Records.events(Records.begin(id: 1) + Records.begin(id: 1)).error
+                    == FastCGIError(.protocolViolation, ""))
     }
 
     @Test("records of an inactive request id, before BEGIN_REQUEST or for another id, are ignored; so is DATA")
     func inactiveIDs() {
         let stream = Records.record(4, id: 1, Records.pairs([("X", "y")])) + Records.begin(id: 1)
-            + Records.record(4, id: 9, Records.pairs([("X", "y")])) + Records.record(5, id: 9, [1]) + Records.record(2, id: 9)
+            + Records.record(4, id: 9, Records.pairs([("X", "y")])) + Records.record(5, id: 9, [1])
+            + Records.record(2, id: 9)
             + Records.stream(4, Records.pairs([("A", "b")])) + Records.record(8, [1, 2]) + Records.stream(5, [])
         let (events, error) = Records.events(stream)
         #expect(error == nil)
@@ -129,7 +145,8 @@ import Testing
 
     @Test("ABORT_REQUEST for the active request ends it")
     func abort() {
-        let (events, error) = Records.events(Records.begin() + Records.record(4, Records.pairs([("A", "b")])) + Records.record(2))
+        let (events, error) = Records.events(Records.begin() + Records.record(4, Records.pairs([("A", "b")]))
+                                                 + Records.record(2))
         #expect(error == nil)
         #expect(events == [.aborted])
     }

@@ -8,7 +8,8 @@ import Testing
 
     @Test("status line, headers in order, Content-Length, blank line, body")
     func layout() {
-        let response = Response(status: 201, headers: [Header("Location", "/x"), Header("X-A", "1")], body: Array("hi".utf8))
+        let response = Response(status: 201, headers: [Header("Location", "/x"), Header("X-A", "1")],
+                                body: Array("hi".utf8))
         #expect(wire(response) == "Status: 201 Created\r\nLocation: /x\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi")
     }
 
@@ -16,12 +17,14 @@ import Testing
     func json() {
         let response = Response.json(429, #"{"code":"rate_limited"}"#, headers: [Header("Retry-After", "1")])
         #expect(response.headers == [Header("Content-Type", "application/json"), Header("Retry-After", "1")])
-        #expect(wire(response) == "Status: 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\nContent-Length: 23\r\n\r\n{\"code\":\"rate_limited\"}")
+        #expect(wire(response) == "Status: 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+                    + "Retry-After: 1\r\nContent-Length: 23\r\n\r\n{\"code\":\"rate_limited\"}")
     }
 
     @Test("Content-Length is computed from the body, never taken from the responder")
     func contentLength() {
-        let response = Response(status: 200, headers: [Header("content-length", "999"), Header("Status", "500 x")], body: [0x41])
+        let response = Response(status: 200, headers: [Header("content-length", "999"), Header("Status", "500 x")],
+                                body: [0x41])
         #expect(wire(response) == "Status: 200 OK\r\nContent-Length: 1\r\n\r\nA")
     }
 
@@ -30,10 +33,12 @@ import Testing
         #expect(wire(Response(status: 404)) == "Status: 404 Not Found\r\nContent-Length: 0\r\n\r\n")
     }
 
-    @Test("Content-Length is written in decimal at every width", arguments: [9, 10, 99, 100, 101, 1_000, 65_536, 1_000_000])
+    @Test("Content-Length is written in decimal at every width",
+          arguments: [9, 10, 99, 100, 101, 1_000, 65_536, 1_000_000])
     func decimalWidths(size: Int) {
         let bytes = Response(status: 200, body: [UInt8](repeating: 0x41, count: size)).serialized()
-        #expect(String(decoding: bytes.prefix(60), as: UTF8.self).hasPrefix("Status: 200 OK\r\nContent-Length: \(size)\r\n\r\nA"))
+        #expect(String(decoding: bytes.prefix(60), as: UTF8.self)
+                    .hasPrefix("Status: 200 OK\r\nContent-Length: \(size)\r\n\r\nA"))
         #expect(bytes.count == "Status: 200 OK\r\nContent-Length: \(size)\r\n\r\n".utf8.count + size)
     }
 

@@ -35,7 +35,8 @@ import Testing
 
     @Test("a repeated flag takes its last value")
     func lastWins() throws {
-        let (options, _) = try ServerOptions.parse(["--socket", "/a", "--workers", "3", "--socket", "/b", "--workers", "1"])
+        let (options, _) = try ServerOptions.parse(["--socket", "/a", "--workers", "3",
+                                                    "--socket", "/b", "--workers", "1"])
         #expect(options.socketPath == "/b")
         #expect(options.workers == 1)
     }

@@ -12,10 +12,13 @@ final class TestListener {
         var template = Array("/tmp/attest-fcgi-test-XXXXXX".utf8CString)
         directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         path = directory + "/s.sock"
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        fd = socket(AF_UNIX,
+                    Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = Self.address(path)
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         listen(fd, 8)
     }
@@ -31,7 +34,9 @@ final class TestListener {
         let client = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = Self.address(path)
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         if nonBlocking { _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK) }
         return client
@@ -42,7 +47,9 @@ final class TestListener {
     static func write(_ fd: Int32, _ bytes: [UInt8]) -> Int {
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + written, bytes.count - written, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                send(fd, $0.baseAddress! + written, bytes.count - written, Int32(MSG_NOSIGNAL))
+            }
             if n <= 0 { break }
             written += n
         }
