@@ -58,7 +58,9 @@ import Glibc
 
     struct ServerError: Error {}
 
-    static let refuseSecondLoopback: GuardedPost.AddressCheck = { $0 == [127, 0, 0, 2] ? "127.0.0.2 is not allowed" : nil }
+    static let refuseSecondLoopback: GuardedPost.AddressCheck = {
+        $0 == [127, 0, 0, 2] ? "127.0.0.2 is not allowed" : nil
+    }
 
     @Test func anAnswerFromAnAllowedAddressStandsAfterAnotherAddressWasRefused() throws {
         let server = try OneShotServer()
@@ -66,7 +68,8 @@ import Glibc
         // The name's first address is refused by the guard, the second is the server.
         let post = GuardedPost(check: Self.refuseSecondLoopback, allowPlainHTTP: true,
                                resolve: ["two.test:\(server.port):127.0.0.2,127.0.0.1"])
-        let result = post.post("http://two.test:\(server.port)/hook", headers: [], body: Array("{}".utf8), timeoutSeconds: 5)
+        let result = post.post("http://two.test:\(server.port)/hook", headers: [], body: Array("{}".utf8),
+                               timeoutSeconds: 5)
         #expect(result.status == 200 && result.error.isEmpty, "\(result.status) \(result.error)")
         #expect(result.body == Array("ok".utf8))
     }
@@ -76,7 +79,8 @@ import Glibc
         defer { server.stop() }
         let post = GuardedPost(check: { $0.count == 4 && $0[0] == 127 ? "loopback" : nil }, allowPlainHTTP: true,
                                resolve: ["one.test:\(server.port):127.0.0.1"])
-        let result = post.post("http://one.test:\(server.port)/hook", headers: [], body: Array("{}".utf8), timeoutSeconds: 5)
+        let result = post.post("http://one.test:\(server.port)/hook", headers: [], body: Array("{}".utf8),
+                               timeoutSeconds: 5)
         #expect(result.status == 0)
         #expect(result.error == "destination refused: loopback")
     }
