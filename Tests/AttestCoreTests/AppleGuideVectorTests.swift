@@ -18,8 +18,10 @@ import Testing
     @Test func x5cHoldsTheGuidesLeafAndIntermediate() throws {
         #expect(object.fmt == "apple-appattest")
         #expect(object.x5c.count == 2)
-        #expect(Array(object.x5c[0]) == Vectors.bytes(vector.expected.leafCertificate_b64), "x5c[0] is the guide's leaf")
-        #expect(Array(object.x5c[1]) == Vectors.bytes(vector.expected.intermediateCertificate_b64), "x5c[1] is the guide's intermediate")
+        #expect(Array(object.x5c[0]) == Vectors.bytes(vector.expected.leafCertificate_b64),
+                "x5c[0] is the guide's leaf")
+        #expect(Array(object.x5c[1]) == Vectors.bytes(vector.expected.intermediateCertificate_b64),
+                "x5c[1] is the guide's intermediate")
     }
 
     @Test func compositeIsAuthDataFollowedByClientDataHash() {
@@ -79,7 +81,8 @@ import Testing
     @Test func wholeAttestationVerifiesAtTheGuidesTime() throws {
         let result = try verifier().verify(
             attestationObject: Vectors.bytes(vector.attestationObject_b64)[...], keyID: Vectors.bytes(vector.keyId_b64),
-            clientDataHash: Vectors.bytes(vector.clientDataHash_b64), appID: vector.appId, policy: .production, at: verifyAt)
+            clientDataHash: Vectors.bytes(vector.clientDataHash_b64), appID: vector.appId,
+            policy: .production, at: verifyAt)
         #expect(result.environment == .production)
         #expect(result.signCount == 0)
         #expect(SHA256.hash(result.publicKey) == Vectors.bytes(vector.keyId_b64))

@@ -42,7 +42,8 @@ import Testing
         #expect(try code(at: notAfter - 1) == nil, "valid one second before the leaf's notAfter")
         #expect(try code(at: notAfter) == .certificateChain, "at notAfter (OpenSSL's half-open window)")
         #expect(try code(at: notAfter + 1) == .certificateChain, "one second after notAfter")
-        #expect(try code(at: #require(Timestamp(iso8601: "2026-05-01T00:00:00Z"))) == .certificateChain, "on 2026-05-01")
+        #expect(try code(at: #require(Timestamp(iso8601: "2026-05-01T00:00:00Z"))) == .certificateChain,
+                "on 2026-05-01")
     }
 
     @Test func failsBeforeTheLeafsNotBefore() throws {
@@ -88,14 +89,17 @@ import Testing
 
     @Test func embeddedRootMatchesItsPinnedFingerprint() throws {
         let root = try AppleAppAttestationRoot.certificate()
-        #expect(Hex.encode(root.sha256Fingerprint) == AppleAppAttestationRoot.sha256Fingerprint, "SHA-256 of the embedded DER")
-        #expect(AppleAppAttestationRoot.sha256Fingerprint.hasPrefix("1cb9823b") && AppleAppAttestationRoot.sha256Fingerprint.hasSuffix("c932"),
+        #expect(Hex.encode(root.sha256Fingerprint) == AppleAppAttestationRoot.sha256Fingerprint,
+                "SHA-256 of the embedded DER")
+        #expect(AppleAppAttestationRoot.sha256Fingerprint.hasPrefix("1cb9823b")
+                    && AppleAppAttestationRoot.sha256Fingerprint.hasSuffix("c932"),
                 "the pin is the fingerprint the design names (1cb9823b…c932)")
         #expect(root.notAfter.iso8601 == "2045-03-15T00:00:00Z", "Apple's root runs to 2045")
     }
 
     @Test func embeddedRootIsApplesPublishedFile() throws {
-        let text = try String(contentsOf: Vectors.directory.appendingPathComponent("Apple_App_Attestation_Root_CA.pem"), encoding: .utf8)
+        let text = try String(contentsOf: Vectors.directory.appendingPathComponent("Apple_App_Attestation_Root_CA.pem"),
+                              encoding: .utf8)
         let published = try Certificate.certificates(pemEncoded: text)
         let embedded = try AppleAppAttestationRoot.certificate()
         #expect(published.count == 1 && published[0].derEncoded == embedded.derEncoded,
@@ -104,7 +108,8 @@ import Testing
 
     @Test func pinRejectsALookalikeRoot() throws {
         // Same subject, different key: the pin is what tells them apart.
-        let lookalike = try TestPKI.generate(name: "Apple", validFrom: verifyAt - 86_400, validUntil: verifyAt + 86_400).rootCertificate
+        let lookalike = try TestPKI.generate(name: "Apple", validFrom: verifyAt - 86_400,
+                                             validUntil: verifyAt + 86_400).rootCertificate
         #expect(Hex.encode(lookalike.sha256Fingerprint) != AppleAppAttestationRoot.sha256Fingerprint,
                 "a root made to look like Apple's has another fingerprint")
     }

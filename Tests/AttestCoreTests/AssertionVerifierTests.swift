@@ -14,8 +14,8 @@ import Testing
 
     func verify(_ assertion: [UInt8], clientDataHash: [UInt8] = Fixtures.clientDataHash, key: ECPublicKey? = nil,
                 appID: String = Fixtures.appID, previousCounter: UInt32 = 0) throws -> VerifiedAssertion {
-        try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash, publicKey: key ?? publicKey,
-                                     appID: appID, previousCounter: previousCounter)
+        try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash,
+                                     publicKey: key ?? publicKey, appID: appID, previousCounter: previousCounter)
     }
 
     func assertion(counter: UInt32, appID: String = Fixtures.appID) throws -> [UInt8] {
@@ -32,7 +32,8 @@ import Testing
         var device = device
         var previous: UInt32 = 0
         for _ in 0..<3 {
-            let result = try verify(device.assert(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID), previousCounter: previous)
+            let result = try verify(device.assert(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID),
+                                    previousCounter: previous)
             #expect(result.counter == previous + 1, "each assert is one more than the last")
             previous = result.counter
         }
@@ -41,13 +42,15 @@ import Testing
 
     @Test func keyFromPEMVerifiesLikeKeyFromPoint() throws {
         let fromPEM = try ECPublicKey(pemEncoded: device.key.publicKey().pemEncoded)
-        #expect(try verify(assertion(counter: 1), key: fromPEM).counter == 1, "the same key as PEM SubjectPublicKeyInfo")
+        #expect(try verify(assertion(counter: 1), key: fromPEM).counter == 1,
+                "the same key as PEM SubjectPublicKeyInfo")
     }
 
     @Test func keyFromPointIsTheKeyFromSubjectPublicKeyInfo() throws {
         let fromSPKI = try ECPublicKey(subjectPublicKeyInfo: device.key.subjectPublicKeyInfo)
         #expect(publicKey.subjectPublicKeyInfo == fromSPKI.subjectPublicKeyInfo, "the same key either way")
-        #expect(publicKey.x962Point == device.publicKey && fromSPKI.x962Point == device.publicKey, "the same point either way")
+        #expect(publicKey.x962Point == device.publicKey && fromSPKI.x962Point == device.publicKey,
+                "the same point either way")
     }
 
     @Test func pointsThatAreNotP256KeysAreRefused() throws {
@@ -58,15 +61,18 @@ import Testing
         var compressed = device.publicKey
         compressed[0] = 0x02
         #expect(errorCode { try ECPublicKey(x962Point: compressed) } == .publicKeyInvalid, "a 0x02 prefix on 65 bytes")
-        #expect(errorCode { try ECPublicKey(x962Point: [0x04] + [UInt8](repeating: 0, count: 64)) } == .publicKeyInvalid, "all zeros")
+        #expect(errorCode { try ECPublicKey(x962Point: [0x04] + [UInt8](repeating: 0, count: 64)) }
+                    == .publicKeyInvalid, "all zeros")
     }
 
     @Test func signatureIsOverTheNonceWithSHA256() throws {
         let encoded = try assertion(counter: 7)
         let parsed = try Assertion(cborEncoded: encoded[...])
         let nonce = SHA256.hash(parsed.authenticatorData, Fixtures.clientDataHash)
-        #expect(publicKey.isValidSignature(parsed.signature, message: nonce), "ECDSA-SHA256 over nonce, as Apple's device signs")
-        #expect(!publicKey.isValidSignature(parsed.signature, digest: nonce), "not a signature of nonce taken as the digest")
+        #expect(publicKey.isValidSignature(parsed.signature, message: nonce),
+                "ECDSA-SHA256 over nonce, as Apple's device signs")
+        #expect(!publicKey.isValidSignature(parsed.signature, digest: nonce),
+                "not a signature of nonce taken as the digest")
         #expect(parsed.authenticatorData.count == 37, "authenticatorData = rpIDHash ‖ flags ‖ counter")
     }
 
@@ -115,7 +121,8 @@ import Testing
     // MARK: Step 5: counter.
 
     @Test func equalCounterFailsCounter() throws {
-        #expect(errorCode { try verify(assertion(counter: 5), previousCounter: 5) } == .counter, "counter 5 after 5: a replay")
+        #expect(errorCode { try verify(assertion(counter: 5), previousCounter: 5) } == .counter,
+                "counter 5 after 5: a replay")
     }
 
     @Test func lowerCounterFailsCounter() throws {
@@ -126,7 +133,8 @@ import Testing
     @Test func replayOfTheSameAssertionFailsCounter() throws {
         let once = try assertion(counter: 1)
         let first = try verify(once)
-        #expect(errorCode { try verify(once, previousCounter: first.counter) } == .counter, "the same bytes presented twice")
+        #expect(errorCode { try verify(once, previousCounter: first.counter) } == .counter,
+                "the same bytes presented twice")
     }
 
     // MARK: Step 1: format.
@@ -138,7 +146,8 @@ import Testing
 
     @Test func mapWithoutSignatureFailsAssertionFormat() throws {
         let parsed = try Assertion(cborEncoded: assertion(counter: 1)[...])
-        let missing = CBORWriter.encode(.map([CBORMapEntry(key: .text("authenticatorData"), value: .bytes(parsed.authenticatorData))]))
+        let missing = CBORWriter.encode(.map([CBORMapEntry(key: .text("authenticatorData"),
+                                                           value: .bytes(parsed.authenticatorData))]))
         #expect(errorCode { try verify(missing) } == .assertionFormat, "no signature")
     }
 
@@ -167,7 +176,8 @@ import Testing
     /// covers the byte.
     @Test func flagsAreNotInterpreted() throws {
         for flags: UInt8 in [0x00, 0x01, 0x40, 0x45, 0xC0] {
-            let a = try device.assertion(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, counter: 7, flags: flags)
+            let a = try device.assertion(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, counter: 7,
+                                         flags: flags)
             #expect(try verify(a, previousCounter: 6).counter == 7, "flags 0x\(String(flags, radix: 16))")
         }
     }

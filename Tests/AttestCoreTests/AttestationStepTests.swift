@@ -16,7 +16,8 @@ import Testing
     /// The device's attestation for `Fixtures.appID`, adjusted by `change`.
     func attestation(_ environment: AppAttestEnvironment = .production,
                      _ change: (inout SyntheticAttestation) throws -> Void = { _ in }) throws -> [UInt8] {
-        var synthetic = device.synthetic(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, environment: environment)
+        var synthetic = device.synthetic(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID,
+                                         environment: environment)
         try change(&synthetic)
         return try synthetic.build(pki: Fixtures.pki, at: Fixtures.now).attestationObject
     }
@@ -24,8 +25,8 @@ import Testing
     func verify(_ object: [UInt8], keyID: [UInt8]? = nil, clientDataHash: [UInt8] = Fixtures.clientDataHash,
                 appID: String = Fixtures.appID, policy: EnvironmentPolicy = .production,
                 at time: Timestamp = Fixtures.now) throws -> VerifiedAttestation {
-        try verifier.verify(attestationObject: object[...], keyID: keyID ?? device.keyID, clientDataHash: clientDataHash,
-                            appID: appID, policy: policy, at: time)
+        try verifier.verify(attestationObject: object[...], keyID: keyID ?? device.keyID,
+                            clientDataHash: clientDataHash, appID: appID, policy: policy, at: time)
     }
 
     /// The code verifying the adjusted attestation fails with (nil when it verifies).
@@ -61,7 +62,8 @@ import Testing
         let built = try device.synthetic(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID)
             .build(pki: Fixtures.pki, at: Fixtures.now)
         let result = try verify(built.attestationObject)
-        #expect(result.nonce == SHA256.hash(built.authenticatorData + Fixtures.clientDataHash), "nonce = SHA-256(authData ‖ clientDataHash)")
+        #expect(result.nonce == SHA256.hash(built.authenticatorData + Fixtures.clientDataHash),
+                "nonce = SHA-256(authData ‖ clientDataHash)")
         #expect(built.keyID == device.keyID, "the built keyId is the device's")
     }
 
@@ -82,7 +84,8 @@ import Testing
     @Test func x5cWithOnlyTheLeafFailsFormat() throws {
         let leafOnly = try attestation()
         let leaf = try AttestationObject(cborEncoded: leafOnly[...]).x5c[0]
-        #expect(try failure { $0.x5c = [Array(leaf)] } == .format, "x5c must hold the credential and intermediate certificates")
+        #expect(try failure { $0.x5c = [Array(leaf)] } == .format,
+                "x5c must hold the credential and intermediate certificates")
     }
 
     @Test func missingReceiptFailsFormat() throws {
@@ -90,7 +93,8 @@ import Testing
     }
 
     @Test func objectThatIsNotAMapFailsFormat() throws {
-        #expect(errorCode { try verify(CBORWriter.encode(.array([]))) } == .format, "a CBOR array is not an attestation object")
+        #expect(errorCode { try verify(CBORWriter.encode(.array([]))) } == .format,
+                "a CBOR array is not an attestation object")
     }
 
     @Test func bytesThatAreNotCBORFailCBORMalformed() throws {
@@ -105,7 +109,8 @@ import Testing
     }
 
     @Test func intermediateFromAnotherPKIFailsCertificateChain() throws {
-        let other = try TestPKI.generate(name: "Other", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
+        let other = try TestPKI.generate(name: "Other", validFrom: Fixtures.now - 86_400,
+                                         validUntil: Fixtures.now + 86_400)
         let code = try failure { synthetic in
             let leaf = try synthetic.build(pki: other, at: Fixtures.now).credentialCertificate
             synthetic.x5c = [leaf, other.intermediateDER]
@@ -133,7 +138,8 @@ import Testing
     // MARK: Steps 3–4: the nonce.
 
     @Test func certificateNonceMismatchFailsNonce() throws {
-        #expect(try failure { $0.certificateNonce = SHA256.hash([0x00]) } == .nonce, "a certificate nonce other than SHA-256(authData ‖ clientDataHash)")
+        #expect(try failure { $0.certificateNonce = SHA256.hash([0x00]) } == .nonce,
+                "a certificate nonce other than SHA-256(authData ‖ clientDataHash)")
     }
 
     @Test func otherClientDataHashFailsNonce() throws {
@@ -143,23 +149,27 @@ import Testing
     }
 
     @Test func missingNonceExtensionFailsNonce() throws {
-        #expect(try failure { $0.certificateDefect = .missingNonceExtension } == .nonce, "no 1.2.840.113635.100.8.2 extension")
+        #expect(try failure { $0.certificateDefect = .missingNonceExtension } == .nonce,
+                "no 1.2.840.113635.100.8.2 extension")
     }
 
     @Test func malformedNonceExtensionFailsNonce() throws {
-        #expect(try failure { $0.certificateDefect = .malformedNonceExtension } == .nonce, "the extension without SEQUENCE { [1] … }")
+        #expect(try failure { $0.certificateDefect = .malformedNonceExtension } == .nonce,
+                "the extension without SEQUENCE { [1] … }")
     }
 
     // MARK: Step 5: keyId.
 
     @Test func certifiedKeyOtherThanKeyIDFailsKeyID() throws {
         let other = try SigningKey.generate(.p256).publicKey()
-        #expect(try failure { $0.certificateKey = other } == .keyID, "the certificate certifies a key whose hash is not keyId")
+        #expect(try failure { $0.certificateKey = other } == .keyID,
+                "the certificate certifies a key whose hash is not keyId")
     }
 
     @Test func otherKeyIDFailsKeyID() throws {
         let object = try attestation()
-        #expect(errorCode { try verify(object, keyID: SHA256.hash(device.keyID)) } == .keyID, "the verifier is given another keyId")
+        #expect(errorCode { try verify(object, keyID: SHA256.hash(device.keyID)) } == .keyID,
+                "the verifier is given another keyId")
     }
 
     @Test func nonP256CertificateKeyFailsKeyID() throws {
@@ -174,7 +184,8 @@ import Testing
 
     @Test func verifiedForAnotherAppFailsRPIDHash() throws {
         let object = try attestation()
-        #expect(errorCode { try verify(object, appID: Fixtures.otherAppID) } == .rpIDHash, "verified for another App ID")
+        #expect(errorCode { try verify(object, appID: Fixtures.otherAppID) } == .rpIDHash,
+                "verified for another App ID")
     }
 
     // MARK: Step 7: counter.
@@ -186,11 +197,13 @@ import Testing
     // MARK: Step 8: environment.
 
     @Test func productionKeyUnderDevelopmentPolicyFailsEnvironment() throws {
-        #expect(try failure(.production, policy: .development) { _ in } == .environment, "a production key, development-only app")
+        #expect(try failure(.production, policy: .development) { _ in } == .environment,
+                "a production key, development-only app")
     }
 
     @Test func developmentKeyUnderProductionPolicyFailsEnvironment() throws {
-        #expect(try failure(.development, policy: .production) { _ in } == .environment, "a development key, production-only app")
+        #expect(try failure(.development, policy: .production) { _ in } == .environment,
+                "a development key, production-only app")
     }
 
     @Test func unknownAAGUIDFailsEnvironment() throws {
@@ -201,12 +214,14 @@ import Testing
     // MARK: Step 9: credentialId.
 
     @Test func credentialIDOtherThanKeyIDFailsCredentialID() throws {
-        #expect(try failure { $0.credentialID = SHA256.hash(Array("other".utf8)) } == .credentialID, "credentialId differs from keyId")
+        #expect(try failure { $0.credentialID = SHA256.hash(Array("other".utf8)) } == .credentialID,
+                "credentialId differs from keyId")
     }
 
     @Test func truncatedCredentialIDFailsCredentialID() throws {
         let id = device.keyID
-        #expect(try failure { $0.credentialID = Array(id.prefix(16)) } == .credentialID, "credentialId is a prefix of keyId")
+        #expect(try failure { $0.credentialID = Array(id.prefix(16)) } == .credentialID,
+                "credentialId is a prefix of keyId")
     }
 
     // MARK: Authenticator data layout.
@@ -217,7 +232,9 @@ import Testing
     }
 
     @Test func extensionFlagSetStillVerifies() throws {
-        let result = try verify(attestation { $0.flags = AuthenticatorData.attestedCredentialDataFlag | AuthenticatorData.extensionDataFlag })
+        let result = try verify(attestation {
+            $0.flags = AuthenticatorData.attestedCredentialDataFlag | AuthenticatorData.extensionDataFlag
+        })
         #expect(result.bundleVersion == "1.0", "with ED set the extensions are read as well")
     }
 

@@ -11,7 +11,8 @@ enum CBORDiagnostic {
         case .text(let t):
             return "\"" + t.replacingOccurrences("\\", "\\\\").replacingOccurrences("\"", "\\\"") + "\""
         case .array(let items): return "[" + items.map(text).joined(separator: ", ") + "]"
-        case .map(let entries): return "{" + entries.map { "\(text($0.key)): \(text($0.value))" }.joined(separator: ", ") + "}"
+        case .map(let entries):
+            return "{" + entries.map { "\(text($0.key)): \(text($0.value))" }.joined(separator: ", ") + "}"
         case .bool(let b): return b ? "true" : "false"
         case .null: return "null"
         case .undefined: return "undefined"

@@ -70,7 +70,8 @@ struct CBORVectors: Decodable {
 
     @Test func decodeRejectsTrailingBytesButDecodeFirstLeavesThem() throws {
         let input = Vectors.hex("0102")
-        #expect(errorCode { try CBORReader.decode(input[...]) } == .cborMalformed, "decode: trailing bytes at top level")
+        #expect(errorCode { try CBORReader.decode(input[...]) } == .cborMalformed,
+                "decode: trailing bytes at top level")
         var cursor = input[...]
         _ = try CBORReader.decodeFirst(&cursor)
         #expect(cursor.count == 1, "decodeFirst: one byte left")
@@ -95,7 +96,8 @@ struct CBORVectors: Decodable {
         }
         #expect(errorCode { try CBORReader.decode(Vectors.hex("81818180")[...], limits: limits) } == .cborLimitExceeded,
                 "a fourth nested array exceeds maxDepth 3")
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("a101a101a101a0")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("a101a101a101a0")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "maps count towards depth like arrays")
     }
 
@@ -110,9 +112,11 @@ struct CBORVectors: Decodable {
         #expect(throws: Never.self, "3 elements fit maxContainerCount 3") {
             try CBORReader.decode(Vectors.hex("83010203")[...], limits: limits)
         }
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("8401020304")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("8401020304")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "an array of 4 exceeds maxContainerCount 3")
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("a401010202030304040505")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("a401010202030304040505")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "a map of 4 entries exceeds maxContainerCount 3")
         let announced = Vectors.hex("9a7fffffff")
         #expect(errorCode { try CBORReader.decode(announced[...]) } == .cborLimitExceeded,
@@ -124,9 +128,11 @@ struct CBORVectors: Decodable {
         #expect(throws: Never.self, "4 bytes fit maxStringLength 4") {
             try CBORReader.decode(Vectors.hex("4401020304")[...], limits: limits)
         }
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("450102030405")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("450102030405")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "a 5-byte byte string exceeds maxStringLength 4")
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("656162636465")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("656162636465")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "a 5-byte text string exceeds maxStringLength 4")
     }
 
@@ -135,9 +141,11 @@ struct CBORVectors: Decodable {
         #expect(throws: Never.self, "an array and its 4 elements are 5 items") {
             try CBORReader.decode(Vectors.hex("8401020304")[...], limits: limits)
         }
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("850102030405")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("850102030405")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "an array and 5 elements are 6 items")
-        #expect(errorCode { try CBORReader.decode(Vectors.hex("a3010102020303")[...], limits: limits) } == .cborLimitExceeded,
+        #expect(errorCode { try CBORReader.decode(Vectors.hex("a3010102020303")[...],
+                                                  limits: limits) } == .cborLimitExceeded,
                 "map keys and values each count: 1 + 3 × 2 = 7 items")
     }
 

@@ -23,11 +23,13 @@ import Testing
                       ("leading zero octet", [0x82, 0x00, 0x80], 128),
                       ("two octets where one does", [0x82, 0x00, 0xFF], 255)])
     func nonMinimalLengthsAreRejected(_ what: String, _ length: [UInt8], _ count: Int) {
-        #expect(errorCode { try DER.parse(octetString(lengthOctets: length, count: count)[...]) } == .derMalformed, "\(what)")
+        #expect(errorCode { try DER.parse(octetString(lengthOctets: length, count: count)[...]) } == .derMalformed,
+                "\(what)")
     }
 
     @Test func indefiniteLengthIsRejected() {
-        #expect(errorCode { try DER.parse([0x30, 0x80, 0x04, 0x00, 0x00, 0x00][...]) } == .derMalformed, "0x80 is BER's indefinite length")
+        #expect(errorCode { try DER.parse([0x30, 0x80, 0x04, 0x00, 0x00, 0x00][...]) } == .derMalformed,
+                "0x80 is BER's indefinite length")
     }
 
     @Test func moreThanFourLengthOctetsAreRejected() {
@@ -39,7 +41,8 @@ import Testing
         #expect(errorCode { try DER.parse([][...]) } == .derMalformed, "no identifier")
         #expect(errorCode { try DER.parse([0x04][...]) } == .derMalformed, "identifier without a length")
         #expect(errorCode { try DER.parse([0x04, 0x82, 0x01][...]) } == .derMalformed, "length octets cut short")
-        #expect(errorCode { try DER.parse([0x04, 0x03, 0x01, 0x02][...]) } == .derMalformed, "content shorter than its length")
+        #expect(errorCode { try DER.parse([0x04, 0x03, 0x01, 0x02][...]) } == .derMalformed,
+                "content shorter than its length")
         #expect(errorCode { try DER.parse([0x04, 0x84, 0x7F, 0xFF, 0xFF, 0xFF, 0x00][...]) } == .derMalformed,
                 "a 2 GiB length over 1 byte of content")
     }
@@ -57,14 +60,16 @@ import Testing
         let bytes: [UInt8] = [0x30, 0x03, 0x02, 0x01, 0x05]
         let node = try DER.parse(bytes[...])
         let child = try node.children()[0]
-        #expect(Array(child.encoded) == [0x02, 0x01, 0x05] && child.encoded.startIndex == 2, "encoded is the child's whole TLV, in place")
+        #expect(Array(child.encoded) == [0x02, 0x01, 0x05] && child.encoded.startIndex == 2,
+                "encoded is the child's whole TLV, in place")
     }
 
     // MARK: Identifiers.
 
     @Test func identifierClassesAndConstruction() throws {
         let universal = try DER.parse([0x30, 0x00][...])
-        #expect(universal.tagClass == .universal && universal.constructed && universal.tagNumber == 16, "0x30: universal constructed 16")
+        #expect(universal.tagClass == .universal && universal.constructed && universal.tagNumber == 16,
+                "0x30: universal constructed 16")
         let context = try DER.parse([0xA3, 0x00][...])
         #expect(context.isContext(3) && context.constructed, "0xA3: [3] constructed")
         let application = try DER.parse([0x41, 0x00][...])
@@ -84,9 +89,11 @@ import Testing
     }
 
     @Test func malformedMultiByteTagsAreRejected() {
-        #expect(errorCode { try DER.parse([0x9F, 0x1E, 0x00][...]) } == .derMalformed, "high form for 30, which fits the low form")
+        #expect(errorCode { try DER.parse([0x9F, 0x1E, 0x00][...]) } == .derMalformed,
+                "high form for 30, which fits the low form")
         #expect(errorCode { try DER.parse([0x9F, 0x80, 0x1F, 0x00][...]) } == .derMalformed, "a leading 0x80 tag octet")
-        #expect(errorCode { try DER.parse([0x9F, 0x81, 0x81, 0x81, 0x81, 0x01, 0x00][...]) } == .derMalformed, "five tag octets")
+        #expect(errorCode { try DER.parse([0x9F, 0x81, 0x81, 0x81, 0x81, 0x01, 0x00][...]) } == .derMalformed,
+                "five tag octets")
         #expect(errorCode { try DER.parse([0x9F, 0x81][...]) } == .derMalformed, "the tag number runs off the end")
     }
 
@@ -100,17 +107,20 @@ import Testing
     // MARK: Object identifiers.
 
     @Test(arguments: [("1.2.840.113635.100.8.2", "2a864886f763640802"), ("1.2.840.10045.2.1", "2a8648ce3d0201"),
-                      ("1.2.840.10045.3.1.7", "2a8648ce3d030107"), ("2.5.29.19", "551d13"), ("1.3.132.0.34", "2b81040022"),
-                      ("2.999.3", "883703"), ("0.9.2342.19200300.100.1.1", "0992268993f22c640101")])
+                      ("1.2.840.10045.3.1.7", "2a8648ce3d030107"), ("2.5.29.19", "551d13"),
+                      ("1.3.132.0.34", "2b81040022"), ("2.999.3", "883703"),
+                      ("0.9.2342.19200300.100.1.1", "0992268993f22c640101")])
     func objectIdentifierEncodesAndDecodes(_ dotted: String, _ hex: String) {
         let oid = ObjectIdentifier(dotted)
         #expect(Hex.encode(oid.contentOctets) == hex, "\(dotted) encodes to \(hex)")
-        #expect(ObjectIdentifier(contentOctets: Vectors.hex(hex)).description == dotted, "\(hex) reads back as \(dotted)")
+        #expect(ObjectIdentifier(contentOctets: Vectors.hex(hex)).description == dotted,
+                "\(hex) reads back as \(dotted)")
     }
 
     @Test func objectIdentifiersCompareByBytes() {
         #expect(ObjectIdentifier("1.2.840.113635.100.8.2") == .appAttestNonce, "the nonce OID constant")
-        #expect(ObjectIdentifier("1.2.840.113635.100.8.2") != ObjectIdentifier("1.2.840.113635.100.8.20"), "a longer arc differs")
+        #expect(ObjectIdentifier("1.2.840.113635.100.8.2") != ObjectIdentifier("1.2.840.113635.100.8.20"),
+                "a longer arc differs")
     }
 
     // MARK: Certificate fields.
@@ -118,7 +128,8 @@ import Testing
     @Test func appleLeafFieldsAreExtracted() throws {
         let vector = try AppleGuideVector.load()
         let fields = try CertificateFields(derEncoded: Vectors.bytes(vector.expected.leafCertificate_b64)[...])
-        #expect(fields.keyAlgorithm == .ecPublicKey && fields.keyParameters == .prime256v1, "id-ecPublicKey on prime256v1")
+        #expect(fields.keyAlgorithm == .ecPublicKey && fields.keyParameters == .prime256v1,
+                "id-ecPublicKey on prime256v1")
         #expect(fields.p256Point?.count == 65, "the X9.62 point")
         #expect(Array(fields.subjectPublicKeyInfo.prefix(2)) == [0x30, 0x59], "the whole 91-byte SubjectPublicKeyInfo")
         let ids = Set(fields.extensions.keys.map(\.description))
@@ -139,7 +150,8 @@ import Testing
     /// A v3 certificate template around a fresh P-256 key, for field tests.
     func template(extensions: [[UInt8]]) throws -> CertificateTemplate {
         let name = X509Name.apple(commonName: "fields", organization: "AttestEdge Test")
-        return CertificateTemplate(serialNumber: [1], issuer: name, subject: name, notBefore: Fixtures.now, notAfter: Fixtures.now + 60,
+        return CertificateTemplate(serialNumber: [1], issuer: name, subject: name,
+                                   notBefore: Fixtures.now, notAfter: Fixtures.now + 60,
                                    subjectPublicKeyInfo: try SigningKey.generate(.p256).subjectPublicKeyInfo,
                                    extensions: extensions, signatureAlgorithm: .ecdsaWithSHA256)
     }
@@ -158,22 +170,33 @@ import Testing
 
     @Test func criticalFlagIsAccepted() throws {
         let critical = X509Extension.der(.appAttestNonce, critical: true,
-                                         value: DERBuilder.sequence([DERBuilder.explicit(1, DERBuilder.octetString([7]))]))
+                                         value: DERBuilder.sequence([
+                                             DERBuilder.explicit(1, DERBuilder.octetString([7])),
+                                         ]))
         let der = try template(extensions: [critical]).signed(by: SigningKey.generate(.p256))
-        #expect(Array(try CertificateFields(derEncoded: der[...]).appAttestNonce()) == [7], "an extension with critical TRUE")
+        #expect(Array(try CertificateFields(derEncoded: der[...]).appAttestNonce()) == [7],
+                "an extension with critical TRUE")
     }
 
     @Test func versionOneCertificateIsRead() throws {
         // TBSCertificate without the [0] version field.
         let key = try SigningKey.generate(.p256)
         let name = X509Name.apple(commonName: "v1", organization: "AttestEdge Test")
-        let tbs = DERBuilder.sequence([DERBuilder.integer(1), DERBuilder.sequence([DERBuilder.oid(CertificateTemplate.SignatureAlgorithm.ecdsaWithSHA256.oid)]),
-                                       name, DERBuilder.sequence([DERBuilder.time(Fixtures.now), DERBuilder.time(Fixtures.now + 60)]),
+        let tbs = DERBuilder.sequence([DERBuilder.integer(1),
+                                       DERBuilder.sequence([
+                                           DERBuilder.oid(CertificateTemplate.SignatureAlgorithm.ecdsaWithSHA256.oid),
+                                       ]),
+                                       name, DERBuilder.sequence([DERBuilder.time(Fixtures.now),
+                                                                  DERBuilder.time(Fixtures.now + 60)]),
                                        name, key.subjectPublicKeyInfo])
-        let der = DERBuilder.sequence([tbs, DERBuilder.sequence([DERBuilder.oid(CertificateTemplate.SignatureAlgorithm.ecdsaWithSHA256.oid)]),
+        let der = DERBuilder.sequence([tbs,
+                                       DERBuilder.sequence([
+                                           DERBuilder.oid(CertificateTemplate.SignatureAlgorithm.ecdsaWithSHA256.oid),
+                                       ]),
                                        DERBuilder.bitString([0x30, 0x00])])
         let fields = try CertificateFields(derEncoded: der[...])
-        #expect(fields.p256Point.map(Array.init) == key.x962Point && fields.extensions.isEmpty, "a v1 certificate's key, no extensions")
+        #expect(fields.p256Point.map(Array.init) == key.x962Point && fields.extensions.isEmpty,
+                "a v1 certificate's key, no extensions")
     }
 
     @Test func truncatedCertificateIsRejected() throws {
@@ -184,9 +207,12 @@ import Testing
 
     @Test func dateEncodingSwitchesToGeneralizedTimeIn2050() throws {
         #expect(DERBuilder.time(Timestamp(iso8601: "2049-12-31T23:59:59Z")!).first == 0x17, "UTCTime through 2049")
-        #expect(DERBuilder.time(Timestamp(iso8601: "2050-01-01T00:00:00Z")!) == [0x18, 15] + Array("20500101000000Z".utf8),
+        #expect(DERBuilder.time(Timestamp(iso8601: "2050-01-01T00:00:00Z")!)
+                    == [0x18, 15] + Array("20500101000000Z".utf8),
                 "GeneralizedTime from 2050 (RFC 5280)")
-        let pki = try TestPKI.generate(validFrom: Timestamp(iso8601: "2049-01-01T00:00:00Z")!, validUntil: Timestamp(iso8601: "2051-01-01T00:00:00Z")!)
-        #expect(pki.rootCertificate.notAfter.iso8601 == "2051-01-01T00:00:00Z", "OpenSSL reads the GeneralizedTime back")
+        let pki = try TestPKI.generate(validFrom: Timestamp(iso8601: "2049-01-01T00:00:00Z")!,
+                                       validUntil: Timestamp(iso8601: "2051-01-01T00:00:00Z")!)
+        #expect(pki.rootCertificate.notAfter.iso8601 == "2051-01-01T00:00:00Z",
+                "OpenSSL reads the GeneralizedTime back")
     }
 }

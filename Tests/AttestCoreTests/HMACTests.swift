@@ -28,7 +28,10 @@ import Testing
             for _ in 0..<8 {
                 group.addTask {
                     var bad = 0
-                    for round in 0..<2_000 where mac.authenticate(Array("message \(round % 64)".utf8)) != expected[round % 64] { bad += 1 }
+                    for round in 0..<2_000
+                    where mac.authenticate(Array("message \(round % 64)".utf8)) != expected[round % 64] {
+                        bad += 1
+                    }
                     return bad
                 }
             }

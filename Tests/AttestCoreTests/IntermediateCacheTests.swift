@@ -10,7 +10,8 @@ import Testing
         let now = Fixtures.now
         do {
             return try TestPKI.generate(name: "Cache", validFrom: now - 400 * 86_400, validUntil: now + 400 * 86_400,
-                                        intermediateValidFrom: now - 10 * 86_400, intermediateValidUntil: now + 10 * 86_400)
+                                        intermediateValidFrom: now - 10 * 86_400,
+                                        intermediateValidUntil: now + 10 * 86_400)
         } catch { fatalError("cache test PKI: \(error)") }
     }()
 
@@ -26,8 +27,9 @@ import Testing
         change(&synthetic)
         let object = try synthetic.build(pki: pki, at: time).attestationObject
         return errorCode {
-            try verifier.verify(attestationObject: object[...], keyID: device.keyID, clientDataHash: Fixtures.clientDataHash,
-                                appID: Fixtures.appID, policy: .production, at: time)
+            try verifier.verify(attestationObject: object[...], keyID: device.keyID,
+                                clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, policy: .production,
+                                at: time)
         }
     }
 
@@ -37,18 +39,21 @@ import Testing
         #expect(verifier.chainVerifier.cachedIntermediateCount == 1, "its intermediate is cached")
         #expect(try verifyNewDevice(at: Fixtures.now + 3600) == nil, "second attestation through the same intermediate")
         #expect(verifier.chainVerifier.cachedIntermediateCount == 1, "the cached entry is reused, not duplicated")
-        #expect(verifier.chainVerifier.directLeafChecks == 1, "the second leaf is checked directly, without X509_verify_cert")
+        #expect(verifier.chainVerifier.directLeafChecks == 1,
+                "the second leaf is checked directly, without X509_verify_cert")
     }
 
     @Test func eachIntermediateHasItsOwnEntry() throws {
         let second = try TestPKI(pemEncoded: Self.pki.pemEncoded)
         #expect(second.intermediateDER == Self.pki.intermediateDER, "a reloaded PKI has the same intermediate")
-        let other = try TestPKI.generate(name: "Cache 2", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
+        let other = try TestPKI.generate(name: "Cache 2", validFrom: Fixtures.now - 86_400,
+                                         validUntil: Fixtures.now + 86_400)
         let anchors = [Self.pki.rootCertificate, other.rootCertificate]
         let both = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: anchors))
         for pki in [Self.pki, other] {
             let device = try SoftwareDevice.generate()
-            let (keyID, object) = try device.attest(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, pki: pki, at: Fixtures.now)
+            let (keyID, object) = try device.attest(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID,
+                                                    pki: pki, at: Fixtures.now)
             _ = try both.verify(attestationObject: object[...], keyID: keyID, clientDataHash: Fixtures.clientDataHash,
                                 appID: Fixtures.appID, policy: .production, at: Fixtures.now)
         }
@@ -59,18 +64,23 @@ import Testing
         // Anchors holding an intermediate as well as its root (a test CA file with both):
         // OpenSSL chains a genuine leaf through the trusted intermediate and leaves the one
         // supplied in x5c unused. That one must not be cached, or everything it signs passes.
-        let a = try TestPKI.generate(name: "Anchored", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
-        let attacker = try TestPKI.generate(name: "Attacker", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
-        let verifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: [a.rootCertificate, a.intermediateCertificate]))
+        let a = try TestPKI.generate(name: "Anchored", validFrom: Fixtures.now - 86_400,
+                                     validUntil: Fixtures.now + 86_400)
+        let attacker = try TestPKI.generate(name: "Attacker", validFrom: Fixtures.now - 86_400,
+                                            validUntil: Fixtures.now + 86_400)
+        let verifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: [a.rootCertificate,
+                                                                                           a.intermediateCertificate]))
         let device = try SoftwareDevice.generate()
         var synthetic = device.synthetic(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID)
         synthetic.x5c = [try synthetic.build(pki: a, at: Fixtures.now).credentialCertificate, attacker.intermediateDER]
         let object = try synthetic.build(pki: a, at: Fixtures.now).attestationObject
-        _ = try? verifier.verify(attestationObject: object[...], keyID: device.keyID, clientDataHash: Fixtures.clientDataHash,
-                                 appID: Fixtures.appID, policy: .production, at: Fixtures.now)
+        _ = try? verifier.verify(attestationObject: object[...], keyID: device.keyID,
+                                 clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, policy: .production,
+                                 at: Fixtures.now)
         #expect(!verifier.chainVerifier.hasVerified(intermediateDER: attacker.intermediateDER[...], at: Fixtures.now))
         let forger = try SoftwareDevice.generate()
-        let (keyID, forged) = try forger.attest(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID, pki: attacker, at: Fixtures.now)
+        let (keyID, forged) = try forger.attest(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID,
+                                                pki: attacker, at: Fixtures.now)
         #expect(errorCode {
             try verifier.verify(attestationObject: forged[...], keyID: keyID, clientDataHash: Fixtures.clientDataHash,
                                 appID: Fixtures.appID, policy: .production, at: Fixtures.now)
@@ -95,7 +105,8 @@ import Testing
         let cold = try verifyNewDevice(at: notAfter)
         #expect(try verifyNewDevice(at: Fixtures.now) == nil, "warm the cache")
         #expect(try verifyNewDevice(at: notAfter - 1) == nil, "the last second of the window, through the cache")
-        #expect(try verifyNewDevice(at: notAfter) == cold, "at the intermediate's notAfter the cache answers as a full verification does")
+        #expect(try verifyNewDevice(at: notAfter) == cold,
+                "at the intermediate's notAfter the cache answers as a full verification does")
         #expect(cold == .certificateChain, "OpenSSL counts notAfter itself as expired")
     }
 
@@ -114,8 +125,10 @@ import Testing
     }
 
     @Test func failedChainIsNotCached() throws {
-        let stranger = try TestPKI.generate(name: "Stranger", validFrom: Fixtures.now - 86_400, validUntil: Fixtures.now + 86_400)
-        #expect(try verifyNewDevice(at: Fixtures.now, pki: stranger) == .certificateChain, "an intermediate from an untrusted PKI")
+        let stranger = try TestPKI.generate(name: "Stranger", validFrom: Fixtures.now - 86_400,
+                                            validUntil: Fixtures.now + 86_400)
+        #expect(try verifyNewDevice(at: Fixtures.now, pki: stranger) == .certificateChain,
+                "an intermediate from an untrusted PKI")
         #expect(verifier.chainVerifier.cachedIntermediateCount == 0, "nothing is cached from a failed chain")
     }
 }

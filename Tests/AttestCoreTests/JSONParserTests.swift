@@ -4,11 +4,13 @@ import Testing
 /// JSON strings (RFC 8259 §7): plain ASCII, UTF-8 beyond it, escapes; invalid UTF-8 refused.
 @Suite struct JSONParserTests {
     static func string(_ bytes: [UInt8]) throws -> String? {
-        try JSONParser.parse([UInt8(ascii: "[")] + [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\""), UInt8(ascii: "]")])
+        try JSONParser.parse([UInt8(ascii: "[")] + [UInt8(ascii: "\"")] + bytes
+                             + [UInt8(ascii: "\""), UInt8(ascii: "]")])
             .arrayValue?.first?.stringValue
     }
 
-    @Test("strings read as written", arguments: ["", "a", "device-7f3a", "Zoë", "日本語", "🙂 ok", "tab\u{7F}del"])
+    @Test("strings read as written",
+          arguments: ["", "a", "device-7f3a", "Zoë", "日本語", "🙂 ok", "tab\u{7F}del"])
     func plain(text: String) throws {
         #expect(try Self.string(Array(text.utf8)) == text)
     }
@@ -32,7 +34,8 @@ import Testing
     }
 
     @Test func writtenTextParsesBack() throws {
-        let value: JSONValue = ["id": "Zoë", "n": .int(-3), "list": .array(["a\"b", .null, .bool(true)]), "nested": ["k": "\u{1}"]]
+        let value: JSONValue = ["id": "Zoë", "n": .int(-3), "list": .array(["a\"b", .null, .bool(true)]),
+                                "nested": ["k": "\u{1}"]]
         #expect(try JSONParser.parse(value.jsonBytes) == value)
     }
 }

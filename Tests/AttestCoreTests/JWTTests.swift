@@ -39,8 +39,10 @@ import Testing
         let token = try Self.token(["sub": "device"])
         let verifier = JWKSVerifier(jwks: try JWK.set([Self.key]))
         let other = try Self.token(["sub": "another"])
-        let spliced = token[..<token.firstIndex(of: ".")!] + "." + other.split(separator: ".")[1] + "." + token.split(separator: ".")[2]
-        #expect(try JWT(compact: String(spliced)).claims["sub"]?.stringValue == "another", "the spliced token still parses")
+        let spliced = token[..<token.firstIndex(of: ".")!] + "." + other.split(separator: ".")[1]
+            + "." + token.split(separator: ".")[2]
+        #expect(try JWT(compact: String(spliced)).claims["sub"]?.stringValue == "another",
+                "the spliced token still parses")
         #expect(throws: AttestError.self) { try verifier.verify(String(spliced)) }
     }
 }

@@ -61,7 +61,8 @@ import Testing
             && result.environment == original.environment && result.signCount == original.signCount
             && result.nonce == original.nonce && result.validationCategory == original.validationCategory
             && result.bundleVersion == original.bundleVersion
-        return insideReceipt && passedThrough ? .receiptPassedThrough : .acceptedUnsigned("changed \(changed.prefix(4)) of \(mutated.count) bytes")
+        return insideReceipt && passedThrough
+            ? .receiptPassedThrough : .acceptedUnsigned("changed \(changed.prefix(4)) of \(mutated.count) bytes")
     }
 
     @Test func everyByteOutsideTheReceiptIsCovered() {
@@ -70,7 +71,8 @@ import Testing
         for i in sample.indices where !receiptRange.contains(i) {
             var mutated = sample
             mutated[i] ^= UInt8.random(in: 1...255, using: &rng)
-            #expect(outcome(mutated, changed: [i]) == .rejected, "byte \(i) of the Apple sample, XORed: must not verify")
+            #expect(outcome(mutated, changed: [i]) == .rejected,
+                    "byte \(i) of the Apple sample, XORed: must not verify")
             checked += 1
         }
         #expect(checked == sample.count - receiptRange.count, "every byte but the receipt's content was changed once")
@@ -81,7 +83,9 @@ import Testing
         var passedThrough = 0
         for iteration in 0..<2_000 {
             var mutated = sample
-            let positions = (0..<Int.random(in: 1...4, using: &rng)).map { _ in Int.random(in: 0..<sample.count, using: &rng) }
+            let positions = (0..<Int.random(in: 1...4, using: &rng)).map { _ in
+                Int.random(in: 0..<sample.count, using: &rng)
+            }
             for p in positions { mutated[p] ^= UInt8(1) << UInt8.random(in: 0...7, using: &rng) }
             let changed = mutated.indices.filter { mutated[$0] != sample[$0] }
             switch outcome(mutated, changed: changed) {
@@ -97,7 +101,8 @@ import Testing
 
     @Test func everyTruncationFails() {
         for length in 0..<sample.count {
-            #expect(outcome(Array(sample.prefix(length)), changed: []) == .rejected, "the sample cut to \(length) bytes")
+            #expect(outcome(Array(sample.prefix(length)), changed: []) == .rejected,
+                    "the sample cut to \(length) bytes")
         }
     }
 
@@ -129,8 +134,8 @@ import Testing
         }
 
         func verifies(_ mutated: [UInt8]) -> Bool {
-            (try? AssertionVerifier.verify(assertion: mutated[...], clientDataHash: Fixtures.clientDataHash, publicKey: key,
-                                           appID: Fixtures.appID, previousCounter: 8)) != nil
+            (try? AssertionVerifier.verify(assertion: mutated[...], clientDataHash: Fixtures.clientDataHash,
+                                           publicKey: key, appID: Fixtures.appID, previousCounter: 8)) != nil
         }
     }
 
@@ -162,7 +167,8 @@ import Testing
                 let at = Int.random(in: 0...mutated.count, using: &rng)
                 mutated.insert(contentsOf: rng.bytes(Int.random(in: 1...8, using: &rng)), at: at)
             }
-            #expect(!a.verifies(mutated), "iteration \(iteration) (\(["flips", "truncation", "insertion"][iteration % 3])) must not verify")
+            #expect(!a.verifies(mutated),
+                    "iteration \(iteration) (\(["flips", "truncation", "insertion"][iteration % 3])) must not verify")
         }
     }
 }

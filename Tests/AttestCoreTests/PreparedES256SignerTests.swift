@@ -46,13 +46,15 @@ import Testing
             let digest = SHA256.hash("message \(i)".utf8)
             let signature = try signer.sign(digest: digest)
             #expect(signature.count == 64)
-            #expect(publicKey.isValidSignature(try ECDSASignature.der(fromRaw: signature), digest: digest), "signature \(i) verifies")
+            #expect(publicKey.isValidSignature(try ECDSASignature.der(fromRaw: signature), digest: digest),
+                    "signature \(i) verifies")
             rs.insert(Array(signature.prefix(32)))
         }
         #expect(rs.count == 300, "a nonce (hence r) is used once")
         let digest = SHA256.hash("tampered".utf8)
         let signature = try signer.sign(digest: digest)
-        #expect(!publicKey.isValidSignature(try ECDSASignature.der(fromRaw: signature), digest: SHA256.hash("other".utf8)))
+        #expect(!publicKey.isValidSignature(try ECDSASignature.der(fromRaw: signature),
+                                            digest: SHA256.hash("other".utf8)))
     }
 
     @Test func signsFromTheReserveAndPreparesAStepWhenEmpty() throws {
@@ -80,7 +82,8 @@ import Testing
         #expect(!signer.prepareAhead(), "nothing more to do")
         for used in 1..<step {
             _ = try signer.sign(digest: SHA256.hash([UInt8(used)]))
-            #expect(!signer.prepareAhead() && signer.prepared == 3 * step - used, "less than a step used: nothing prepared")
+            #expect(!signer.prepareAhead() && signer.prepared == 3 * step - used,
+                    "less than a step used: nothing prepared")
         }
         _ = try signer.sign(digest: SHA256.hash([0]))
         #expect(!signer.prepareAhead(), "a whole step used: one step prepared, full again")

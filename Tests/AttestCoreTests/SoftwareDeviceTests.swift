@@ -12,7 +12,8 @@ import Testing
     }
 
     @Test func onlyP256KeysMakeDevices() throws {
-        #expect(errorCode { try SoftwareDevice(key: SigningKey.generate(.p384)) } == .keyInvalid, "App Attest keys are P-256")
+        #expect(errorCode { try SoftwareDevice(key: SigningKey.generate(.p384)) } == .keyInvalid,
+                "App Attest keys are P-256")
     }
 
     @Test func assertAdvancesTheCounterAndAssertionAtDoesNot() throws {
@@ -38,7 +39,8 @@ import Testing
         let next = try copy.assert(clientDataHash: Fixtures.clientDataHash, appID: Fixtures.appID)
         #expect(throws: Never.self, "the restored key signs for the original public key, counter 42") {
             try AssertionVerifier.verify(assertion: next[...], clientDataHash: Fixtures.clientDataHash,
-                                         publicKey: ECPublicKey(x962Point: device.publicKey), appID: Fixtures.appID, previousCounter: 41)
+                                         publicKey: ECPublicKey(x962Point: device.publicKey), appID: Fixtures.appID,
+                                         previousCounter: 41)
         }
     }
 
@@ -58,9 +60,11 @@ import Testing
         #expect(errorCode { try SoftwareDevice(stateJSON: "{\"version\": 1}") } == .jsonMalformed, "fields missing")
         let v2 = device.stateJSON.replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2")
         #expect(errorCode { try SoftwareDevice(stateJSON: v2) } == .jsonMalformed, "an unknown version")
-        let wrongID = device.stateJSON.replacingOccurrences(of: Base64.encode(device.keyID), with: Base64.encode(other.keyID))
+        let wrongID = device.stateJSON.replacingOccurrences(of: Base64.encode(device.keyID),
+                                                            with: Base64.encode(other.keyID))
         #expect(errorCode { try SoftwareDevice(stateJSON: wrongID) } == .keyInvalid, "keyId of another key")
-        let badKey = device.stateJSON.replacingOccurrences(of: "-----BEGIN PRIVATE KEY-----", with: "-----BEGIN NOTHING-----")
+        let badKey = device.stateJSON.replacingOccurrences(of: "-----BEGIN PRIVATE KEY-----",
+                                                           with: "-----BEGIN NOTHING-----")
         #expect(errorCode { try SoftwareDevice(stateJSON: badKey) } == .keyInvalid, "a key that does not load")
     }
 }

@@ -52,14 +52,16 @@ struct TimestampVectors: Decodable {
     /// Fuzz regression (challenge target): an authentic challenge whose expiry is near
     /// Int64.min made `civil` overflow while the expired-challenge log line was written.
     @Test func everyInt64HasACalendarDate() {
-        for seconds in [Int64.min, Int64.min + 1, Int64.min + 86_399, -86_401, -86_400, -1, 0, Int64.max - 86_399, Int64.max] {
+        for seconds in [Int64.min, Int64.min + 1, Int64.min + 86_399, -86_401, -86_400, -1, 0, Int64.max - 86_399,
+                        Int64.max] {
             let c = Timestamp(seconds: seconds).civil
             #expect((0..<24).contains(c.hour) && (0..<60).contains(c.minute) && (0..<60).contains(c.second),
                     "\(seconds) s has a time of day")
             #expect(!Timestamp(seconds: seconds).iso8601.isEmpty, "\(seconds) s prints")
         }
         let c = Timestamp(seconds: -86_401).civil
-        #expect([c.year, c.month, c.day, c.hour, c.minute, c.second] == [1969, 12, 30, 23, 59, 59], "floor division before the epoch")
+        #expect([c.year, c.month, c.day, c.hour, c.minute, c.second] == [1969, 12, 30, 23, 59, 59],
+                "floor division before the epoch")
     }
 
     @Test func writingIntoABufferMatchesTheTextOrWritesNothingOutsideYearsZeroTo9999() {
