@@ -28,11 +28,14 @@ import Testing
             }
         }
         func scanBackward(_ db: Database, before bound: [UInt8], _ visit: ([UInt8], [UInt8]) throws -> Bool) throws {
-            for (k, v) in (entries[db] ?? [:]).sorted(by: { $1.key.lexicographicallyPrecedes($0.key) }) where k.lexicographicallyPrecedes(bound) {
+            for (k, v) in (entries[db] ?? [:]).sorted(by: { $1.key.lexicographicallyPrecedes($0.key) })
+            where k.lexicographicallyPrecedes(bound) {
                 guard try visit(k, v) else { return }
             }
         }
-        func lastKey(_ db: Database) throws -> [UInt8]? { entries[db]?.keys.max(by: { $0.lexicographicallyPrecedes($1) }) }
+        func lastKey(_ db: Database) throws -> [UInt8]? {
+            entries[db]?.keys.max(by: { $0.lexicographicallyPrecedes($1) })
+        }
         func count(_ db: Database) throws -> Int { entries[db]?.count ?? 0 }
         func prefetch(_ db: Database, _ key: [UInt8]) {}
         func sweepBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws {}
@@ -40,12 +43,15 @@ import Testing
         func deleteBelow(_ db: Database, _ bound: [UInt8], limit: Int) throws -> Int { 0 }
         func increment(_ db: Database, _ key: [UInt8]) throws -> UInt32 { try incrementByReadAndWrite(db, key) }
         func append(_ db: Database, _ value: [UInt8]) throws { try appendAfterLastKey(db, value) }
-        func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool { try insertNow(db, key, value) }
+        func insertLater(_ db: Database, _ key: [UInt8], _ value: [UInt8]) throws -> () throws -> Bool {
+            try insertNow(db, key, value)
+        }
     }
 
     func device(_ keyByte: UInt8, counter: UInt32 = 0) -> DeviceRecord {
-        DeviceRecord(keyID: Array(repeating: keyByte, count: 32), deviceID: "dev-1", appID: "ABCDE12345.com.a", publicKey: [4],
-                     counter: counter, environment: .production, createdAt: Timestamp(seconds: 1_790_000_000))
+        DeviceRecord(keyID: Array(repeating: keyByte, count: 32), deviceID: "dev-1", appID: "ABCDE12345.com.a",
+                     publicKey: [4], counter: counter, environment: .production,
+                     createdAt: Timestamp(seconds: 1_790_000_000))
     }
 
     @Test func aNewDeviceWritesItsIndexEntry() throws {

@@ -8,7 +8,8 @@ import Testing
     let now = Timestamp(seconds: 1_790_000_000)
 
     func open(_ sync: StoreOptions.Sync = .commit) throws -> Store {
-        try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: sync))
+        try Store(directory: dir.path + "/store",
+                  options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: sync))
     }
 
     @Test func aWriteOutsideARequestIsSyncedBeforeItReturns() throws {
@@ -48,7 +49,8 @@ import Testing
         let store = try open()
         let other = try open()
         try other.deferringDurability {
-            try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }  // committed, not yet synced
+            // committed, not yet synced
+            try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
             let before = store.durabilitySyncs
             try store.deferringDurability { _ = try store.read(awaitDurable: false) { try $0.org(named: "a") } }
             #expect(store.durabilitySyncs == before, "an exempt read (app lookup) does not wait")
@@ -62,7 +64,8 @@ import Testing
         let other = try open()
         let before = store.durabilitySyncs, otherBefore = other.durabilitySyncs
         try store.deferringDurability {
-            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }  // T, meta not synced
+            // T, meta not synced
+            try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "a", createdAt: now)) }
             // Another process commits T + 1: its data fdatasync runs after T's meta page was written.
             try other.deferringDurability {
                 try other.write([.durable]) { txn in try txn.put(OrgRecord(name: "b", createdAt: now)) }
@@ -125,7 +128,9 @@ import Testing
         let (_, read) = try store.deferringDurabilityUnsettled { _ = try store.read { try $0.org(named: "a") } }
         #expect(read == written, "an answer built on an unsynced commit awaits that commit")
         #expect(!store.isDurable(read))
-        let (_, exempt) = try store.deferringDurabilityUnsettled { _ = try store.read(awaitDurable: false) { try $0.org(named: "a") } }
+        let (_, exempt) = try store.deferringDurabilityUnsettled {
+            _ = try store.read(awaitDurable: false) { try $0.org(named: "a") }
+        }
         #expect(exempt == 0, "an exempt read awaits nothing")
     }
 

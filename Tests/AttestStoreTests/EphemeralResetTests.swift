@@ -15,12 +15,16 @@ import Testing
     /// Puts a used challenge in the ephemeral environment and closes the store.
     private func useChallenge() throws {
         let store = try open()
-        let fresh = try store.write([.ephemeral]) { try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000) }
+        let fresh = try store.write([.ephemeral]) {
+            try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000)
+        }
         #expect(fresh)
     }
 
     private func challengeIsUsed(_ store: Store) throws -> Bool {
-        try !store.write([.ephemeral]) { try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000) }
+        try !store.write([.ephemeral]) {
+            try $0.consumeChallenge(id: Array(repeating: 7, count: 16), expiry: 4_000_000_000)
+        }
     }
 
     private func recordedBoot() throws -> String {
@@ -126,7 +130,8 @@ import Testing
         try "an-earlier-boot 0\n".write(toFile: storePath + "/ephemeral.boot", atomically: true, encoding: .utf8)
         _ = try open()
         for file in ["ephemeral/data.mdb", "ephemeral/lock.mdb", "ephemeral.boot"] {
-            let owner = try FileManager.default.attributesOfItem(atPath: storePath + "/" + file)[.ownerAccountID] as? NSNumber
+            let owner = try FileManager.default.attributesOfItem(atPath: storePath + "/" + file)[.ownerAccountID]
+                as? NSNumber
             #expect(owner?.intValue == 65_534, "\(file)")
         }
     }
@@ -144,7 +149,8 @@ import Testing
         let dir = TemporaryDirectory()
         chmod(dir.path, 0o755)
         let victim = dir.path + "/victim"
-        _ = FileManager.default.createFile(atPath: victim, contents: Data(victimText.utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: victim, contents: Data(victimText.utf8),
+                                           attributes: [.posixPermissions: 0o600])
         let store = dir.path + "/store"
         mkdir(store, 0o755)
         mkdir(store + "/durable", 0o755)

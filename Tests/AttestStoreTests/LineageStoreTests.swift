@@ -7,7 +7,9 @@ import Testing
     let dir = TemporaryDirectory()
     let now = Timestamp(seconds: 1_790_000_000)
 
-    func open() throws -> Store { try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16)) }
+    func open() throws -> Store {
+        try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
+    }
 
     func key(_ b: UInt8) -> [UInt8] { [UInt8](repeating: b, count: 32) }
 
@@ -53,8 +55,8 @@ import Testing
 
     @Test func aDeviceWithoutFingerprintHasALineageOfItsOwn() throws {
         let store = try open()
-        var device = DeviceRecord(keyID: key(1), deviceID: "d1", appID: "ABCDE12345.com.a", publicKey: [4], environment: .production,
-                                  operatorFlags: [.jailbreak], createdAt: now)
+        var device = DeviceRecord(keyID: key(1), deviceID: "d1", appID: "ABCDE12345.com.a", publicKey: [4],
+                                  environment: .production, operatorFlags: [.jailbreak], createdAt: now)
         let implied = try store.read { try $0.lineage(of: device) }
         #expect(implied.keys == 1 && implied.flags == [.jailbreak] && implied.history.map(\.keyID) == [key(1)])
         #expect(try store.read { try $0.lineage(.of(device)) } == nil, "nothing written until something happens")
@@ -64,7 +66,8 @@ import Testing
 
     @Test func flagChangesAreKeptInOrderPerLineage() throws {
         let store = try open()
-        let a = LineageKey.fingerprint("fp", appID: "ABCDE12345.com.a"), b = LineageKey.fingerprint("fp2", appID: "ABCDE12345.com.a")
+        let a = LineageKey.fingerprint("fp", appID: "ABCDE12345.com.a"),
+            b = LineageKey.fingerprint("fp2", appID: "ABCDE12345.com.a")
         let changes = [
             FlagChange(at: now, previous: [], flags: [.blocked], keyID: key(1), deviceID: "d1", reason: "fraud ring"),
             FlagChange(at: now, previous: [.blocked], flags: [], keyID: key(1), deviceID: "d1", reason: "mistake"),
@@ -76,33 +79,40 @@ import Testing
         }
         #expect(try store.read { try $0.flagChanges(a) } == changes, "two in the same second keep their order")
         #expect(try store.read { try $0.flagChanges(b) }.count == 1)
-        #expect([DeviceRecord.OperatorFlags.jailbreak, .blocked].map(\.names) == ["jailbroken", "blocked"] && DeviceRecord.OperatorFlags([]).names == "none")
+        #expect([DeviceRecord.OperatorFlags.jailbreak, .blocked].map(\.names) == ["jailbroken", "blocked"]
+                    && DeviceRecord.OperatorFlags([]).names == "none")
     }
 
     @Test func subjectsRoundTripAndLinksMove() throws {
         let store = try open()
         let subject = SubjectRecord(subjectID: "house-1", createdAt: now, entitlements: [
-            .init(name: "premium", grantedAt: now, until: now + 100), .init(name: "family", grantedAt: now, until: nil)])
+            .init(name: "premium", grantedAt: now, until: now + 100),
+            .init(name: "family", grantedAt: now, until: nil)])
         #expect(try SubjectRecord(encoded: subject.encoded()) == subject)
         #expect(subject.active(at: now + 100).map(\.name) == ["family"], "an entitlement ends at its until")
-        var device = DeviceRecord(keyID: key(1), deviceID: "d1", appID: "ABCDE12345.com.a", publicKey: [4], environment: .production, createdAt: now)
+        var device = DeviceRecord(keyID: key(1), deviceID: "d1", appID: "ABCDE12345.com.a", publicKey: [4],
+                                  environment: .production, createdAt: now)
         try store.write { txn in
             try txn.put(subject, org: "acme")
             try txn.link(&device, to: "house-1", org: "acme", now: now)
             try txn.put(device)
         }
         #expect(try store.read { try $0.subjectDevices(org: "acme", subjectID: "house-1") } == [key(1)])
-        #expect(try store.read { try $0.subjectDevices(org: "other", subjectID: "house-1") }.isEmpty, "scoped to the organization")
+        #expect(try store.read { try $0.subjectDevices(org: "other", subjectID: "house-1") }.isEmpty,
+                "scoped to the organization")
         try store.write { txn in try txn.link(&device, to: "house-2", org: "acme", now: now + 1) }
         #expect(device.subjectID == "house-2")
         #expect(try store.read { try $0.subjectDevices(org: "acme", subjectID: "house-1") }.isEmpty)
-        #expect(try store.read { try $0.subjects(org: "acme") }.map(\.subjectID) == ["house-1", "house-2"], "created at its first link")
+        #expect(try store.read { try $0.subjects(org: "acme") }.map(\.subjectID) == ["house-1", "house-2"],
+                "created at its first link")
         try store.write { txn in try txn.link(&device, to: "", org: "acme", now: now + 2) }
-        #expect(try store.read { try $0.subjectDevices(org: "acme", subjectID: "house-2") }.isEmpty && device.subjectID.isEmpty)
+        #expect(try store.read { try $0.subjectDevices(org: "acme", subjectID: "house-2") }.isEmpty
+                    && device.subjectID.isEmpty)
     }
 
     @Test func aVersion2DeviceReadsWithNoScoreYet() throws {
-        var d = DeviceRecord(keyID: [], deviceID: "d", appID: "A.b", publicKey: [4], environment: .production, createdAt: now)
+        var d = DeviceRecord(keyID: [], deviceID: "d", appID: "A.b", publicKey: [4], environment: .production,
+                             createdAt: now)
         d.lastRiskScore = 42
         #expect(try DeviceRecord(encoded: d.encoded()).lastRiskScore == 42)
         var v2 = d.encoded().dropLast()

@@ -21,7 +21,8 @@ struct PostgresConcurrencyTests {
     /// each with its own `Store` (its own connection, as a separate host has), or `nil` when
     /// that store could not open.
     static func concurrently(rounds: Int = 1, adjust: (inout StoreOptions) -> Void = { _ in },
-                             _ body: @Sendable @escaping (_ round: Int, Store?) -> Void) throws -> StoreConformance.Fixture {
+                             _ body: @Sendable @escaping (_ round: Int, Store?) -> Void) throws
+        -> StoreConformance.Fixture {
         let f = try StoreConformance.Fixture(.postgres)
         adjust(&f.options)
         _ = try f.open()
@@ -36,7 +37,8 @@ struct PostgresConcurrencyTests {
 
     /// Every connection adds one to a 2-byte counter under `.meta` `key`, 25 times, each in its
     /// own serializable read-modify-write; the errors (none expected) and the final count.
-    static func incrementRace(key: UInt8, adjust: (inout StoreOptions) -> Void = { _ in }) throws -> (failures: [String], total: [UInt8]?) {
+    static func incrementRace(key: UInt8, adjust: (inout StoreOptions) -> Void = { _ in }) throws
+        -> (failures: [String], total: [UInt8]?) {
         let failures = Results<String>()
         let f = try concurrently(adjust: adjust) { _, store in
             do {
@@ -74,7 +76,8 @@ struct PostgresConcurrencyTests {
         let f = try StoreConformance.Fixture(.postgres)
         f.options.maxRetries = 0
         let first = try f.open(), second = try Store(directory: f.dir.path + "/store", options: f.options)
-        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme",
+                                createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
         try first.write([.durable]) { txn in
             _ = try txn.get(.meta, [1])  // the snapshot is taken
             try txn.enqueue(event)
@@ -102,7 +105,9 @@ struct PostgresConcurrencyTests {
         _ = try Self.concurrently { _, store in
             guard let store else { return }
             for _ in 0..<25 {
-                if let n = try? store.write([.ephemeral], { try $0.hitRateWindow("org:acme", windowEnd: 60) }) { seen.append(n) }
+                if let n = try? store.write([.ephemeral], { try $0.hitRateWindow("org:acme", windowEnd: 60) }) {
+                    seen.append(n)
+                }
             }
         }
         #expect(seen.all.sorted() == Array(1...UInt32(Self.writers * 25)), "each hit saw its own count")
@@ -124,7 +129,8 @@ extension PostgresConcurrencyTests {
                     if try txn.countedDevice(org: "acme", month: "2026-12", identity: identity) != nil { return true }
                     guard totals.activeDevices < limit else { return false }
                     totals.activeDevices += 1
-                    try txn.putCountedDevice(.init(apiKey: false, days: 1), org: "acme", month: "2026-12", identity: identity)
+                    try txn.putCountedDevice(.init(apiKey: false, days: 1), org: "acme", month: "2026-12",
+                                             identity: identity)
                     try txn.put(totals, org: "acme", month: "2026-12")
                     return true
                 }
@@ -151,7 +157,8 @@ extension PostgresConcurrencyTests {
         }
         #expect(failures.all.isEmpty)
         let store = try f.open()
-        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days.last?.activeDevices == UInt32(Self.writers * 30))
+        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days.last?.activeDevices
+                    == UInt32(Self.writers * 30))
         #expect(try store.read { try $0.usageMonth(org: "acme", month: "2026-12") } == nil)
     }
 }

@@ -22,7 +22,8 @@ struct PostgresRoundTripTests {
     static func refuseLongValues(in table: String, of f: StoreConformance.Fixture) throws {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
-        try admin.command("ALTER TABLE \(try #require(f.schemaName)).\(table) ADD CONSTRAINT short CHECK (length(v) < 8)")
+        try admin.command(
+            "ALTER TABLE \(try #require(f.schemaName)).\(table) ADD CONSTRAINT short CHECK (length(v) < 8)")
     }
 
     /// Round trips `body` costs on `connection`.
@@ -44,8 +45,10 @@ struct PostgresRoundTripTests {
         }
         #expect(trips == 2, "BEGIN + LOCK + SELECT, then two upserts + COMMIT")
         #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [2])] } == [[10], [20]])
-        #expect(try Self.roundTrips(connection) { try store.write { _ in } } == 1, "an empty write: BEGIN + LOCK + COMMIT")
-        #expect(try Self.roundTrips(connection) { _ = try store.read { try $0.get(.meta, [1]) } } == 2, "a read: BEGIN + SELECT, COMMIT")
+        #expect(try Self.roundTrips(connection) { try store.write { _ in } } == 1,
+                "an empty write: BEGIN + LOCK + COMMIT")
+        #expect(try Self.roundTrips(connection) { _ = try store.read { try $0.get(.meta, [1]) } } == 2,
+                "a read: BEGIN + SELECT, COMMIT")
     }
 
     @Test func prefetchedReadsShareOneRoundTrip() throws {
@@ -85,7 +88,10 @@ struct PostgresRoundTripTests {
             try txn.deleteBelow(.meta, [3], limit: 1)
             return rewritten + [try txn.get(.meta, [1]), try txn.get(.meta, [2])]
         }
-        #expect(seen == [[50], [60], nil, [2]], "[5] and [6] were written after their prefetch; [1] was rewritten, then deleted as the first key below [3]")
+        #expect(seen == [[50], [60], nil, [2]], """
+            [5] and [6] were written after their prefetch; \
+            [1] was rewritten, then deleted as the first key below [3]
+            """)
     }
 
     /// A step of a group rolled back to its savepoint drops what was prefetched: a result read
@@ -140,7 +146,8 @@ struct PostgresRoundTripTests {
             }
         }
         #expect(queryFailed)
-        #expect(try store.read { [try $0.get(.orgs, [1]), try $0.get(.orgs, [2]), try $0.get(.orgs, [3])] } == [nil, nil, nil])
+        #expect(try store.read { [try $0.get(.orgs, [1]), try $0.get(.orgs, [2]), try $0.get(.orgs, [3])] }
+                    == [nil, nil, nil])
         // The connection is usable again: no pipeline or aborted transaction left over.
         _ = try store.write { txn in try txn.put(.orgs, [4], [4]) }
         #expect(try store.read { try $0.get(.orgs, [4]) } == [4])
@@ -202,8 +209,10 @@ extension PostgresRoundTripTests {
         #expect(outcomes.map { $0 == nil } == [true, false, true])
         #expect(outcomes[1] is Refused)
         #expect(backend.writes == commits + 1, "one commit for the group")
-        #expect(connection.roundTrips - trips == 3, "the two reads, and the COMMIT: savepoints and upserts ride with them")
-        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [2]), try $0.get(.meta, [3])] } == [[1], nil, [3]])
+        #expect(connection.roundTrips - trips == 3,
+                "the two reads, and the COMMIT: savepoints and upserts ride with them")
+        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [2]), try $0.get(.meta, [3])] }
+                    == [[1], nil, [3]])
     }
 
     @Test func aDatabaseFailureInOneWriteFailsTheWholeGroup() throws {
@@ -217,7 +226,8 @@ extension PostgresRoundTripTests {
                 { txn in try txn.put(.meta, [3], [3]) },
             ])
         }
-        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [3])] } == [nil, nil], "nothing of the group committed")
+        #expect(try store.read { [try $0.get(.meta, [1]), try $0.get(.meta, [3])] } == [nil, nil],
+                "nothing of the group committed")
         #expect(try store.writeBatch([{ txn in try txn.put(.meta, [4], [4]) }]).first! == nil, "the next group commits")
     }
 
@@ -250,14 +260,16 @@ extension PostgresRoundTripTests {
         defer { withExtendedLifetime(fixture) {} }
         func setting(_ environments: Set<Database.Environment>) throws -> String {
             try store.write(environments) { _ in
-                String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0), as: UTF8.self)
+                String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0),
+                       as: UTF8.self)
             }
         }
         #expect(try setting([.ephemeral]) == "off")
         #expect(try setting([.durable]) == "on")
         #expect(try setting([.durable, .ephemeral]) == "on")
         #expect(try store.read { _ in
-            String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0), as: UTF8.self)
+            String(decoding: try connection.run("SELECT current_setting('synchronous_commit')", []).bytes(0, 0),
+                   as: UTF8.self)
         } == "on")
     }
 }

@@ -10,7 +10,8 @@ struct PostgresSchemaTests {
     /// above the highest key there, so the first event appended after the upgrade follows it.
     @Test func theOutboxSequenceStartsAboveTheEventsAlreadyQueued() throws {
         let f = try StoreConformance.Fixture(.postgres)
-        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+        let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme",
+                                createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
         try f.open().write([.durable]) { txn in try txn.put(.outbox, BigEndian.bytes(UInt64(41)), event.encoded()) }
         let schema = try #require(f.schemaName)
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
@@ -47,7 +48,8 @@ struct PostgresSchemaTests {
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
         #expect(try backend.migrate() == [4, 5])
         try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
-        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days == [.init(newDevices: 0, activeDevices: 2)])
+        #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days
+                    == [.init(newDevices: 0, activeDevices: 2)])
     }
 
     /// A version-4 database has no `ae_webhook_counts`: refused until migrated; then an
@@ -57,10 +59,12 @@ struct PostgresSchemaTests {
         let f = try StoreConformance.Fixture(.postgres)
         let now = Timestamp(seconds: 1_790_000_000)
         try f.open().write([.durable]) { txn in
-            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://h.example/x", events: [], description: "", secret: "s", createdAt: now))
+            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://h.example/x", events: [],
+                                              description: "", secret: "s", createdAt: now))
             let event = OutboxEvent(id: "evt_1", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}")
             for _ in 0..<3 { try txn.put(DeliveryRecord(endpointID: "wh_1", event: event, firstAttemptAt: now)) }
-            try txn.enqueue(OutboxEvent(id: "evt_2", event: "webhook.test", org: "acme", createdAt: now, dataJSON: "{}", target: "wh_1"))
+            try txn.enqueue(OutboxEvent(id: "evt_2", event: "webhook.test", org: "acme", createdAt: now, dataJSON: "{}",
+                                        target: "wh_1"))
             try txn.enqueue(OutboxEvent(id: "evt_3", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}"))
         }
         let schema = try #require(f.schemaName)
@@ -73,7 +77,8 @@ struct PostgresSchemaTests {
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
         #expect(try backend.migrate() == [5])
-        #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4), "3 deliveries and 1 queued test event")
+        #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4),
+                "3 deliveries and 1 queued test event")
         #expect(try store.check().isConsistent)
     }
 }

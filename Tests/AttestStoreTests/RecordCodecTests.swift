@@ -6,16 +6,19 @@ import Testing
     let now = Timestamp(seconds: 1_790_000_000)
 
     func device() -> DeviceRecord {
-        DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "d-1", appID: "TEAM.com.example", publicKey: [4] + [UInt8](repeating: 9, count: 64),
+        DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "d-1", appID: "TEAM.com.example",
+                     publicKey: [4] + [UInt8](repeating: 9, count: 64),
                      counter: 41, environment: .development, status: .invalidated, operatorFlags: [.jailbreak],
-                     attestationCount: 3, failedAssertions: 2, createdAt: now, lastAttestedAt: now + 5, lastSeenAt: now + 9,
-                     fingerprint: "fp", subjectID: "household-1",
-                     metadata: .init(deviceModel: "iPhone15,2", osVersion: "18.0", appVersion: "2.1.0", appBuildNumber: "42", platform: "iOS"),
+                     attestationCount: 3, failedAssertions: 2, createdAt: now, lastAttestedAt: now + 5,
+                     lastSeenAt: now + 9, fingerprint: "fp", subjectID: "household-1",
+                     metadata: .init(deviceModel: "iPhone15,2", osVersion: "18.0", appVersion: "2.1.0",
+                                     appBuildNumber: "42", platform: "iOS"),
                      validationCategory: 1, bundleVersion: "1.0")
     }
 
     @Test func orgRoundTrips() throws {
-        let org = OrgRecord(name: "Acme ✓", tier: .business, madLimit: 12, graceDays: 3, upgradeURL: "https://x/up", ratePerMinute: 99, createdAt: now)
+        let org = OrgRecord(name: "Acme ✓", tier: .business, madLimit: 12, graceDays: 3, upgradeURL: "https://x/up",
+                            ratePerMinute: 99, createdAt: now)
         #expect(try OrgRecord(encoded: org.encoded()) == org)
     }
 
@@ -39,9 +42,9 @@ import Testing
 
     @Test func appRoundTrips() throws {
         for policy in EnvironmentPolicy.allCases {
-            let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", policy: policy, enabled: false,
-                                tokenLifetimeSeconds: 600, customClaimsJSON: #"[{"static":{"a":1}}]"#, minAppVersion: "2.0",
-                                minOSVersion: "17.0", createdAt: now)
+            let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", policy: policy,
+                                enabled: false, tokenLifetimeSeconds: 600, customClaimsJSON: #"[{"static":{"a":1}}]"#,
+                                minAppVersion: "2.0", minOSVersion: "17.0", createdAt: now)
             #expect(try AppRecord(encoded: app.encoded()) == app, "policy \(policy)")
             #expect(app.appID == "ABCDE12345.com.example.app")
         }
@@ -76,7 +79,8 @@ import Testing
 
     @Test func orgLinkPoliciesRoundTripAndVersion1ReadsAsAssertedWithoutASecret() throws {
         for policy in SubjectLinkPolicy.allCases {
-            let org = OrgRecord(name: "acme", tier: .pro, createdAt: now, subjectLinks: policy, subjectSecret: "asl_s3cret")
+            let org = OrgRecord(name: "acme", tier: .pro, createdAt: now, subjectLinks: policy,
+                                subjectSecret: "asl_s3cret")
             #expect(try OrgRecord(encoded: org.encoded()) == org, "\(policy)")
         }
         #expect(OrgRecord(name: "new", createdAt: now).subjectLinks == .signed, "a new organization is signed")
@@ -90,15 +94,18 @@ import Testing
         v1.u32(600)
         v1.i64(now.seconds)
         let old = try OrgRecord(encoded: v1.bytes)
-        #expect(old.name == "old-org" && old.tier == .pro && old.madLimit == 5_000 && old.ratePerMinute == 600 && old.createdAt == now)
-        #expect(old.subjectLinks == .asserted && old.subjectSecret.isEmpty, "organizations from before link policies keep asserted")
+        #expect(old.name == "old-org" && old.tier == .pro && old.madLimit == 5_000 && old.ratePerMinute == 600
+                    && old.createdAt == now)
+        #expect(old.subjectLinks == .asserted && old.subjectSecret.isEmpty,
+                "organizations from before link policies keep asserted")
         var bad = OrgRecord(name: "a", createdAt: now, subjectSecret: "").encoded()
         bad[bad.count - 5] = 9  // the policy byte, before the empty secret's 4-byte length
         #expect(throws: StoreError(.corrupt, "")) { try OrgRecord(encoded: bad) }
     }
 
     @Test func apiKeyScopesRoundTripAndVersion1ReadsAsAll() throws {
-        let key = APIKeyRecord(id: "", org: "acme", name: "CI", hash: [UInt8](repeating: 7, count: 32), createdAt: now, scope: .heartbeat)
+        let key = APIKeyRecord(id: "", org: "acme", name: "CI", hash: [UInt8](repeating: 7, count: 32), createdAt: now,
+                               scope: .heartbeat)
         #expect(try APIKeyRecord(encoded: key.encoded()) == key)
         // A v1 record is the v2 layout without the trailing scope byte.
         var v1 = key.encoded().dropLast()

@@ -18,7 +18,8 @@ import Testing
         let options = StoreOptions(maxRetries: 20, exclusiveAfterConflicts: 3)
         #expect((1...21).filter { PostgresStore.runsAlone(attempt: $0, options: options) } == Array(4...21))
         // Fewer retries than the threshold: the last run still runs alone.
-        #expect((1...3).map { PostgresStore.runsAlone(attempt: $0, options: StoreOptions(maxRetries: 2)) } == [false, false, true])
+        #expect((1...3).map { PostgresStore.runsAlone(attempt: $0, options: StoreOptions(maxRetries: 2)) }
+                    == [false, false, true])
         // No retries: the only run is optimistic (nothing was lost yet).
         #expect(!PostgresStore.runsAlone(attempt: 1, options: StoreOptions(maxRetries: 0)))
     }

@@ -8,9 +8,12 @@ import Testing
     let now = Timestamp(seconds: 1_790_000_000)
 
     func filledStore() throws -> (Store, DeviceRecord) {
-        let store = try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
-        let device = DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "dev-1", appID: "ABCDE12345.com.example.app",
-                                  publicKey: [4] + [UInt8](repeating: 1, count: 64), environment: .production, createdAt: now)
+        let store = try Store(directory: dir.path + "/store",
+                              options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16))
+        let device = DeviceRecord(keyID: [UInt8](repeating: 7, count: 32), deviceID: "dev-1",
+                                  appID: "ABCDE12345.com.example.app",
+                                  publicKey: [4] + [UInt8](repeating: 1, count: 64), environment: .production,
+                                  createdAt: now)
         try store.write { txn in
             try txn.put(OrgRecord(name: "acme", createdAt: now))
             try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
@@ -26,7 +29,8 @@ import Testing
     @Test func consistentStorePasses() throws {
         let (store, _) = try filledStore()
         let report = try store.check()
-        #expect(report.isConsistent, "a store written through the API is consistent: \(report.databases.flatMap(\.problems))")
+        #expect(report.isConsistent,
+                "a store written through the API is consistent: \(report.databases.flatMap(\.problems))")
         #expect(report.databases.map(\.database) == Database.allCases, "every database is reported, in order")
         #expect(report.databases.first { $0.database == .devices }?.entries == 1, "the device is counted")
     }
@@ -36,7 +40,8 @@ import Testing
         try store.write { txn in _ = try txn.delete(.deviceIDs, Array(device.deviceID.utf8)) }
         let report = try store.check()
         #expect(!report.isConsistent, "a device without its device_ids entry is inconsistent")
-        #expect(report.databases.first { $0.database == .devices }?.problems.first?.contains("device_ids") == true, "the device names the index")
+        #expect(report.databases.first { $0.database == .devices }?.problems.first?.contains("device_ids") == true,
+                "the device names the index")
         #expect(report.crossProblems.contains { $0.contains("devices has 1") }, "the counts differ")
     }
 
@@ -47,7 +52,8 @@ import Testing
             var linked = device
             try txn.link(&linked, to: "family-1", org: "acme", now: now)
             try txn.put(linked)
-            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://example.com/", events: [], description: "", secret: "whsec_x", createdAt: now))
+            try txn.put(WebhookEndpointRecord(id: "wh_1", org: "acme", url: "https://example.com/", events: [],
+                                              description: "", secret: "whsec_x", createdAt: now))
             try txn.put(DeliveryRecord(endpointID: "wh_1", event: event, firstAttemptAt: now))
         }
         #expect(try store.check().isConsistent, "written through the API: consistent")
@@ -56,16 +62,20 @@ import Testing
             // a subject link names a device that is not linked; the linked device loses its link entry.
             let pending = try #require(try txn.deliveries(endpoint: "wh_1").first)
             _ = try txn.delete(.deliveryDue, BigEndian.bytes(now.seconds) + pending.key)
-            _ = try txn.put(.deliveryDue, BigEndian.bytes(now.seconds) + Array("wh_1".utf8) + [0] + BigEndian.bytes(UInt64(99)), [])
+            _ = try txn.put(.deliveryDue,
+                            BigEndian.bytes(now.seconds) + Array("wh_1".utf8) + [0] + BigEndian.bytes(UInt64(99)), [])
             var scan = [[UInt8]]()
             try txn.scan(.subjectDevices) { key, _ in scan.append(key); return true }
             for key in scan { _ = try txn.delete(.subjectDevices, key) }
             _ = try txn.put(.subjectDevices, [UInt8](repeating: 5, count: 16) + device.keyID, [1])
         }
-        let problems = try store.check().databases.reduce(into: [Database: [String]]()) { $0[$1.database] = $1.problems }
+        let problems = try store.check().databases.reduce(into: [Database: [String]]()) {
+            $0[$1.database] = $1.problems
+        }
         #expect(problems[.deliveries]?.first?.contains("would never be sent") == true, "\(problems[.deliveries] ?? [])")
         #expect(problems[.deliveryDue] == ["a due entry for no delivery"])
-        #expect(problems[.subjectDevices]?.first?.contains("does not have") == true, "\(problems[.subjectDevices] ?? [])")
+        #expect(problems[.subjectDevices]?.first?.contains("does not have") == true,
+                "\(problems[.subjectDevices] ?? [])")
         #expect(problems[.devices]?.contains { $0.contains("subject_devices") } == true, "\(problems[.devices] ?? [])")
     }
 
@@ -89,8 +99,11 @@ import Testing
             _ = try txn.put(.receipts, [UInt8](repeating: 9, count: 32), [1, 0x30])
             _ = try txn.delete(.apps, Array(device.appID.utf8))
         }
-        let problems = try store.check().databases.reduce(into: [Database: [String]]()) { $0[$1.database] = $1.problems }
-        #expect(problems[.orgs]?.first?.contains("does not decode") == true, "an unknown record version does not decode")
+        let problems = try store.check().databases.reduce(into: [Database: [String]]()) {
+            $0[$1.database] = $1.problems
+        }
+        #expect(problems[.orgs]?.first?.contains("does not decode") == true,
+                "an unknown record version does not decode")
         #expect(problems[.receipts] == ["receipt without a device"], "an orphan receipt")
         #expect(problems[.devices]?.contains { $0.contains("missing app") } == true, "a device of a deleted app")
     }

@@ -22,7 +22,8 @@ import Testing
     }
 
     static var kinds: [Kind] {
-        postgresURL != nil || ProcessInfo.processInfo.environment["ATTEST_REQUIRE_POSTGRES"] == "1" ? [.lmdb, .postgres] : [.lmdb]
+        postgresURL != nil || ProcessInfo.processInfo.environment["ATTEST_REQUIRE_POSTGRES"] == "1"
+            ? [.lmdb, .postgres] : [.lmdb]
     }
 
     /// A fresh, empty store of `kind`: a temporary directory, or a new schema of its own in
@@ -64,10 +65,12 @@ import Testing
     @Test(arguments: kinds) func getPutDeleteAndSingleInsert(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         let puts = try store.write { txn in
-            [try txn.put(.meta, [1], [10]), try txn.put(.meta, [1], [11]), try txn.put(.meta, [1], [12], noOverwrite: true),
+            [try txn.put(.meta, [1], [10]), try txn.put(.meta, [1], [11]),
+             try txn.put(.meta, [1], [12], noOverwrite: true),
              try txn.put(.meta, [2], [], noOverwrite: true)]
         }
-        #expect(puts == [true, true, false, true], "an overwrite succeeds; noOverwrite leaves the value; an empty value is a value")
+        #expect(puts == [true, true, false, true],
+                "an overwrite succeeds; noOverwrite leaves the value; an empty value is a value")
         let reads = try store.read { txn in
             [try txn.get(.meta, [1]), try txn.get(.meta, [2]), try txn.get(.meta, [3]), try txn.get(.orgs, [1])]
         }
@@ -82,11 +85,16 @@ import Testing
         let keys: [[UInt8]] = [[0x80], [0x01, 0x00], [0xFF], [0x01], [0x7F, 0xFF], [0x00], [0x01, 0x00, 0x00]]
         try store.write { txn in for k in keys { try txn.put(.devices, k, k + [0xAA]) } }
         var seen = [[UInt8]]()
-        try store.read { txn in try txn.scan(.devices) { k, v in #expect(v == k + [0xAA]); seen.append(k); return true } }
+        try store.read { txn in
+            try txn.scan(.devices) { k, v in #expect(v == k + [0xAA]); seen.append(k); return true }
+        }
         #expect(seen == [[0x00], [0x01], [0x01, 0x00], [0x01, 0x00, 0x00], [0x7F, 0xFF], [0x80], [0xFF]])
         var from = [[UInt8]]()
-        try store.read { txn in try txn.scan(.devices, from: [0x01, 0x00]) { k, _ in from.append(k); return from.count < 3 } }
-        #expect(from == [[0x01, 0x00], [0x01, 0x00, 0x00], [0x7F, 0xFF]], "from the first key ≥ start, stopping when told")
+        try store.read { txn in
+            try txn.scan(.devices, from: [0x01, 0x00]) { k, _ in from.append(k); return from.count < 3 }
+        }
+        #expect(from == [[0x01, 0x00], [0x01, 0x00, 0x00], [0x7F, 0xFF]],
+                "from the first key ≥ start, stopping when told")
         #expect(try store.read { try $0.lastKey(.devices) } == [0xFF])
         #expect(try store.read { try $0.lastKey(.orgs) } == nil)
 
@@ -109,7 +117,9 @@ import Testing
         func backward(_ bound: [UInt8], stopAfter: Int = .max) throws -> [[UInt8]] {
             var seen = [[UInt8]]()
             try store.read { txn in
-                try txn.scanBackward(.devices, before: bound) { k, v in #expect(v == k + [0xAA]); seen.append(k); return seen.count < stopAfter }
+                try txn.scanBackward(.devices, before: bound) { k, v in
+                    #expect(v == k + [0xAA]); seen.append(k); return seen.count < stopAfter
+                }
             }
             return seen
         }
@@ -120,7 +130,11 @@ import Testing
         // More entries than one PostgreSQL page.
         try store.write { txn in for i in 0..<700 { try txn.put(.receipts, [UInt8(i >> 8), UInt8(i & 0xFF)], [1]) } }
         var order = [Int]()
-        try store.read { txn in try txn.scanBackward(.receipts, before: [0xFF]) { k, _ in order.append(Int(k[0]) << 8 | Int(k[1])); return true } }
+        try store.read { txn in
+            try txn.scanBackward(.receipts, before: [0xFF]) { k, _ in
+                order.append(Int(k[0]) << 8 | Int(k[1])); return true
+            }
+        }
         #expect(order == Array((0..<700).reversed()))
     }
 
@@ -130,10 +144,12 @@ import Testing
         // Two endpoints whose ids share a prefix; 300 deliveries to one (more than a page), 3 to the other.
         try store.write { txn in
             for id in ["wh_a", "wh_ab"] {
-                try txn.put(WebhookEndpointRecord(id: id, org: "acme", url: "https://example.com/", events: [], description: "", secret: "whsec_x", createdAt: now))
+                try txn.put(WebhookEndpointRecord(id: id, org: "acme", url: "https://example.com/", events: [],
+                                                  description: "", secret: "whsec_x", createdAt: now))
             }
             for i in 0..<303 {
-                let event = OutboxEvent(id: "evt_\(i)", event: "device.new", org: "acme", createdAt: now, dataJSON: "{}")
+                let event = OutboxEvent(id: "evt_\(i)", event: "device.new", org: "acme", createdAt: now,
+                                        dataJSON: "{}")
                 try txn.put(DeliveryRecord(endpointID: i < 300 ? "wh_a" : "wh_ab", event: event, firstAttemptAt: now))
             }
         }
@@ -141,14 +157,17 @@ import Testing
         #expect(newest.map(\.eventID) == ["evt_299", "evt_298", "evt_297"])
         #expect(try store.read { try $0.deliveries(endpoint: "wh_a", newestFirst: 1_000) }.map(\.eventID)
                 == (0..<300).reversed().map { "evt_\($0)" })
-        #expect(try store.read { try $0.deliveries(endpoint: "wh_ab", newestFirst: 10) }.map(\.eventID) == ["evt_302", "evt_301", "evt_300"])
+        #expect(try store.read { try $0.deliveries(endpoint: "wh_ab", newestFirst: 10) }.map(\.eventID)
+                == ["evt_302", "evt_301", "evt_300"])
         #expect(try store.read { try $0.deliveries(endpoint: "wh_", newestFirst: 10) }.isEmpty)
 
         var transactions = 0
         while try !store.write([.durable], { try $0.deleteWebhook(id: "wh_a", limit: 128) }) { transactions += 1 }
-        #expect(transactions == 2, "300 deliveries in batches of 128: two partial transactions, then the last with the endpoint")
+        #expect(transactions == 2,
+                "300 deliveries in batches of 128: two partial transactions, then the last with the endpoint")
         let (endpoint, log, otherLog, due) = try store.read { txn in
-            (try txn.webhook(id: "wh_a"), try txn.deliveries(endpoint: "wh_a"), try txn.deliveries(endpoint: "wh_ab"), try txn.count(.deliveryDue))
+            (try txn.webhook(id: "wh_a"), try txn.deliveries(endpoint: "wh_a"), try txn.deliveries(endpoint: "wh_ab"),
+             try txn.count(.deliveryDue))
         }
         #expect(endpoint == nil && log.isEmpty)
         #expect(otherLog.count == 3, "the other endpoint keeps its log")
@@ -172,7 +191,9 @@ import Testing
         #expect(try store.write([.ephemeral]) { try $0.consumeChallenge(id: [1], expiry: 100) })
         #expect(try !store.write([.ephemeral]) { try $0.consumeChallenge(id: [1], expiry: 100) })
         try store.write([.ephemeral]) { txn in
-            for (i, expiry) in [50, 150, 90, 99, 300].enumerated() { _ = try txn.consumeChallenge(id: [UInt8(10 + i)], expiry: Int64(expiry)) }
+            for (i, expiry) in [50, 150, 90, 99, 300].enumerated() {
+                _ = try txn.consumeChallenge(id: [UInt8(10 + i)], expiry: Int64(expiry))
+            }
         }
         // Expired before 100: 50, 90, 99 (100 itself is not before 100).
         #expect(try store.write([.ephemeral]) { try $0.sweepExpired(.challenges, now: 100, limit: 2) } == 2)
@@ -201,7 +222,8 @@ import Testing
                 throw Boom()
             }
         }
-        #expect(try store.write([.ephemeral]) { try $0.consumeChallengeLater(id: [2], expiry: 100)() }, "the rolled-back consumption left nothing")
+        #expect(try store.write([.ephemeral]) { try $0.consumeChallengeLater(id: [2], expiry: 100)() },
+                "the rolled-back consumption left nothing")
     }
 
     @Test(arguments: kinds) func rateWindowsCount(_ kind: Kind) throws {
@@ -235,7 +257,8 @@ import Testing
         try store.write([.durable]) { txn in
             for month in months {
                 for (org, i) in [("a", 1), ("b", 2), ("zz", 3)] {
-                    try txn.putCountedDevice(counted, org: org, month: month, identity: [UInt8](repeating: UInt8(i), count: 16))
+                    try txn.putCountedDevice(counted, org: org, month: month,
+                                             identity: [UInt8](repeating: UInt8(i), count: 16))
                 }
             }
         }
@@ -244,20 +267,25 @@ import Testing
                 var byMonth = [String: Int]()
                 for month in months {
                     byMonth[month] = try ["a", "b", "zz"].enumerated().filter { i, org in
-                        try txn.countedDevice(org: org, month: month, identity: [UInt8](repeating: UInt8(i + 1), count: 16)) != nil
+                        try txn.countedDevice(org: org, month: month,
+                                              identity: [UInt8](repeating: UInt8(i + 1), count: 16)) != nil
                     }.count
                 }
                 return byMonth
             }
         }
         try store.write([.durable]) { try $0.sweepCountedDevices(before: "2026-12", limit: 4) }
-        #expect(try left() == ["2026-10": 0, "2026-11": 2, "2026-12": 3, "2027-01": 3], "the oldest month first, 4 at most")
+        #expect(try left() == ["2026-10": 0, "2026-11": 2, "2026-12": 3, "2027-01": 3],
+                "the oldest month first, 4 at most")
         try store.write([.durable]) { txn in
             try txn.sweepCountedDevices(before: "2026-12", limit: 4)
             // Read after the (on PostgreSQL, queued) sweep in the same transaction: it is seen.
-            #expect(try txn.countedDevice(org: "a", month: "2026-11", identity: [UInt8](repeating: 1, count: 16)) == nil)
+            #expect(try txn.countedDevice(org: "a", month: "2026-11", identity: [UInt8](repeating: 1, count: 16))
+                        == nil)
         }
-        #expect(try store.write([.durable]) { try $0.deleteBelow(.usageDevices, Transaction.usageDevicePrefix(month: "2026-12"), limit: 4) } == 0)
+        #expect(try store.write([.durable]) {
+            try $0.deleteBelow(.usageDevices, Transaction.usageDevicePrefix(month: "2026-12"), limit: 4)
+        } == 0)
         #expect(try left() == ["2026-10": 0, "2026-11": 0, "2026-12": 3, "2027-01": 3])
     }
 
@@ -266,7 +294,8 @@ import Testing
     /// returning devices there), and only the month asked for, day by day.
     @Test(arguments: kinds) func returningDevicesAddUpAcrossShards(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
-        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-12") } == nil, "nothing counted: no report")
+        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-12") } == nil,
+                "nothing counted: no report")
         var shards = Set<UInt8>()
         for _ in 0..<40 {
             shards.insert(try store.write([.durable]) { txn in
@@ -280,8 +309,10 @@ import Testing
             try txn.countReturningDevice(org: "a", month: "2026-11", day: 3)
             try txn.countReturningDevice(org: "ab", month: "2026-12", day: 3)
         }
-        #expect(shards.count > 1 && shards.allSatisfy { Int($0) < Transaction.spreadWays }, "40 transactions drew \(shards.count) shards")
-        #expect(try store.read { try $0.returningDevices(org: "a", month: "2026-12") }.enumerated().filter { $0.element > 0 }.map { [$0.offset + 1, Int($0.element)] }
+        #expect(shards.count > 1 && shards.allSatisfy { Int($0) < Transaction.spreadWays },
+                "40 transactions drew \(shards.count) shards")
+        #expect(try store.read { try $0.returningDevices(org: "a", month: "2026-12") }.enumerated()
+                    .filter { $0.element > 0 }.map { [$0.offset + 1, Int($0.element)] }
                 == [[3, 80], [31, 1]])
         var record = UsageMonthRecord()
         record.activeDevices = 2
@@ -293,12 +324,16 @@ import Testing
         try store.write([.durable]) { try $0.put(record, org: "a", month: "2026-12") }
         let report = try #require(try store.read { try $0.usageMonthReport(org: "a", month: "2026-12") })
         #expect(report.days.count == 31 && report.days[0] == .init(newDevices: 1, activeDevices: 1))
-        #expect(report.days[2] == .init(newDevices: 1, activeDevices: 82) && report.days[30] == .init(newDevices: 0, activeDevices: 1))
+        #expect(report.days[2] == .init(newDevices: 1, activeDevices: 82)
+                    && report.days[30] == .init(newDevices: 0, activeDevices: 1))
         #expect(report.activeDevices == 2)
-        #expect(try store.read { try $0.usageMonth(org: "a", month: "2026-12") } == record, "the record itself is unchanged")
-        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-11") }?.days[2].activeDevices == 1, "a month of day counts alone")
+        #expect(try store.read { try $0.usageMonth(org: "a", month: "2026-12") } == record,
+                "the record itself is unchanged")
+        #expect(try store.read { try $0.usageMonthReport(org: "a", month: "2026-11") }?.days[2].activeDevices == 1,
+                "a month of day counts alone")
         let check = try store.check()
-        #expect(check.isConsistent && check.databases.first { $0.database == .usageDays }?.entries ?? 0 >= 4, "\(check.databases.flatMap(\.problems))")
+        #expect(check.isConsistent && check.databases.first { $0.database == .usageDays }?.entries ?? 0 >= 4,
+                "\(check.databases.flatMap(\.problems))")
     }
 
     /// Appended outbox events come back in the order they were queued, under 8-byte keys, the
@@ -307,10 +342,13 @@ import Testing
         struct Refused: Error {}
         let f = try Fixture(kind), store = try f.open()
         func event(_ n: Int) -> OutboxEvent {
-            OutboxEvent(id: "evt_\(n)", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000), dataJSON: "{}")
+            OutboxEvent(id: "evt_\(n)", event: "device.new", org: "acme", createdAt: Timestamp(seconds: 1_790_000_000),
+                        dataJSON: "{}")
         }
         try store.write([.durable]) { txn in try txn.enqueue(event(1)); try txn.enqueue(event(2)) }
-        #expect(throws: Refused.self) { try store.write([.durable]) { txn in try txn.enqueue(event(99)); throw Refused() } }
+        #expect(throws: Refused.self) {
+            try store.write([.durable]) { txn in try txn.enqueue(event(99)); throw Refused() }
+        }
         try store.write([.durable]) { txn in try txn.enqueue(event(3)) }
         let queued = try store.read { try $0.outbox() }
         #expect(queued.map(\.event.id) == ["evt_1", "evt_2", "evt_3"])
@@ -331,10 +369,11 @@ import Testing
             try txn.put(DeviceRecord.sample(keyID: Array(repeating: 3, count: 32), deviceID: "dev-1", now: now))
         }
         let found = try store.read { txn in
-            (try txn.org(named: "acme")?.name, try txn.device(keyID: Array(repeating: 3, count: 32))?.deviceID, try txn.device(deviceID: "dev-1")?.keyID,
-             try txn.tenancyGeneration())
+            (try txn.org(named: "acme")?.name, try txn.device(keyID: Array(repeating: 3, count: 32))?.deviceID,
+             try txn.device(deviceID: "dev-1")?.keyID, try txn.tenancyGeneration())
         }
-        #expect(found.0 == "acme" && found.1 == "dev-1" && found.2 == Array(repeating: 3, count: 32) && found.3 == 2, "each org or app write bumps the tenancy generation")
+        #expect(found.0 == "acme" && found.1 == "dev-1" && found.2 == Array(repeating: 3, count: 32) && found.3 == 2,
+                "each org or app write bumps the tenancy generation")
         let report = try store.check()
         #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
     }
@@ -347,7 +386,9 @@ import Testing
         try store.write { txn in
             try txn.put(OrgRecord(name: "acme", createdAt: now))
             try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
-            try txn.put(SubjectRecord(subjectID: "granted", createdAt: now, entitlements: [.init(name: "premium", grantedAt: now, until: now + 1)]), org: "acme")
+            try txn.put(SubjectRecord(subjectID: "granted", createdAt: now,
+                                      entitlements: [.init(name: "premium", grantedAt: now, until: now + 1)]),
+                        org: "acme")
             for (i, key) in keys.enumerated() {
                 var device = DeviceRecord.sample(keyID: key, deviceID: "dev-\(i)", now: now)
                 try txn.link(&device, to: "shared", org: "acme", now: now)
@@ -367,7 +408,8 @@ import Testing
         #expect(try ids() == ["granted", "s50"], "one record per device, not per value it sent")
         try move(keys[0], to: "")
         try move(keys[1], to: "")
-        #expect(try ids() == ["granted"], "a subject holding an entitlement (even an ended one) is the operator's and stays")
+        #expect(try ids() == ["granted"],
+                "a subject holding an entitlement (even an ended one) is the operator's and stays")
         let report = try store.check()
         #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
     }
@@ -388,7 +430,8 @@ import Testing
 
 extension DeviceRecord {
     static func sample(keyID: [UInt8], deviceID: String, now: Timestamp) -> DeviceRecord {
-        DeviceRecord(keyID: keyID, deviceID: deviceID, appID: "ABCDE12345.com.example.app", publicKey: [4] + [UInt8](repeating: 1, count: 64),
+        DeviceRecord(keyID: keyID, deviceID: deviceID, appID: "ABCDE12345.com.example.app",
+                     publicKey: [4] + [UInt8](repeating: 1, count: 64),
                      environment: .production, createdAt: now)
     }
 }

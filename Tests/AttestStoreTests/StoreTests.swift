@@ -59,9 +59,11 @@ import Glibc
         let store = try open()
         let id: [UInt8] = Array(repeating: 5, count: 16)
         #expect(try store.write([.ephemeral]) { try $0.consumeChallenge(id: id, expiry: 100) } == true)
-        #expect(try store.write([.ephemeral]) { try $0.consumeChallenge(id: id, expiry: 100) } == false, "second use refused")
+        #expect(try store.write([.ephemeral]) { try $0.consumeChallenge(id: id, expiry: 100) } == false,
+                "second use refused")
         #expect(try store.read { try $0.isChallengeUsed(id: id, expiry: 100) })
-        #expect(try store.read { try $0.isChallengeUsed(id: id, expiry: 101) } == false, "the expiry is part of the key")
+        #expect(try store.read { try $0.isChallengeUsed(id: id, expiry: 101) } == false,
+                "the expiry is part of the key")
     }
 
     @Test func sweepsRemoveOnlyExpiredRecords() throws {
@@ -81,7 +83,8 @@ import Glibc
         #expect(total == 10)
         #expect(try store.entryCounts()[.challenges] == 10)
         for e in Int64(11)...20 {
-            #expect(try store.read { try $0.isChallengeUsed(id: [UInt8(e)], expiry: e * 10) }, "unexpired \(e * 10) kept")
+            #expect(try store.read { try $0.isChallengeUsed(id: [UInt8(e)], expiry: e * 10) },
+                    "unexpired \(e * 10) kept")
         }
     }
 
@@ -90,7 +93,8 @@ import Glibc
         for _ in 0..<3 { _ = try store.write([.ephemeral]) { try $0.hitRateWindow("org:a", windowEnd: 60) } }
         #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("org:a", windowEnd: 60) } == 4)
         #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("org:b", windowEnd: 60) } == 1)
-        #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("org:a", windowEnd: 120) } == 1, "a new window starts at 1")
+        #expect(try store.write([.ephemeral]) { try $0.hitRateWindow("org:a", windowEnd: 120) } == 1,
+                "a new window starts at 1")
         #expect(try store.write([.ephemeral]) { try $0.sweepExpired(.rates, now: 61, limit: 10) } == 2)
     }
 
@@ -102,7 +106,8 @@ import Glibc
             do {
                 try store.write([.durable]) { txn in
                     for i in 0..<100 {
-                        try txn.putReceipt([UInt8](repeating: 1, count: 4000), keyID: Array(String(format(batch * 100 + i)).utf8))
+                        try txn.putReceipt([UInt8](repeating: 1, count: 4000),
+                                           keyID: Array(String(format(batch * 100 + i)).utf8))
                     }
                 }
             } catch let error as StoreError {
@@ -118,7 +123,8 @@ import Glibc
     @Test func devicesAreFoundByKeyAndDeviceID() throws {
         let store = try open()
         let key = [UInt8](repeating: 3, count: 32)
-        let device = DeviceRecord(keyID: key, deviceID: "dev-3", appID: "T.b", publicKey: [4] + [UInt8](repeating: 1, count: 64),
+        let device = DeviceRecord(keyID: key, deviceID: "dev-3", appID: "T.b",
+                                  publicKey: [4] + [UInt8](repeating: 1, count: 64),
                                   environment: .production, createdAt: now)
         try store.write { try $0.put(device) }
         #expect(try store.read { try $0.device(keyID: key) } == device)
@@ -130,18 +136,22 @@ import Glibc
         let store = try open()
         let a = [UInt8](repeating: 1, count: 32), b = [UInt8](repeating: 2, count: 32)
         #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a, at: now) }.keys == 1)
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a, at: now) }.keys == 1, "the same key again does not count")
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: a, at: now) }.keys == 1,
+                "the same key again does not count")
         #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.a", keyID: b, at: now + 5) }.keys == 2)
         #expect(try store.read { try $0.fingerprintKeyCount("fp", appID: "T.a") } == 2)
         #expect(try store.read { try $0.fingerprintKeyCount("fp", appID: "T.b") } == 0, "scoped to the app")
-        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.b", keyID: b, at: now) }.keys == 1, "another app's fingerprint is its own")
+        #expect(try store.write { try $0.noteFingerprint("fp", appID: "T.b", keyID: b, at: now) }.keys == 1,
+                "another app's fingerprint is its own")
         let history = try store.read { try $0.lineage(.fingerprint("fp", appID: "T.a")) }?.history
-        #expect(history == [.init(keyID: a, attestedAt: now), .init(keyID: b, attestedAt: now + 5)], "each key with its date")
+        #expect(history == [.init(keyID: a, attestedAt: now), .init(keyID: b, attestedAt: now + 5)],
+                "each key with its date")
     }
 
     @Test func intervalSyncStoresAndCloses() throws {
         do {
-            let store = try open(StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: .interval(milliseconds: 5)))
+            let store = try open(StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16,
+                                              sync: .interval(milliseconds: 5)))
             try store.write { try $0.put(OrgRecord(name: "i", createdAt: now)) }
         }
         #expect(try open().read { try $0.org(named: "i") } != nil)

@@ -12,7 +12,8 @@ import Testing
 
     func open(intervalMs: Int) throws -> (Store, LMDBStore) {
         let store = try Store(directory: dir.path + "/store",
-                              options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: .interval(milliseconds: intervalMs)))
+                              options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16,
+                                                    sync: .interval(milliseconds: intervalMs)))
         return (store, store.backend as! LMDBStore)
     }
 

@@ -11,7 +11,8 @@ import Testing
     struct Refused: Error {}
 
     func open(_ sync: StoreOptions.Sync = .commit) throws -> Store {
-        try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: sync))
+        try Store(directory: dir.path + "/store",
+                  options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 16, sync: sync))
     }
 
     private func orgs(_ store: Store, _ names: [String]) throws -> [Bool] {

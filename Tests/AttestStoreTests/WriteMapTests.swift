@@ -24,7 +24,8 @@ import Glibc
     }
 
     @Test func theEphemeralMapIsReservedAndWrittenThroughTheDurableIsNot() throws {
-        let store = try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
+        let store = try Store(directory: dir.path + "/store",
+                              options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
         let lmdb = try #require(store.backend as? LMDBStore)
         #expect(lmdb.ephemeral.writesThroughMap == reservable, "ext4, XFS and tmpfs reserve; others write with pwrite")
         #expect(!lmdb.durable.writesThroughMap)
@@ -67,7 +68,8 @@ import Glibc
         guard reservable else { return }
         let path = dir.path + "/store/ephemeral/data.mdb"
         func open(_ mib: Int) throws -> Store {
-            try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: mib))
+            try Store(directory: dir.path + "/store",
+                      options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: mib))
         }
         do {
             let store = try open(8)
@@ -82,7 +84,8 @@ import Glibc
         }
         #expect(sizes(path).size == 8 << 20, "not truncated to the smaller map")
         let store = try open(8)
-        #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap, "the file's size again: through the map")
+        #expect(try #require(store.backend as? LMDBStore).ephemeral.writesThroughMap,
+                "the file's size again: through the map")
         try store.write([.ephemeral]) { txn in
             let hits = try txn.hitRateWindow("ip:192.0.2.9", windowEnd: 4_000_000_000)
             #expect(hits == 3)
@@ -96,7 +99,8 @@ import Glibc
                 && mkdir(dir.path + "/store/ephemeral/data.mdb", 0o700) == 0)
         #expect(attest_reserve_file(dir.path + "/store/ephemeral/data.mdb", 1 << 20) == -EISDIR)
         #expect(throws: StoreError.self) {
-            try Store(directory: dir.path + "/store", options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
+            try Store(directory: dir.path + "/store",
+                      options: StoreOptions(durableMapSizeMiB: 16, ephemeralMapSizeMiB: 8))
         }
     }
 }
