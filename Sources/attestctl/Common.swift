@@ -1,13 +1,11 @@
+import AttestConfig
 import AttestCore
 import AttestService
 import AttestStore
 import CLISupport
 
 /// The data directory: `--data DIR`, else `$ATTEST_EDGE_DATA`, else `./var`.
-func dataDirectory(_ args: Arguments) -> DataDirectory {
-    if let dir = args.value("data") { return DataDirectory(dir) }
-    return DataDirectory(environment("ATTEST_EDGE_DATA") ?? "./var")
-}
+func dataDirectory(_ args: Arguments) -> DataDirectory { DataDirectory(flag: args.value("data")) }
 
 /// The configuration and store of an initialised data directory.
 func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {

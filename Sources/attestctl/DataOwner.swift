@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestService
 import CLISupport
 #if canImport(Glibc)
@@ -10,12 +11,12 @@ let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", 
 
 /// The data directory `argv` names (`--data`), else ATTEST_EDGE_DATA, else ./var.
 func dataPath(_ argv: [String]) -> String {
-    var path = environment("ATTEST_EDGE_DATA") ?? "./var"
+    var flag: String?
     for (i, arg) in argv.enumerated() {
-        if arg == "--data", i + 1 < argv.count { path = argv[i + 1] }
-        if arg.hasPrefix("--data=") { path = String(arg.dropFirst(7)) }
+        if arg == "--data", i + 1 < argv.count { flag = argv[i + 1] }
+        if arg.hasPrefix("--data=") { flag = String(arg.dropFirst(7)) }
     }
-    return path
+    return DataDirectory.path(flag: flag)
 }
 
 /// Root on a data directory that belongs to another user: `store.postgres.url` is in

@@ -1,3 +1,4 @@
+import AttestConfig
 @testable import attestctl
 import AttestService
 import Foundation

@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestService
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestService
 import CLISupport
 #if canImport(Glibc)

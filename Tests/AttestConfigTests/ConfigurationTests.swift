@@ -1,5 +1,5 @@
+import AttestConfig
 import AttestCore
-import AttestService
 import AttestStore
 import Testing
 

@@ -1,8 +1,8 @@
 import AttestCore
 
 /// The JSON of `keys/index.json` (`{"keys": [KeyEntry, …]}`, newest first) and of jwks.json.
-enum KeyIndex {
-    static func json(_ entries: [KeyEntry]) -> JSONValue {
+package enum KeyIndex {
+    package static func json(_ entries: [KeyEntry]) -> JSONValue {
         ["keys": .array(entries.map { e in
             .object([("kid", .string(e.kid)), ("algorithm", .string(e.algorithm)), ("file", .string(e.file)),
                      ("jwk", e.jwk ?? .null), ("publishAt", .string(e.publishAt.iso8601)),
@@ -11,7 +11,7 @@ enum KeyIndex {
         })]
     }
 
-    static func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
+    package static func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
 
     /// Parses an index. Entries written before lifecycles (`createdAt`, `retiresAt`) read as:
     /// published and active from `createdAt`, retired when the next newer key was created,
@@ -50,7 +50,7 @@ enum KeyIndex {
     }
 
     /// The JWKS of the keys published at `now`, newest first: `{"keys":[JWK,…]}` and a newline.
-    static func jwksText(_ entries: [KeyEntry], at now: Timestamp) -> String {
+    package static func jwksText(_ entries: [KeyEntry], at now: Timestamp) -> String {
         let keys = entries.filter { $0.state(at: now).isPublished }.compactMap(\.jwk)
         return JSONValue.object([("keys", .array(keys))]).jsonText + "\n"
     }

@@ -1,4 +1,4 @@
-import AttestService
+import AttestConfig
 import Foundation
 import Testing
 

@@ -26,7 +26,7 @@ public final class KeyRing: @unchecked Sendable {
     /// The first transition after the last `publish`; nil: publish has work now.
     private var nextTransition: Timestamp?
 
-    var indexPath: String { directory + "/index.json" }
+    package var indexPath: String { directory + "/index.json" }
     var lockPath: String { directory + "/lock" }
 
     public init(directory: String, jwksPath: String) throws {
@@ -45,7 +45,7 @@ public final class KeyRing: @unchecked Sendable {
         if FileIO.modificationTime(indexPath) != loadedModification { try reload() }
     }
 
-    func reload() throws {
+    package func reload() throws {
         loadedModification = FileIO.modificationTime(indexPath)
         nextTransition = nil
         guard let text = try FileIO.readText(indexPath) else { entries = []; signers = [:]; return }
@@ -115,7 +115,7 @@ public final class KeyRing: @unchecked Sendable {
     }
 
     /// Runs `body` holding keys/lock, so that jwks.json is never written from a stale index.
-    func withLock<T>(_ body: () throws -> T) throws -> T {
+    package func withLock<T>(_ body: () throws -> T) throws -> T {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeyRingError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

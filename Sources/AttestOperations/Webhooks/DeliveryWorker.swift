@@ -1,4 +1,6 @@
+import AttestConfig
 import AttestCore
+import AttestService
 import AttestStore
 import FastCGI
 #if canImport(Glibc)
@@ -73,8 +75,8 @@ public final class DeliveryWorker {
                 usleep(500_000)
             }
         }
-        let deadline = ServiceContext.monotonicMicroseconds() + Int64(timeoutSeconds + 1) * 1_000_000
-        while !inFlight.isEmpty && ServiceContext.monotonicMicroseconds() < deadline {
+        let deadline = monotonicNanoseconds() + (timeoutSeconds + 1) * 1_000_000_000
+        while !inFlight.isEmpty && monotonicNanoseconds() < deadline {
             _ = try? collect(waitMilliseconds: 100)
         }
         pool.shutdown()

@@ -1,5 +1,5 @@
+import AttestConfig
 import AttestCore
-import AttestService
 import Testing
 
 /// `server.listen`'s grammar (`ListenAddress`): root writes the value into nginx's

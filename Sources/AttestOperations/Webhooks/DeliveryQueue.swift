@@ -1,4 +1,5 @@
 import AttestCore
+import AttestService
 import AttestStore
 
 /// One attempt to send, handed to a sender thread: everything it needs, copied out of the store.
