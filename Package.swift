@@ -40,8 +40,13 @@ let package = Package(
         .target(name: "AttestConfig", dependencies: ["AttestCore", "AttestStore"], swiftSettings: strict),
         // Serving: the endpoints, tokens, admission, usage counting (the pools).
         .target(name: "AttestService", dependencies: ["AttestConfig", "AttestCore", "AttestStore", "FastCGI", "CLISupport"], swiftSettings: strict),
-        // Operations: making a data directory, key rotation, backup and restore, webhook delivery.
-        .target(name: "AttestOperations", dependencies: ["AttestConfig", "AttestCore", "AttestService", "AttestStore", "FastCGI"], swiftSettings: strict),
+        // Operations: making a data directory, key rotation, backup and restore, webhook delivery,
+        // root acting on the service user's data directory.
+        .target(name: "AttestOperations", dependencies: ["AttestConfig", "AttestCore", "AttestService", "AttestStore", "CLISupport", "FastCGI"],
+                swiftSettings: strict),
+        // The process supervisor of `attestctl serve`: nginx, the pools and the sender as children.
+        .target(name: "AttestSupervisor", dependencies: ["AttestConfig", "AttestCore", "AttestService", "CFastCGI", "CLISupport", "HTTPClient"],
+                swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
@@ -50,7 +55,7 @@ let package = Package(
         .target(name: "AttestFuzz", dependencies: ["AttestConfig", "AttestCore", "AttestOperations", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore", "AttestTesting", "FastCGI", "CFastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore", "AttestSupervisor", "AttestTesting", "FastCGI", "CFastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
@@ -68,6 +73,8 @@ let package = Package(
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
         .testTarget(name: "AttestConfigTests", dependencies: ["AttestConfig", "AttestCore", "AttestStore"], swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: ["AttestConfig", "AttestOperations", "AttestService", "AttestTesting", "AttestStore", "AttestCore", "FastCGI"], swiftSettings: strict),
-        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestConfig", "AttestService", "CLISupport"], swiftSettings: strict),
+        .testTarget(name: "AttestSupervisorTests", dependencies: ["AttestSupervisor", "AttestConfig", "CLISupport"], swiftSettings: strict),
+        // attestctl's own commands (reload, restore) against a hostile data directory.
+        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestConfig", "AttestOperations", "AttestSupervisor"], swiftSettings: strict),
     ]
 )

@@ -9,3 +9,14 @@ public func environment(_ name: String) -> String? {
 }
 
 public func processID() -> Int32 { getpid() }
+
+/// This process's environment, as `NAME=value` entries in their order.
+package func environmentEntries() -> [String] {
+    var found = [String]()
+    var entry = environ
+    while let pointer = entry.pointee {
+        found.append(String(cString: pointer))
+        entry += 1
+    }
+    return found
+}

@@ -1,4 +1,5 @@
 import AttestConfig
+import AttestOperations
 import AttestService
 import CLISupport
 #if canImport(Glibc)
@@ -75,9 +76,3 @@ let reloadCommand = Command(
         Output.err("\(name): no outcome within \(timeout) s; see the pool's log (DATA/log/attest-\(name).log)")
         return 1
     })
-
-extension String {
-    var trimmingWhitespace: String {
-        String(self.drop(while: { $0.isWhitespace }).reversed().drop(while: { $0.isWhitespace }).reversed())
-    }
-}

@@ -52,7 +52,7 @@ public enum Backup {
                             progress: (String, Double) -> Void = { _, _ in }) throws -> Summary {
         var template = Array((path + ".parts-XXXXXX").utf8CString)
         guard let scratch = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
-            throw BackupFile.Failure("cannot create a scratch directory beside \(path): \(String(cString: strerror(errno)))")
+            throw OperationsError(.backupIO, "cannot create a scratch directory beside \(path): \(String(cString: strerror(errno)))")
         }
         defer {
             for env in ["durable", "ephemeral"] { unlink(scratch + "/\(env)/data.mdb"); rmdir(scratch + "/\(env)") }
@@ -74,7 +74,7 @@ public enum Backup {
             }
             for env in ["durable", "ephemeral"] {
                 let fd = open(scratch + "/\(env)/data.mdb", O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw BackupFile.Failure("cannot read \(scratch)/\(env)/data.mdb: \(String(cString: strerror(errno)))") }
+                guard fd >= 0 else { throw OperationsError(.backupIO, "cannot read \(scratch)/\(env)/data.mdb: \(String(cString: strerror(errno)))") }
                 defer { close(fd) }
                 try writer.entry(path: "store/\(env)/data.mdb", from: fd, source: scratch + "/\(env)/data.mdb", mode: 0o600) { progress("writing the \(env) store", $0) }
             }
@@ -83,7 +83,7 @@ public enum Backup {
             unlink(temporary)
             throw error
         }
-        guard rename(temporary, path) == 0 else { throw BackupFile.Failure("cannot rename \(temporary) to \(path)") }
+        guard rename(temporary, path) == 0 else { throw OperationsError(.backupIO, "cannot rename \(temporary) to \(path)") }
         var info = stat()
         stat(path, &info)
         return Summary(header: BackupFile.Header(schema: Store.schemaVersion, created: now, entries: opened.count + 2), bytes: Int(info.st_size),
@@ -108,7 +108,7 @@ public enum Backup {
         progress("checking \(path)", 0)
         let header = try verify(path)
         guard header.schema == Store.schemaVersion else {
-            throw BackupFile.Failure("\(path) holds store schema \(header.schema); this build reads \(Store.schemaVersion)")
+            throw OperationsError(.backupInvalid, "\(path) holds store schema \(header.schema); this build reads \(Store.schemaVersion)")
         }
         try data.makeLayout()
         // Everything below the data directory goes through descriptors (PinnedDirectory): a
@@ -129,13 +129,13 @@ public enum Backup {
             do {
                 try reader.copy(entry.length) { chunk in
                     guard chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == chunk.count else {
-                        throw BackupFile.Failure("cannot write \(dir.path)/\(temporary): \(String(cString: strerror(errno)))")
+                        throw OperationsError(.backupIO, "cannot write \(dir.path)/\(temporary): \(String(cString: strerror(errno)))")
                     }
                     written += chunk.count
                     if entry.length > 1 << 20 { progress("restoring \(entry.path)", Double(written) / Double(entry.length)) }
                 }
                 fchmod(fd, mode_t(entry.mode & 0o777))
-                guard fsync(fd) == 0 else { throw BackupFile.Failure("cannot sync \(dir.path)/\(temporary)") }
+                guard fsync(fd) == 0 else { throw OperationsError(.backupIO, "cannot sync \(dir.path)/\(temporary)") }
             } catch {
                 close(fd)
                 dir.remove(temporary)

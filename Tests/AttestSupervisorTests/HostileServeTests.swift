@@ -1,6 +1,5 @@
 import AttestConfig
-@testable import attestctl
-import AttestService
+@testable import AttestSupervisor
 import Foundation
 import Testing
 
@@ -54,7 +53,7 @@ import Testing
     func childLogIsALink() throws {
         let (dir, victim) = Self.scene()
         symlink(victim, dir.path + "/log/attest-mad.log")
-        #expect(throws: CommandFailure.self) {
+        #expect(throws: SupervisorError.self) {
             try ChildProcess(name: "echo", executable: "/bin/echo", arguments: ["attacker"],
                              logDirectory: try PinnedDirectory.open(dir.path + "/log"), logName: "attest-mad.log")
         }
@@ -99,20 +98,6 @@ import Testing
         #expect(child.wait(seconds: 10) && child.exitStatus == 0, "\(script): \(child.exitDescription), \(child.logTail())")
     }
 
-    /// Issue #37 F7: a sparse 256 MiB pid file made root's reload read it whole (630 MB, 231 s).
-    @Test("reload refuses a 1 GiB sparse pid file at once, from its size", .enabled(if: geteuid() == 0))
-    func hugePidFile() throws {
-        let (dir, data) = try Self.dataOwnedByNobody()
-        defer { withExtendedLifetime(dir) {} }
-        try Self.asNobody(in: data + "/run", "truncate -s 1G refresh.sock.pid")
-        let started = monotonicSeconds()
-        var refusal = "accepted"
-        do { _ = try reloadCommand.run(["refresh", "--data", data, "--timeout", "1"]) } catch { refusal = "\(error)" }
-        let seconds = monotonicSeconds() - started
-        #expect(refusal.contains("not a process id: nothing signalled"), "\(refusal.prefix(200))")
-        #expect(seconds < 0.5, "took \(seconds) s")
-    }
-
     /// Issue #37 F7: serve prints a log's last lines when nginx or a pool dies; the logs are the
     /// service user's.
     @Test("the last lines of a 1 GiB sparse log are read from its end only", .enabled(if: geteuid() == 0))
@@ -133,53 +118,5 @@ import Testing
         seconds = monotonicSeconds() - started
         #expect(poolTail.contains("the pool's last line"), "\(poolTail.suffix(80).debugDescription)")
         #expect(seconds < 0.5, "ChildProcess.logTail took \(seconds) s")
-    }
-
-    /// Found while fixing F7: restore (as root) read every DATA/run/*.sock.pid whole, through links.
-    @Test("restore's running-pool check reads no pid file through a link, a FIFO or past 32 bytes", .enabled(if: geteuid() == 0))
-    func restorePidFiles() throws {
-        let (dir, data) = try Self.dataOwnedByNobody()
-        defer { withExtendedLifetime(dir) {} }
-        try Self.asNobody(in: data + "/run", "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
-        let started = monotonicSeconds()
-        var refusal = "accepted"
-        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
-        let seconds = monotonicSeconds() - started
-        #expect(!refusal.contains("is served right now"), "\(refusal)")
-        #expect(seconds < 0.5, "took \(seconds) s")
-        // A real pool's pid file (this process stands in for the pool) still stops it.
-        try Self.asNobody(in: data + "/run", "echo \(getpid()) > d.sock.pid")
-        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
-        #expect(refusal.contains("is served right now (d.sock.pid)"), "\(refusal)")
-    }
-
-    @Test("pid files: only positive decimal numbers are PIDs")
-    func pidParsing() {
-        #expect(PoolMaster.parse("1234\n") == 1234)
-        for bad in ["-1", "0", "", "abc", "12abc", "+5", "1 2", "99999999999", "-0"] {
-            #expect(PoolMaster.parse(bad) == nil, "\(bad.debugDescription)")
-        }
-    }
-
-    @Test("a PID that is not the pool's master is refused: another program, or our pool on another socket")
-    func pidIdentity() throws {
-        let dir = TemporaryDirectory()
-        let sleeper = try ChildProcess(name: "sleep", executable: "/bin/sleep", arguments: ["30"],
-                                       logDirectory: try PinnedDirectory.open(dir.path), logName: "sleep.out")
-        defer { sleeper.signal(SIGKILL); _ = sleeper.wait(seconds: 5) }
-        let problem = PoolMaster.problem(pid: sleeper.pid, endpoint: "refresh", socket: "/srv/data/run/refresh.sock")
-        #expect(problem?.contains("not attest-refresh") == true, "\(problem ?? "accepted")")
-        #expect(PoolMaster.problem(pid: 999_999_999, endpoint: "refresh", socket: "/x.sock") != nil)
-        // A shell named like the pool, but not serving this socket.
-        let fake = dir.path + "/attest-refresh"
-        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path, toPath: fake)
-        let impostor = try ChildProcess(name: "fake", executable: fake, arguments: ["-c", "sleep 30; true", "--socket", "/other/refresh.sock"],
-                                        logDirectory: try PinnedDirectory.open(dir.path), logName: "fake.out")
-        defer { impostor.signal(SIGKILL); _ = impostor.wait(seconds: 5) }
-        _ = waitUntil { (try? String(contentsOfFile: "/proc/\(impostor.pid)/cmdline", encoding: .utf8))?.contains("--socket") == true }
-        let other = PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/srv/data/run/refresh.sock")
-        #expect(other?.contains("does not serve") == true, "\(other ?? "accepted")")
-        #expect(PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/other/refresh.sock") == nil,
-                "the same process is accepted for the socket it serves")
     }
 }

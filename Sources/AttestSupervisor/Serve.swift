@@ -1,58 +1,23 @@
 import AttestConfig
-import AttestCore
 import AttestService
-import AttestStore
 import CLISupport
 import HTTPClient
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `attestctl serve`: the whole stack on this machine, in the foreground.
-let serveCommand = Command(
-    name: "serve",
-    summary: "run the whole stack in the foreground: nginx, one pool per endpoint, the webhook sender",
-    usage: """
-        usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--workers N] [--trust-root PEM]...
-                               [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR] [--user NAME]
-
-        Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
-        configuration into DIR/nginx, starts one pre-forked pool per endpoint, the webhook
-        delivery worker (attest-webhooks deliver) and nginx, waits until each answers and prints
-        the base URL. Ctrl-C, SIGTERM or SIGHUP (the terminal closing) stops everything it started.
-        A pool that crashes later is restarted with backoff; if nginx dies, everything stops.
-        Logs in DIR/log are rotated past server.logMaxMiB (one previous file, NAME.1, is kept).
-
-        As root, nginx (master and workers) and the pools run as server.user (default attestedge,
-        created if missing) and DIR is handed to that user; nginx keeps one capability, to bind a
-        port below 1024, and only when the port needs it. server.user is read from config.json,
-        which that user can write: once DIR belongs to a user, a server.user naming another
-        account (root included) is refused unless --user names it on the command line.
-
-        --listen      address nginx listens on (default server.listen, 127.0.0.1:8080)
-        --user        as root: the account to run as, overriding server.user (root's own choice)
-        --workers     worker processes per pool (default server.workers)
-        --trust-root  also trust this CA (PEM) for attestations: test devices only, logged loudly
-        --test-ca     create a test CA in DIR/test-ca if missing and trust it (trust.testRoots), so
-                      'attest-device --test-ca DIR/test-ca/ca.pem' can enroll (never in production)
-        --allow-private-webhooks
-                      lift the webhook SSRF guard for this run (webhooks.allowPrivateDestinations):
-                      http:// and loopback/private receivers are allowed (tests, never in production)
-
-        example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
-        """,
-    run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates", "user"], switches: ["test-ca", "allow-private-webhooks"])
-        return try Serve(args).run()
-    })
-
-struct Serve {
+/// `attestctl serve` once the data directory is ready (initialised, its test CA made when
+/// asked: attestctl does that first): renders nginx's configuration, starts the pools, the
+/// webhook sender and nginx, waits until each answers, then supervises them until a signal.
+package struct Serve {
     let args: Arguments
     let data: DataDirectory
 
-    init(_ args: Arguments) {
+    /// `args`: serve's parsed arguments (`--data`, `--listen`, `--workers`, `--trust-root`,
+    /// `--nginx-templates`, `--user`, `--allow-private-webhooks`).
+    package init(_ args: Arguments) {
         self.args = args
-        data = dataDirectory(args)
+        data = DataDirectory(flag: args.value("data"))
     }
 
     static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks]
@@ -60,19 +25,8 @@ struct Serve {
     /// absent their locations answer 501 JSON. Every routed pool exists now.
     static let optionalPools: [String] = []
 
-    func run() throws -> Int32 {
-        if !data.isInitialised {
-            // A data directory another account owns is that account's to initialise: as root,
-            // the keys, the secret and the store's files would be created through whatever links
-            // it planted (it need only delete secrets/challenge.key to get here).
-            try asDataOwner(data) {
-                _ = try initialiseDataDirectory(data)
-                try createDemoTenant()
-            }
-        }
+    package func run() throws -> Int32 {
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
-        // As the data directory's owner: root must not create files through links planted in test-ca/.
-        if args.flag("test-ca") { try asDataOwner(data) { _ = try ensureTestCA(data) } }
         var config = try data.loadConfiguration()
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
@@ -89,7 +43,7 @@ struct Serve {
                                         startID: startID, absentPools: absent) { path, text in
             try asDataOwner(data) { try FileIO.writeAtomically(path, text: text) }
         }
-        guard let nginxBinary = findProgram("nginx") else { throw CommandFailure("nginx is not installed (apt-get install nginx)") }
+        guard let nginxBinary = findProgram("nginx") else { throw SupervisorError(.start, "nginx is not installed (apt-get install nginx)") }
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
         let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
@@ -104,7 +58,7 @@ struct Serve {
             for endpoint in Self.endpoints {
                 let name = "attest-\(endpoint.rawValue)"
                 let exe = binaries + "/" + name
-                guard access(exe, X_OK) == 0 else { throw CommandFailure("\(exe) is missing: build all products (swift build -c release)") }
+                guard access(exe, X_OK) == 0 else { throw SupervisorError(.start, "\(exe) is missing: build all products (swift build -c release)") }
                 var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers", String(workers), "--data", data.path]
                 for root in trustRoots { childArgs += ["--trust-root", root] }
                 if endpoint == .webhooks && args.flag("allow-private-webhooks") { childArgs.append("--allow-private-destinations") }
@@ -151,12 +105,12 @@ struct Serve {
     /// root hands the data directory and every process to, root's included.
     func serviceUser(named name: String, chosenByRoot: Bool, trustRoots: [String]) throws -> ServiceUser? {
         guard geteuid() == 0 else { return nil }
-        guard Configuration.isUserName(name) else { throw CommandFailure("server.user \(name.debugDescription) is not a user name") }
+        guard Configuration.isUserName(name) else { throw SupervisorError(.serviceUser, "server.user \(name.debugDescription) is not a user name") }
         let user = try ServiceUser.resolve(name)
         var info = stat()
-        guard stat(data.path, &info) == 0 else { throw CommandFailure("cannot stat \(data.path): \(String(cString: strerror(errno)))") }
+        guard stat(data.path, &info) == 0 else { throw SupervisorError(.serviceUser, "cannot stat \(data.path): \(String(cString: strerror(errno)))") }
         if !chosenByRoot && info.st_uid != 0 && info.st_uid != user.uid {
-            throw CommandFailure("""
+            throw SupervisorError(.serviceUser, """
                 server.user is \(name), but \(data.path) belongs to uid \(info.st_uid): config.json is that user's to \
                 write, so it cannot choose another account to run as. If \(name) is what you want, say so on the \
                 command line: attestctl serve --user \(name) (root's choice; DATA is handed to it)
@@ -180,26 +134,15 @@ struct Serve {
         do { try config.set(key, jsonValue: json) } catch { throw UsageError("\(error)") }
     }
 
-    func createDemoTenant() throws {
-        let (_, store) = try openStore(data)
-        let time = now()
-        try store.write([.durable]) { txn in
-            try txn.put(OrgRecord(name: "demo", tier: .pro, ratePerMinute: 0, createdAt: time,
-                                  subjectSecret: SignedSubject.newSecret(random: SystemRandom())))
-            try txn.put(AppRecord(teamID: "DEMOTEAM01", bundleID: "com.example.demo", org: "demo", policy: .both, createdAt: time))
-        }
-        Output.out("created demo organization \"demo\" (pro) and app DEMOTEAM01.com.example.demo (environments: both)")
-    }
-
     func waitForSockets(_ children: [ChildProcess]) throws {
         let deadline = monotonicSeconds() + 20
         for endpoint in Self.endpoints {
             let path = data.runDirectory + "/\(endpoint.rawValue).sock"
             while !canConnect(unixSocket: path) {
                 if let dead = children.first(where: { !$0.isRunning }) {
-                    throw CommandFailure("\(dead.name) \(dead.exitDescription) while starting. Its log (\(dead.logFile)):\n\(dead.logTail())")
+                    throw SupervisorError(.start, "\(dead.name) \(dead.exitDescription) while starting. Its log (\(dead.logFile)):\n\(dead.logTail())")
                 }
-                guard monotonicSeconds() < deadline else { throw CommandFailure("\(path) did not come up within 20 s") }
+                guard monotonicSeconds() < deadline else { throw SupervisorError(.start, "\(path) did not come up within 20 s") }
                 usleep(20_000)
             }
         }
@@ -234,14 +177,14 @@ struct Serve {
         while monotonicSeconds() < deadline {
             if !nginx.isRunning {
                 nginx.killGroup()
-                throw CommandFailure("nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
+                throw SupervisorError(.start, "nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
                                      + ((try? PinnedDirectory.open(data.path).directory("log")).map { ServeSupervisor.tail($0, "error.log") } ?? ""))
             }
             guard let problem = attempt() else { return }
             last = problem
             usleep(50_000)
         }
-        throw CommandFailure("waited 20 s for \(what) (last: \(last))")
+        throw SupervisorError(.start, "waited 20 s for \(what) (last: \(last))")
     }
 
     func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?) {

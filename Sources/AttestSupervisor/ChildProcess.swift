@@ -1,5 +1,4 @@
 import AttestConfig
-import AttestService
 import CFastCGI
 #if canImport(Glibc)
 import Glibc
@@ -55,7 +54,7 @@ final class ChildProcess {
         self.ownsProcessGroup = ownsProcessGroup
         let log: Int32
         do { log = try logDirectory.openFile(logName, O_WRONLY | O_CREAT | O_APPEND, mode: 0o644) } catch {
-            throw CommandFailure("cannot open the log of \(name): \(error)")
+            throw SupervisorError(.start, "cannot open the log of \(name): \(error)")
         }
         defer { close(log) }
         pid = try Self.spawn(executable, arguments, log: log, credentials: credentials, group: ownsProcessGroup)
@@ -118,7 +117,7 @@ final class ChildProcess {
     private static func spawn(_ executable: String, _ arguments: [String], log: Int32,
                               credentials: Credentials?, group: Bool) throws -> pid_t {
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        guard null >= 0 else { throw CommandFailure("cannot open /dev/null: \(String(cString: strerror(errno)))") }
+        guard null >= 0 else { throw SupervisorError(.start, "cannot open /dev/null: \(String(cString: strerror(errno)))") }
         defer { close(null) }
 
         let strings = [executable] + arguments
@@ -149,7 +148,7 @@ final class ChildProcess {
         let failureLength = strlen(failure)
 
         let child = fork()
-        if child < 0 { throw CommandFailure("cannot start \(executable): fork: \(String(cString: strerror(errno)))") }
+        if child < 0 { throw SupervisorError(.start, "cannot start \(executable): fork: \(String(cString: strerror(errno)))") }
         if child == 0 {
             // The child: async-signal-safe calls only, on values prepared above (no allocation).
             if group { setpgid(0, 0) }
@@ -195,7 +194,7 @@ func executableDirectory() -> String {
 }
 
 /// The first of `names` found on PATH or in the usual system directories.
-func findProgram(_ name: String) -> String? {
+package func findProgram(_ name: String) -> String? {
     let path = environment("PATH") ?? ""
     for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"] {
         let candidate = dir + "/" + name

@@ -1,4 +1,4 @@
-@testable import attestctl
+@testable import AttestSupervisor
 import Foundation
 import Testing
 

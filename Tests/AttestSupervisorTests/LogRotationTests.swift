@@ -1,6 +1,5 @@
 import AttestConfig
-@testable import attestctl
-import AttestService
+@testable import AttestSupervisor
 import Foundation
 import Testing
 

@@ -1,4 +1,4 @@
-@testable import attestctl
+@testable import AttestSupervisor
 import Testing
 
 /// Issue #7 item 16: a pool that crashes at run time is restarted with backoff; it is never

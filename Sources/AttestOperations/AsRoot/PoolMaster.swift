@@ -1,5 +1,5 @@
 import AttestConfig
-import AttestService
+import CLISupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,16 +10,16 @@ import Glibc
 /// positive and the process is that pool: `/proc/PID/exe` is a binary named
 /// `attest-ENDPOINT` (` (deleted)` allowed: a binary replaced on disk before a reload), and its
 /// command line passes `--socket SOCKET`, the socket the pid file sits beside.
-enum PoolMaster {
+package enum PoolMaster {
     /// The pid file's text as a PID: decimal digits only (surrounding whitespace allowed).
-    static func parse(_ text: String) -> pid_t? {
+    package static func parse(_ text: String) -> pid_t? {
         let digits = text.trimmingWhitespace
         guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ ("0"..."9").contains($0) }), let pid = pid_t(digits), pid > 0 else { return nil }
         return pid
     }
 
     /// Why `pid` is not the master of `endpoint`'s pool on `socket`; `nil` when it is.
-    static func problem(pid: pid_t, endpoint: String, socket: String) -> String? {
+    package static func problem(pid: pid_t, endpoint: String, socket: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return "process \(pid) does not exist (or its executable cannot be read)" }

@@ -1,3 +1,4 @@
+import AttestConfig
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,13 +28,5 @@ enum ServiceEnvironment {
     }
 
     /// This process's environment, as `NAME=value` entries.
-    static func current() -> [String] {
-        var found = [String]()
-        var entry = environ
-        while let pointer = entry.pointee {
-            found.append(String(cString: pointer))
-            entry += 1
-        }
-        return found
-    }
+    static func current() -> [String] { environmentEntries() }
 }

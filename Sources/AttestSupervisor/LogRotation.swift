@@ -1,5 +1,4 @@
 import AttestConfig
-import AttestService
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -73,7 +72,7 @@ final class LogRotation {
         let from = try directory.openFile(name, O_RDWR)
         defer { close(from) }
         var st = stat()
-        guard fstat(from, &st) == 0 else { throw CommandFailure("cannot stat \(directory.path)/\(name): \(String(cString: strerror(errno)))") }
+        guard fstat(from, &st) == 0 else { throw SupervisorError(.logs, "cannot stat \(directory.path)/\(name): \(String(cString: strerror(errno)))") }
         let end = off_t(st.st_size)
         let start = max(0, end - off_t(maxBytes))
         let temporary = name + ".1.rotating"
@@ -81,7 +80,7 @@ final class LogRotation {
         defer { close(to) }
         do { try Self.copy(from, range: start..<end, to: to) } catch {
             directory.remove(temporary)
-            throw CommandFailure("cannot copy \(directory.path)/\(name) to \(temporary): \(error)")
+            throw SupervisorError(.logs, "cannot copy \(directory.path)/\(name) to \(temporary): \(error)")
         }
         try directory.rename(temporary, to: name + ".1")
         _ = ftruncate(from, 0)
@@ -93,7 +92,7 @@ final class LogRotation {
     static func copy(_ from: Int32, range: Range<off_t>, to: Int32) throws {
         // Linux's lseek whences; Glibc declares them only under _GNU_SOURCE, so Swift does not see them.
         let SEEK_DATA: Int32 = 3, SEEK_HOLE: Int32 = 4
-        func failure(_ what: String) -> CommandFailure { CommandFailure("\(what): \(String(cString: strerror(errno)))") }
+        func failure(_ what: String) -> SupervisorError { SupervisorError(.logs, "\(what): \(String(cString: strerror(errno)))") }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = range.lowerBound
         while offset < range.upperBound {

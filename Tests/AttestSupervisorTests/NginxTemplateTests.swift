@@ -1,6 +1,5 @@
 import AttestConfig
-@testable import attestctl
-import AttestService
+@testable import AttestSupervisor
 import Foundation
 import Testing
 
@@ -69,7 +68,7 @@ import Testing
         let dir = TemporaryDirectory()
         let data = DataDirectory(dir.path + "/My Projects/data")
         for sub in [dir.path + "/My Projects", data.path, data.nginxDirectory] { mkdir(sub, 0o755) }
-        let failure = #expect(throws: CommandFailure.self) {
+        let failure = #expect(throws: SupervisorError.self) {
             try NginxSite(templates: Self.templates).render(data: data, configuration: Configuration(), user: "a a",
                                                             startID: NginxSite.newStartID(), absentPools: [])
         }
@@ -99,14 +98,14 @@ import Testing
         }
         #expect(attempt() == nil, "the baseline renders")
         for value in Self.hostile {
-            #expect(attempt(listen: value) is CommandFailure, "server.listen \(value.debugDescription)")
+            #expect(attempt(listen: value) is SupervisorError, "server.listen \(value.debugDescription)")
             #expect("\(attempt(listen: value).map { "\($0)" } ?? "")".contains("server.listen"), "the refusal names the key")
-            #expect(attempt(user: value) is CommandFailure, "user \(value.debugDescription)")
-            #expect(attempt(startID: value) is CommandFailure, "start id \(value.debugDescription)")
-            #expect(attempt(runDirectory: "/run/" + value) is CommandFailure, "run directory \(value.debugDescription)")
+            #expect(attempt(user: value) is SupervisorError, "user \(value.debugDescription)")
+            #expect(attempt(startID: value) is SupervisorError, "start id \(value.debugDescription)")
+            #expect(attempt(runDirectory: "/run/" + value) is SupervisorError, "run directory \(value.debugDescription)")
         }
         for path in ["/x;", "/x{", "/x}", "/x'", "/x\"", "/x$y", "/x\n", "/x y"] {
-            #expect(attempt(data: dir.path + path) is CommandFailure, "data directory \(path.debugDescription)")
+            #expect(attempt(data: dir.path + path) is SupervisorError, "data directory \(path.debugDescription)")
         }
     }
 

@@ -1,5 +1,4 @@
 import AttestConfig
-import AttestService
 import CLISupport
 #if canImport(Glibc)
 import Glibc

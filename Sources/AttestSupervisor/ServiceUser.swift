@@ -1,5 +1,4 @@
 import AttestConfig
-import AttestService
 import CLISupport
 #if canImport(Glibc)
 import Glibc
@@ -52,12 +51,12 @@ struct ServiceUser: Equatable {
     static func resolve(_ name: String) throws -> ServiceUser {
         if let user = lookUp(name) { return user }
         guard name == defaultName else {
-            throw CommandFailure("server.user \"\(name)\" does not exist: create it, or set server.user back to \(defaultName) (created automatically)")
+            throw SupervisorError(.serviceUser, "server.user \"\(name)\" does not exist: create it, or set server.user back to \(defaultName) (created automatically)")
         }
-        guard let useradd = findProgram("useradd") else { throw CommandFailure("cannot create the user \(name): useradd is not installed") }
+        guard let useradd = findProgram("useradd") else { throw SupervisorError(.serviceUser, "cannot create the user \(name): useradd is not installed") }
         let status = try runTool(useradd, ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
                                             "--shell", "/usr/sbin/nologin", "--comment", "AttestEdge", name])
-        guard status == 0, let user = lookUp(name) else { throw CommandFailure("useradd \(name) failed (status \(status))") }
+        guard status == 0, let user = lookUp(name) else { throw SupervisorError(.serviceUser, "useradd \(name) failed (status \(status))") }
         Output.out("created the system user \(name): nginx's workers and the pools run as it")
         return user
     }
@@ -72,12 +71,12 @@ struct ServiceUser: Equatable {
     /// swapped for a link during the walk is refused. Root never chowns a file outside `path`.
     func takeOwnership(of path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw CommandFailure("cannot stat \(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &st) == 0 else { throw SupervisorError(.serviceUser, "cannot stat \(path): \(String(cString: strerror(errno)))") }
         if st.st_uid != uid || st.st_gid != gid, chown(path, uid, gid) != 0 {
-            throw CommandFailure("cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
+            throw SupervisorError(.serviceUser, "cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
         }
         do { try takeOwnership(inside: PinnedDirectory.open(path)) } catch let failure as FileIO.Failure {
-            throw CommandFailure("cannot hand \(path) to \(name): \(failure)")
+            throw SupervisorError(.serviceUser, "cannot hand \(path) to \(name): \(failure)")
         }
     }
 
@@ -91,7 +90,7 @@ struct ServiceUser: Equatable {
             let isDirectory = st.st_mode & S_IFMT == S_IFDIR
             if !isDirectory && st.st_nlink > 1 { continue }
             if st.st_uid != uid || st.st_gid != gid, fchownat(fd, "", uid, gid, Self.emptyPath) != 0 {
-                throw CommandFailure("cannot hand \(directory.path)/\(entry) to \(name): \(String(cString: strerror(errno)))")
+                throw SupervisorError(.serviceUser, "cannot hand \(directory.path)/\(entry) to \(name): \(String(cString: strerror(errno)))")
             }
             if isDirectory { try takeOwnership(inside: directory.directory(entry)) }
         }
@@ -124,7 +123,7 @@ struct ServiceUser: Equatable {
         var granted = [String]()
         while let blocked = firstUnreachable(path) {
             guard !granted.contains(blocked), SearchGrant.grant(uid: uid, on: blocked) else {
-                throw CommandFailure("""
+                throw SupervisorError(.serviceUser, """
                     \(path) is not reachable by the user \(name) (server.user): \(blocked) does not let it through \
                     and cannot be given an ACL entry. Use a directory it can reach (e.g. under /var/lib or /srv), \
                     allow it in (chmod o+x \(blocked)), or set server.user.

@@ -1,5 +1,4 @@
-@testable import attestctl
-import AttestService
+@testable import AttestSupervisor
 import CLISupport
 import Foundation
 import Testing
@@ -34,7 +33,7 @@ import Testing
         let data = Self.data(in: dir, nobody)
         symlink(data, dir.path + "/link")  // root's link to the user's directory, as /var/lib/x -> /srv/x
         let args = try Arguments(["--data", dir.path + "/link"], valued: ["data"], switches: [])
-        #expect(throws: CommandFailure.self) {
+        #expect(throws: SupervisorError.self) {
             _ = try Serve(args).serviceUser(named: "root", chosenByRoot: false, trustRoots: [])
         }
     }

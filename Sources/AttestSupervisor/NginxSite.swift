@@ -1,6 +1,6 @@
 import AttestConfig
 import AttestCore
-import AttestService
+import CLISupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,12 +9,12 @@ import Glibc
 /// data directory, replacing their `@NAME@` placeholders. The templates are the repository's
 /// own files, found beside the binaries (`.build/<config>/` → `nginx/`), under
 /// /usr/local/share/attestedge/nginx, or where `--nginx-templates` says.
-struct NginxSite {
+package struct NginxSite {
     static let files = ["nginx.conf", "site.conf", "fastcgi_params"]
 
     let templates: String
 
-    static func locate(_ explicit: String?) throws -> NginxSite {
+    package static func locate(_ explicit: String?) throws -> NginxSite {
         var candidates = [String]()
         if let explicit { candidates.append(explicit) }
         let exe = executableDirectory()
@@ -23,7 +23,7 @@ struct NginxSite {
         for dir in candidates where files.allSatisfy({ FileIO.exists(dir + "/" + $0) }) {
             return NginxSite(templates: dir)
         }
-        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/)")
+        throw SupervisorError(.nginxSite, "cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/)")
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
@@ -50,7 +50,7 @@ struct NginxSite {
     /// The files a system nginx includes (site.conf, fastcgi_params) for a host install:
     /// sockets in `runDirectory`, the data directory's jwks.json served from `data`, and the
     /// site's `include` of fastcgi_params pointing at `outputDirectory`.
-    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
+    package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
         let values = [
             "@LISTEN@": try Self.listenAddress(c).description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
@@ -62,7 +62,7 @@ struct NginxSite {
     /// user's to write (by hand too), so the renderer refuses what the grammar refuses.
     static func listenAddress(_ c: Configuration) throws -> ListenAddress {
         do { return try ListenAddress(parsing: c.listen) } catch {
-            throw CommandFailure("refusing to write the nginx configuration: config.json: \(error.message)")
+            throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: config.json: \(error.message)")
         }
     }
 
@@ -78,28 +78,28 @@ struct NginxSite {
             // The paths go into directives unquoted: one with a space (a checkout under "My
             // Projects") made nginx fail with "invalid number of arguments".
             guard let bad = value.first(where: { unsafePathCharacters.contains($0) }) else { return }
-            throw CommandFailure("nginx cannot use the path \(value.debugDescription): it contains \(String(bad).debugDescription). "
+            throw SupervisorError(.nginxSite, "nginx cannot use the path \(value.debugDescription): it contains \(String(bad).debugDescription). "
                                  + "Use a data directory (--data DIR) whose path has no spaces, quotes, ';', '{', '}', '$' or '#'")
         case "@USER@":
             let names = value.split(separator: " ", omittingEmptySubsequences: false)
             guard (1...2).contains(names.count), names.allSatisfy({ Configuration.isUserName(String($0)) }) else {
-                throw CommandFailure("refusing to write the nginx configuration: nginx's user \(value.debugDescription) is not \"USER [GROUP]\" "
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: nginx's user \(value.debugDescription) is not \"USER [GROUP]\" "
                                      + "(ASCII letters, digits, '_', '-', '.'; see server.user)")
             }
         case "@START_ID@":
             guard !value.isEmpty, value.allSatisfy(\.isHexDigit), value.allSatisfy(\.isASCII) else {
-                throw CommandFailure("refusing to write the nginx configuration: the start id \(value.debugDescription) is not hex")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the start id \(value.debugDescription) is not hex")
             }
         case "@LISTEN@":
             do { _ = try ListenAddress(parsing: value) } catch {
-                throw CommandFailure("refusing to write the nginx configuration: \(error.message)")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
         case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":
             guard !value.isEmpty, value.allSatisfy({ ("0"..."9").contains($0) }) else {
-                throw CommandFailure("refusing to write the nginx configuration: \(placeholder) \(value.debugDescription) is not a whole number")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) \(value.debugDescription) is not a whole number")
             }
         default:
-            throw CommandFailure("no grammar for the placeholder \(placeholder): refusing to render it")
+            throw SupervisorError(.nginxSite, "no grammar for the placeholder \(placeholder): refusing to render it")
         }
     }
 
@@ -107,7 +107,7 @@ struct NginxSite {
                         into directory: String,
                         write: (_ path: String, _ text: String) throws -> Void = { try FileIO.writeAtomically($0, text: $1) }) throws {
         for file in files {
-            guard var text = try FileIO.readText(templates + "/" + file) else { throw CommandFailure("cannot read \(templates)/\(file)") }
+            guard var text = try FileIO.readText(templates + "/" + file) else { throw SupervisorError(.nginxSite, "cannot read \(templates)/\(file)") }
             for pool in absentPools {
                 let message = "this server does not run the \(pool) responder yet"
                 text = text.replacingAll("fastcgi_pass unix:@RUN_DIR@/\(pool).sock;", with:
@@ -118,7 +118,7 @@ struct NginxSite {
                 text = text.replacingAll(placeholder, with: value)
             }
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
-                throw CommandFailure("\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
+                throw SupervisorError(.nginxSite, "\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
             }
             try write(directory + "/" + file, text)
         }
@@ -133,19 +133,5 @@ struct NginxSite {
     static func currentUser() -> String {
         guard let pw = getpwuid(geteuid()), let gr = getgrgid(getegid()) else { return "nobody" }
         return String(cString: pw.pointee.pw_name) + " " + String(cString: gr.pointee.gr_name)
-    }
-}
-
-extension String {
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var out = ""
-        var rest = self[...]
-        while let range = rest.firstRange(of: target) {
-            out += rest[..<range.lowerBound]
-            out += replacement
-            rest = rest[range.upperBound...]
-        }
-        return out + rest
     }
 }
