@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
+        .executable(name: "attest-bench", targets: ["attest-bench"]),
         .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
     ],
     targets: [
@@ -55,7 +56,9 @@ let package = Package(
         .target(name: "AttestFuzz", dependencies: ["AttestConfig", "AttestCore", "AttestOperations", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore", "AttestSupervisor", "AttestTesting", "FastCGI", "CFastCGI"], swiftSettings: strict),
+        // attestctl links the test PKI for `init --test-ca` and `serve --test-ca` (TestCA) only.
+        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "AttestConfig", "AttestCore", "AttestOperations", "AttestService",
+                                                            "AttestStore", "AttestSupervisor", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
@@ -63,6 +66,9 @@ let package = Package(
         .executableTarget(name: "attest-webhooks", dependencies: ["AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport", "FastCGI", "HTTPClient"], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
+        // The in-process benchmarks (software devices from the test PKI); never installed.
+        .executableTarget(name: "attest-bench", dependencies: ["AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore",
+                                                               "AttestTesting", "CLISupport", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestFuzz"], swiftSettings: strict),
 
         // Tests.

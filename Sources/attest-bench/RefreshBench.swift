@@ -10,7 +10,7 @@ import FastCGI
 import Glibc
 #endif
 
-/// `attestctl bench refresh`: what one refresh costs inside the process, with no nginx and
+/// `attest-bench refresh`: what one refresh costs inside the process, with no nginx and
 /// no FastCGI, split into its two signatures and the rest.
 ///
 /// In a scratch data directory (removed afterwards) it enrolls `--devices` software devices
@@ -43,7 +43,7 @@ enum RefreshBench {
         let path = String(cString: made)
         defer { _ = system("rm -rf '\(path)'") }
 
-        let start = now()
+        let start = SystemClock().now()
         let pki = try TestPKI.generate(validFrom: start - 86_400, validUntil: start + 365 * 86_400)
         let data = DataDirectory(path)
         var config = Configuration()
@@ -99,10 +99,10 @@ enum RefreshBench {
 
         // The token's own claims, signed again and again.
         guard let token = (try JSONParser.parse(lastBody))["token"]?.stringValue else {
-            throw InputError("the last refresh answered no token")
+            throw BenchError("the last refresh answered no token")
         }
         let claims = try JWT(compact: token).claims
-        let signer = try KeyRing(data).signer(at: now())
+        let signer = try KeyRing(data).signer(at: SystemClock().now())
         let verifier = try RawECDSAVerifier(curve: .p256)
         let rounds = max(200, count / 2)
         let us = (refresh: refreshSeconds * 1e6,
@@ -141,7 +141,7 @@ enum RefreshBench {
         let response = Endpoint.challenge.handle(request(.challenge, "GET", id: 0), context)
         try check(response)
         guard let challenge = (try JSONParser.parse(response.body))["challenge"]?.stringValue else {
-            throw InputError("the challenge endpoint answered no challenge")
+            throw BenchError("the challenge endpoint answered no challenge")
         }
         return challenge
     }
@@ -152,7 +152,7 @@ enum RefreshBench {
 
     static func check(_ response: Response) throws {
         guard response.status == 200 else {
-            throw InputError("an in-process request answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            throw BenchError("an in-process request answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }
     }
 }

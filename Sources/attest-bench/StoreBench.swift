@@ -7,7 +7,7 @@ import CLISupport
 import Glibc
 #endif
 
-/// `attestctl bench store`: the store's floors and a bulk loader for scaling benchmarks.
+/// `attest-bench store`: the store's floors and a bulk loader for scaling benchmarks.
 ///
 /// - `bench store puts [--seconds N] [--dir DIR]`: LMDB put rates in a scratch store, one
 ///   100-byte put per write transaction: `commit` (synced: what one durable commit costs)
@@ -60,7 +60,7 @@ enum StoreBench {
         let args = try Arguments(argv, valued: ["data", "count", "app"], switches: [])
         let count = try args.int("count", default: 10_000, in: 1...100_000_000)
         guard let appID = args.value("app") else { throw UsageError("--app APPID is required") }
-        let data = dataDirectory(args)
+        let data = DataDirectory(flag: args.value("data"))
         let (loaded, elapsed, perDevice) = try loadDevices(count, appID: appID, into: data)
         let compacted = try compactDurable(data)
         Output.out("loaded=\(loaded) seconds=\(String(format2: elapsed)) bytes_per_device=\(perDevice) compacted_bytes=\(compacted)")
@@ -72,7 +72,7 @@ enum StoreBench {
     private static func loadDevices(_ count: Int, appID: String, into data: DataDirectory) throws -> (Int, Double, Int) {
         let store = try Store(directory: data.storeDirectory, options: try data.loadConfiguration().storeOptions)
         let publicKey = try SigningKey.generate(.p256).publicKey().x962Point
-        let created = now()
+        let created = SystemClock().now()
         let before = store.usage().first { $0.environment == .durable }?.used ?? 0
         let random = SystemRandom()
         let started = UsageBench.seconds()

@@ -7,19 +7,19 @@ import CLISupport
 import Glibc
 #endif
 
-/// `attestctl bench usage`: monthly counting and reporting at a million devices.
+/// `attest-bench usage`: monthly counting and reporting at a million devices.
 enum UsageBench {
     static func run(_ argv: [String]) throws -> Int32 {
         let args = try Arguments(argv, valued: ["data", "devices", "from", "batch", "at"], switches: [])
         let devices = try args.int("devices", default: 1_000_000, in: 1...100_000_000)
         let first = try args.int("from", default: 0, in: 0...100_000_000)
         let batch = try args.int("batch", default: 10_000, in: 1...100_000)
-        var time = now()
+        var time = SystemClock().now()
         if let at = args.value("at") {
             guard let t = Timestamp(iso8601: at) else { throw UsageError("--at wants an ISO-8601 time such as 2026-12-04T00:00:30Z, not \(at)") }
             time = t
         }
-        let data = dataDirectory(args)
+        let data = DataDirectory(flag: args.value("data"))
         let context = try ServiceContext.open(dataDirectory: data, trust: TrustAnchors(hardware: [try AppleAppAttestationRoot.certificate()]), log: { _ in })
         let org = try context.store.write([.durable]) { txn -> OrgRecord in
             if let org = try txn.org(named: "bench-usage") { return org }

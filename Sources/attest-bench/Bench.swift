@@ -3,18 +3,17 @@ import AttestTesting
 import CLISupport
 import FoundationEssentials
 
-/// `attestctl bench verify`: verification throughput next to raw OpenSSL ECDSA, measured in
-/// the same process and interleaved (see `VerifyBench`).
-let benchCommand = Command(
-    name: "bench",
-    summary: "measure verification rates against raw OpenSSL ECDSA; a refresh in-process; monthly counting at scale",
-    usage: """
-        usage: attestctl bench verify [--seconds N] [--json]
-               attestctl bench usage [--devices N] [--from I] [--batch N] [--at TIME] [--data DIR]
-               attestctl bench claims [--seconds N]
-               attestctl bench store puts [--seconds N] [--dir DIR]
-               attestctl bench store load --count N --app APPID [--data DIR]
-               attestctl bench refresh [--devices N] [--count N] [--cold] [--sync S] [--dir DIR]
+/// `attest-bench`: verification rates against raw OpenSSL ECDSA (`VerifyBench`), a refresh
+/// in-process (`RefreshBench`), monthly counting at scale (`UsageBench`), custom claims'
+/// cost (`ClaimsBench`) and the store's floors (`StoreBench`).
+enum Bench {
+    static let usage = """
+        usage: attest-bench verify [--seconds N] [--json]
+               attest-bench usage [--devices N] [--from I] [--batch N] [--at TIME] [--data DIR]
+               attest-bench claims [--seconds N]
+               attest-bench store puts [--seconds N] [--dir DIR]
+               attest-bench store load --count N --app APPID [--data DIR]
+               attest-bench refresh [--devices N] [--count N] [--cold] [--sync S] [--dir DIR]
 
         On one thread (use 'taskset -c 0' to pin it to one core), measures
           attestation verifications/s: Apple's guide sample at its time, intermediate cache warm
@@ -58,33 +57,51 @@ let benchCommand = Command(
         Prints µs per refresh next to a raw P-256 verify and an ES256 token signature measured
         on the same thread, and the rest (store, JSON, admission, claims).
 
-        example: taskset -c 0 attestctl bench verify --seconds 5
-        """,
-    run: runBench)
+        example: taskset -c 0 attest-bench verify --seconds 5
+        """
 
-@Sendable func runBench(_ argv: [String]) throws -> Int32 {
-    if argv.first == "usage" { return try UsageBench.run(Array(argv.dropFirst())) }
-    if argv.first == "claims" { return try ClaimsBench.run(Array(argv.dropFirst())) }
-    if argv.first == "store" { return try StoreBench.run(Array(argv.dropFirst())) }
-    if argv.first == "refresh" { return try RefreshBench.run(Array(argv.dropFirst())) }
-    guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage, claims, store or refresh") }
-    let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
-    guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
-    let seconds = try args.int("seconds", default: 3, in: 1...600)
-    let results = try VerifyBench.run(seconds: Double(seconds))
-    if args.flag("json") {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let report = BenchReport(seconds: seconds, clock: "thread CPU time", results: results)
-        Output.out(String(decoding: try encoder.encode(report), as: UTF8.self))
-    } else {
-        let rows = results.map { r in
-            [r.name, String(format0: r.rate), "\(String(format0: r.rawRate)) (\(r.rawCurve))", String(format2: r.ratio)]
+    /// Runs the benchmark `argv` names; prints the usage on `help`, `--help`, `-h` or a
+    /// `UsageError` (exit status 2); any other failure is `attest-bench: ERROR`, status 1.
+    static func main(_ argv: [String]) -> Int32 {
+        if argv.first == "help" || argv.contains("--help") || argv.contains("-h") {
+            Output.out(usage)
+            return 0
         }
-        Output.out("verification rate vs raw OpenSSL ECDSA: one thread, \(seconds) s of CPU time each side\n")
-        Output.out(Output.table(["measurement", "verify/s", "raw verify/s", "ratio"], rows))
+        do {
+            return try run(argv)
+        } catch let error as UsageError {
+            Output.err("attest-bench: \(error.message)\n\n\(usage)")
+            return 2
+        } catch {
+            Output.err("attest-bench: \(error)")
+            return 1
+        }
     }
-    return 0
+
+    static func run(_ argv: [String]) throws -> Int32 {
+        if argv.first == "usage" { return try UsageBench.run(Array(argv.dropFirst())) }
+        if argv.first == "claims" { return try ClaimsBench.run(Array(argv.dropFirst())) }
+        if argv.first == "store" { return try StoreBench.run(Array(argv.dropFirst())) }
+        if argv.first == "refresh" { return try RefreshBench.run(Array(argv.dropFirst())) }
+        guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage, claims, store or refresh") }
+        let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
+        guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
+        let seconds = try args.int("seconds", default: 3, in: 1...600)
+        let results = try VerifyBench.run(seconds: Double(seconds))
+        if args.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let report = BenchReport(seconds: seconds, clock: "thread CPU time", results: results)
+            Output.out(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            let rows = results.map { r in
+                [r.name, String(format0: r.rate), "\(String(format0: r.rawRate)) (\(r.rawCurve))", String(format2: r.ratio)]
+            }
+            Output.out("verification rate vs raw OpenSSL ECDSA: one thread, \(seconds) s of CPU time each side\n")
+            Output.out(Output.table(["measurement", "verify/s", "raw verify/s", "ratio"], rows))
+        }
+        return 0
+    }
 }
 
 struct BenchReport: Encodable {

@@ -4,7 +4,7 @@ import AttestStore
 import AttestTesting
 import CLISupport
 
-/// `attestctl bench claims`: what evaluating an app's custom claims adds to a refresh, as a
+/// `attest-bench claims`: what evaluating an app's custom claims adds to a refresh, as a
 /// ratio to the ES256 signature every token costs anyway, on one thread of CPU time.
 ///
 /// Measured: parsing the stored claims text of 20 conditional claims (the enterprise limit;
