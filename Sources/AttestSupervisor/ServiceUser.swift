@@ -75,7 +75,7 @@ struct ServiceUser: Equatable {
         if st.st_uid != uid || st.st_gid != gid, chown(path, uid, gid) != 0 {
             throw SupervisorError(.serviceUser, "cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
         }
-        do { try takeOwnership(inside: PinnedDirectory.open(path)) } catch let failure as FileIO.Failure {
+        do { try takeOwnership(inside: PinnedDirectory.open(path)) } catch let failure as ConfigError {
             throw SupervisorError(.serviceUser, "cannot hand \(path) to \(name): \(failure)")
         }
     }

@@ -40,7 +40,7 @@ let reloadCommand = Command(
         // size, not read): the pool writes a PID of at most 10 digits and a one-line status.
         let status: () throws -> String? = { try run.read("\(name).sock.reload", atMost: 4096).map { String(decoding: $0, as: UTF8.self) } }
         let pidBytes: [UInt8]?
-        do { pidBytes = try run.read("\(name).sock.pid", atMost: 32) } catch let failure as FileIO.Failure where failure.code == EFBIG {
+        do { pidBytes = try run.read("\(name).sock.pid", atMost: 32) } catch let failure as ConfigError where failure.errorNumber == EFBIG {
             throw CommandFailure("\(socket).pid holds more than 32 bytes, not a process id: nothing signalled")
         }
         guard let pidText = pidBytes.map({ String(decoding: $0, as: UTF8.self) }) else {

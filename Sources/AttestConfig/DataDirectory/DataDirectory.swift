@@ -45,7 +45,7 @@ public struct DataDirectory: Sendable {
     public func loadConfiguration() throws -> Configuration {
         guard FileIO.exists(configFile),
               let bytes = try PinnedDirectory.open(path).read("config.json", atMost: Self.maxConfigurationBytes) else {
-            throw Configuration.Problem(message: "\(path) is not an AttestEdge data directory (no config.json): run 'attestctl init --data \(path)'")
+            throw ConfigError(.missing, "\(path) is not an AttestEdge data directory (no config.json): run 'attestctl init --data \(path)'")
         }
         return try Configuration(jsonText: String(decoding: bytes, as: UTF8.self))
     }
@@ -59,7 +59,7 @@ public struct DataDirectory: Sendable {
 
     public func challengeSecret() throws -> [UInt8] {
         guard let secret = try FileIO.read(challengeKeyFile), secret.count == 32 else {
-            throw Configuration.Problem(message: "\(challengeKeyFile) is missing or not 32 bytes: run 'attestctl init'")
+            throw ConfigError(.missing, "\(challengeKeyFile) is missing or not 32 bytes: run 'attestctl init'")
         }
         return secret
     }

@@ -23,7 +23,7 @@ public struct TrustAnchors {
         for file in configuration.testRoots + extraPEMFiles {
             let path = file.hasPrefix("/") ? file : data.path + "/" + file
             guard let pem = try FileIO.readText(path) else {
-                throw Configuration.Problem(message: "trust root \(path) does not exist")
+                throw ConfigError(.missing, "trust root \(path) does not exist")
             }
             for cert in try Certificate.certificates(pemEncoded: pem) {
                 warn("WARNING: trusting TEST root \"\(cert.subject)\" from \(path): software test devices will pass attestation (their tokens say attest: \"test_root\"). Never do this in production.")

@@ -4,27 +4,12 @@ import Glibc
 
 /// Small file-system helpers without Foundation (the FastCGI executables avoid it).
 public enum FileIO {
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let message: String
-        /// The `errno` of the failed call; 0 for a refusal (a link, a file of the wrong kind).
-        public let code: Int32
-        public var description: String { message }
-        init(_ what: String, _ path: String) {
-            code = errno
-            message = "\(what) \(path): \(String(cString: strerror(code)))"
-        }
-        init(message: String, code: Int32 = 0) {
-            self.message = message
-            self.code = code
-        }
-    }
-
     /// The whole file, or `nil` when it does not exist.
     public static func read(_ path: String) throws -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw Failure("cannot open", path)
+            throw ConfigError.failed("cannot open", path)
         }
         defer { close(fd) }
         return try readAll(fd, path: path)
@@ -36,7 +21,7 @@ public enum FileIO {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw Failure("cannot read", path) }
+            if n < 0 { if errno == EINTR { continue }; throw ConfigError.failed("cannot read", path) }
             if n == 0 { return out }
             out += chunk[0..<n]
         }
@@ -49,7 +34,7 @@ public enum FileIO {
         var filled = 0
         while filled < out.count {
             let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled)) }
-            if n < 0 { if errno == EINTR { continue }; throw Failure("cannot read", path) }
+            if n < 0 { if errno == EINTR { continue }; throw ConfigError.failed("cannot read", path) }
             if n == 0 { break }
             filled += n
         }
@@ -69,13 +54,13 @@ public enum FileIO {
         let temp = path + ".tmp.\(getpid())"
         unlink(temp)
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw Failure("cannot create", temp) }
+        guard fd >= 0 else { throw ConfigError.failed("cannot create", temp) }
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let failure = Failure("cannot write", temp)
+                let failure = ConfigError.failed("cannot write", temp)
                 close(fd)
                 unlink(temp)
                 throw failure
@@ -83,9 +68,9 @@ public enum FileIO {
             offset += n
         }
         fchmod(fd, mode)
-        guard fsync(fd) == 0 else { let f = Failure("cannot sync", temp); close(fd); unlink(temp); throw f }
+        guard fsync(fd) == 0 else { let f = ConfigError.failed("cannot sync", temp); close(fd); unlink(temp); throw f }
         close(fd)
-        guard rename(temp, path) == 0 else { let f = Failure("cannot rename onto", path); unlink(temp); throw f }
+        guard rename(temp, path) == 0 else { let f = ConfigError.failed("cannot rename onto", path); unlink(temp); throw f }
     }
 
     public static func writeAtomically(_ path: String, text: String, mode: mode_t = 0o644) throws {
@@ -99,7 +84,7 @@ public enum FileIO {
         var current = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             current += "/" + part
-            if mkdir(current, mode) != 0 && errno != EEXIST { throw Failure("cannot create", current) }
+            if mkdir(current, mode) != 0 && errno != EEXIST { throw ConfigError.failed("cannot create", current) }
         }
     }
 

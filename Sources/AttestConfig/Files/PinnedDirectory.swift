@@ -18,7 +18,7 @@ import Glibc
 ///   costs root neither memory nor time.
 /// - Creating goes through `O_EXCL`; replacing goes through a rename in this directory,
 ///   which replaces a link itself, never what it points to.
-/// Refusals throw `FileIO.Failure` naming the path and why ("a symbolic link, not followed").
+/// Refusals throw `ConfigError` (`refused`) naming the path and why ("a symbolic link, not followed").
 public final class PinnedDirectory {
     /// The path it was opened at, for messages and for programs that need a path.
     public let path: String
@@ -35,7 +35,7 @@ public final class PinnedDirectory {
     /// Opens the directory at `path`, which the caller trusts (links in it are followed).
     public static func open(_ path: String) throws -> PinnedDirectory {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileIO.Failure("cannot open the directory", path) }
+        guard fd >= 0 else { throw ConfigError.failed("cannot open the directory", path) }
         return PinnedDirectory(path: path, descriptor: fd)
     }
 
@@ -46,7 +46,7 @@ public final class PinnedDirectory {
         var current = self
         for name in try Self.components(relative) {
             if let mode = create, mkdirat(current.descriptor, name, mode) != 0, errno != EEXIST {
-                throw FileIO.Failure("cannot create", current.path + "/" + name)
+                throw ConfigError.failed("cannot create", current.path + "/" + name)
             }
             let fd = openat(current.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { throw Self.refusal(current.path + "/" + name) }
@@ -68,11 +68,11 @@ public final class PinnedDirectory {
         let writing = flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, !writing || st.st_nlink == 1 else {
             close(fd)
-            throw FileIO.Failure(message: "refusing \(dir.path)/\(name): "
+            throw ConfigError(.refused, "refusing \(dir.path)/\(name): "
                                  + (st.st_mode & S_IFMT != S_IFREG ? "not a regular file" : "it has \(st.st_nlink) hard links"))
         }
         if flags & O_TRUNC != 0, ftruncate(fd, 0) != 0 {
-            let failure = FileIO.Failure("cannot truncate", dir.path + "/" + name)
+            let failure = ConfigError.failed("cannot truncate", dir.path + "/" + name)
             close(fd)
             throw failure
         }
@@ -82,14 +82,14 @@ public final class PinnedDirectory {
 
     /// The regular file `relative`, or `nil` when it does not exist; for files root expects to
     /// be small (a pid file, a status line).
-    /// - Throws: `FileIO.Failure` with code `EFBIG` when it holds more than `limit` bytes (by its
+    /// - Throws: `ConfigError` (`refused`, `errorNumber` `EFBIG`) when it holds more than `limit` bytes (by its
     ///   size, so nothing is read; or by what was read, a file growing meanwhile).
     public func read(_ relative: String, atMost limit: Int) throws -> [UInt8]? {
         guard let fd = try openForReading(relative) else { return nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileIO.Failure("cannot stat", path + "/" + relative) }
-        let tooLarge = FileIO.Failure(message: "refusing \(path)/\(relative): larger than \(limit) bytes", code: EFBIG)
+        guard fstat(fd, &st) == 0 else { throw ConfigError.failed("cannot stat", path + "/" + relative) }
+        let tooLarge = ConfigError(.refused, "refusing \(path)/\(relative): larger than \(limit) bytes", errorNumber: EFBIG)
         guard Int(st.st_size) <= limit else { throw tooLarge }
         let bytes = try FileIO.read(fd, from: 0, to: limit + 1, path: path + "/" + relative)
         guard bytes.count <= limit else { throw tooLarge }
@@ -103,19 +103,19 @@ public final class PinnedDirectory {
         guard let fd = try openForReading(relative) else { return nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileIO.Failure("cannot stat", path + "/" + relative) }
+        guard fstat(fd, &st) == 0 else { throw ConfigError.failed("cannot stat", path + "/" + relative) }
         let end = Int(st.st_size)
         return try FileIO.read(fd, from: max(0, end - bytes), to: end, path: path + "/" + relative)
     }
 
     private func openForReading(_ relative: String) throws -> Int32? {
-        do { return try openFile(relative, O_RDONLY) } catch let failure as FileIO.Failure where failure.code == ENOENT { return nil }
+        do { return try openFile(relative, O_RDONLY) } catch let failure as ConfigError where failure.errorNumber == ENOENT { return nil }
     }
 
     /// Creates `name` here afresh (`O_CREAT | O_EXCL`; a leftover of that name, link or file,
     /// is removed first) for writing; returns the descriptor.
     public func create(_ name: String, mode: mode_t) throws -> Int32 {
-        guard try Self.components(name).count == 1 else { throw FileIO.Failure(message: "not a name in \(path): \(name.debugDescription)") }
+        guard try Self.components(name).count == 1 else { throw ConfigError(.refused, "not a name in \(path): \(name.debugDescription)") }
         unlinkat(descriptor, name, 0)
         return try openFile(name, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
     }
@@ -128,7 +128,7 @@ public final class PinnedDirectory {
 
     /// Renames `from` to `to`, both in this directory; `to`, a link included, is replaced.
     public func rename(_ from: String, to: String) throws {
-        guard renameat(descriptor, from, descriptor, to) == 0 else { throw FileIO.Failure("cannot rename \(path)/\(from) to", to) }
+        guard renameat(descriptor, from, descriptor, to) == 0 else { throw ConfigError.failed("cannot rename \(path)/\(from) to", to) }
     }
 
     /// Removes the entry `name` (a link itself, never its target); `true` when it is gone.
@@ -161,18 +161,18 @@ public final class PinnedDirectory {
     private static func components(_ relative: String) throws -> [String] {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
-            throw FileIO.Failure(message: "not a relative path below the directory: \(relative.debugDescription)")
+            throw ConfigError(.refused, "not a relative path below the directory: \(relative.debugDescription)")
         }
         return parts
     }
 
     /// The error for a failed `openat`: a link says so (ELOOP, or ENOTDIR for a link where a
     /// directory was expected), anything else carries `strerror` and its `errno`.
-    private static func refusal(_ path: String) -> FileIO.Failure {
-        let failure = FileIO.Failure("cannot open", path)
+    private static func refusal(_ path: String) -> ConfigError {
+        let failure = ConfigError.failed("cannot open", path)
         var st = stat()
-        if failure.code == ELOOP || (failure.code == ENOTDIR && lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK) {
-            return FileIO.Failure(message: "refusing \(path): a symbolic link, not followed", code: ELOOP)
+        if failure.errorNumber == ELOOP || (failure.errorNumber == ENOTDIR && lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK) {
+            return ConfigError(.refused, "refusing \(path): a symbolic link, not followed", errorNumber: ELOOP)
         }
         return failure
     }

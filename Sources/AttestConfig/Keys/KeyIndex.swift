@@ -18,23 +18,23 @@ package enum KeyIndex {
     /// withdrawn at `retiresAt`.
     static func parse(_ text: String) throws -> [KeyEntry] {
         let root = try JSONParser.parse(text)
-        guard let list = root["keys"]?.arrayValue else { throw KeyRingError("keys/index.json has no keys array") }
+        guard let list = root["keys"]?.arrayValue else { throw ConfigError(.keyRing, "keys/index.json has no keys array") }
         var entries = [KeyEntry]()
         for item in list {
             guard let kid = item["kid"]?.stringValue, let algorithm = item["algorithm"]?.stringValue,
                   let file = item["file"]?.stringValue, !file.contains("/"), !file.hasPrefix(".") else {
-                throw KeyRingError("keys/index.json has a malformed entry")
+                throw ConfigError(.keyRing, "keys/index.json has a malformed entry")
             }
             func time(_ name: String) throws -> Timestamp? {
                 guard let value = item[name], !value.isNull else { return nil }
                 guard let t = value.stringValue.flatMap(Timestamp.init(iso8601:)) else {
-                    throw KeyRingError("keys/index.json: \(name) of \(kid) is not an ISO 8601 time")
+                    throw ConfigError(.keyRing, "keys/index.json: \(name) of \(kid) is not an ISO 8601 time")
                 }
                 return t
             }
             let jwk = item["jwk"].flatMap { $0.objectValue == nil ? nil : $0 }
             if let publishAt = try time("publishAt") {
-                guard let activateAt = try time("activateAt") else { throw KeyRingError("keys/index.json: \(kid) has no activateAt") }
+                guard let activateAt = try time("activateAt") else { throw ConfigError(.keyRing, "keys/index.json: \(kid) has no activateAt") }
                 entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: publishAt, activateAt: activateAt,
                                         retireAt: try time("retireAt"), withdrawAt: try time("withdrawAt")))
             } else if let created = try time("createdAt") {
@@ -43,7 +43,7 @@ package enum KeyIndex {
                 entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: created, activateAt: created,
                                         retireAt: retires.map { min($0, successor ?? $0) }, withdrawAt: retires))
             } else {
-                throw KeyRingError("keys/index.json: \(kid) has neither publishAt nor createdAt")
+                throw ConfigError(.keyRing, "keys/index.json: \(kid) has neither publishAt nor createdAt")
             }
         }
         return entries

@@ -69,13 +69,13 @@ public final class KeyRing: @unchecked Sendable {
 
     private func signer(at now: Timestamp, rereadIndex: Bool) throws -> JWTSigner {
         guard let entry = activeEntry(at: now) else {
-            throw KeyRingError("no signing key is active at \(now.iso8601): run 'attestctl keys list', or 'attestctl keys rotate --now'")
+            throw ConfigError(.keyRing, "no signing key is active at \(now.iso8601): run 'attestctl keys list', or 'attestctl keys rotate --now'")
         }
         if let signer = signers[entry.kid] { return signer }
         guard let key = try privateKey(entry) else {
             // Retired (and deleted) by a rotation this process has not read yet: read it.
             if rereadIndex { try reload(); return try signer(at: now, rereadIndex: false) }
-            throw KeyRingError("signing key file \(entry.file) of the active key \(entry.kid) is missing")
+            throw ConfigError(.keyRing, "signing key file \(entry.file) of the active key \(entry.kid) is missing")
         }
         let signer = try JWTSigner(key: key)
         signers[entry.kid] = signer
@@ -117,17 +117,11 @@ public final class KeyRing: @unchecked Sendable {
     /// Runs `body` holding keys/lock, so that jwks.json is never written from a stale index.
     package func withLock<T>(_ body: () throws -> T) throws -> T {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeyRingError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ConfigError(.keyRing, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw KeyRingError("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw ConfigError(.keyRing, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
         }
         return try body()
     }
-}
-
-public struct KeyRingError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

@@ -38,7 +38,7 @@ public enum Backup {
             do {
                 let fd = try root.openFile(name, O_RDONLY)
                 files.append((name, fd))
-            } catch let failure as FileIO.Failure where failure.code == ENOENT {
+            } catch let failure as ConfigError where failure.errorNumber == ENOENT {
                 continue
             } catch {
                 skipped.append("\(name): \(error)")

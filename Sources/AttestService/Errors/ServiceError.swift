@@ -103,7 +103,7 @@ extension ServiceError {
         if let e = error as? StoreError { return .store(e) }
         // No key signs at this moment (the clock stepped back before the first key's
         // activation, or keys were withdrawn): the operator's to fix, the client's to retry.
-        if let e = error as? KeyRingError {
+        if let e = error as? ConfigError, e.code == .keyRing {
             return ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.", log: e.description)
         }
         return ServiceError(.internalError, "Internal error.", log: String(describing: error))
