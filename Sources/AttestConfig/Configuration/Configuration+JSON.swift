@@ -3,10 +3,8 @@ import AttestCore
 /// Reading and writing `config.json`: nested objects whose leaves are the dotted keys of
 /// `ConfigurationKey.all`. Unknown keys and ill-typed values are errors naming the key.
 extension Configuration {
-    public struct Problem: Error, CustomStringConvertible, Sendable {
-        public let message: String
-        public var description: String { message }
-    }
+    /// A refused config.json or setting: `ConfigError` with code `invalid`.
+    public typealias Problem = ConfigError
 
     /// Parses a configuration file's text over the defaults.
     public init(jsonText: String) throws(Problem) {

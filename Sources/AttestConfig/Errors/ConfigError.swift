@@ -10,6 +10,9 @@ import Glibc
 /// start-up line); `file` and `line` name the throwing site.
 public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
+        /// config.json or a setting is refused: not JSON, an unknown key, a value of the wrong
+        /// kind or out of range (`Configuration.Problem`).
+        case invalid = "invalid"
         /// The data directory lacks what it must hold (never initialised: no config.json or
         /// challenge secret), or a trust root it names does not exist.
         case missing = "missing"
@@ -36,6 +39,11 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
         self.errorNumber = errorNumber
         self.file = file
         self.line = line
+    }
+
+    /// A refused config.json or setting (`Configuration.Problem(message:)`): code `invalid`.
+    public init(message: String, file: String = #fileID, line: Int = #line) {
+        self.init(.invalid, message, file: file, line: line)
     }
 
     /// The call that just failed on `path`, from `errno`: "WHAT PATH: strerror".
