@@ -17,13 +17,6 @@ func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {
 
 func now() -> Timestamp { SystemClock().now() }
 
-/// A failure the user can act on: printed as `attestctl CMD: message`, exit status 1.
-struct CommandFailure: Error, CustomStringConvertible {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
-}
-
 /// Parses a subcommand word (`org add …`): returns it and the arguments after it.
 func subcommand(_ argv: [String], _ choices: [String]) throws -> (String, [String]) {
     guard let word = argv.first, choices.contains(word) else {
