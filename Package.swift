@@ -50,7 +50,7 @@ let package = Package(
         ], swiftSettings: strict),
         // The process supervisor of `attestctl serve`: nginx, the pools and the sender as children.
         .target(name: "AttestSupervisor", dependencies: [
-            "AttestConfig", "AttestCore", "AttestService", "CFastCGI", "CLISupport", "HTTPClient",
+            "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "CFastCGI", "CLISupport", "HTTPClient",
         ], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),

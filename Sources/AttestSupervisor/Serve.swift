@@ -1,4 +1,5 @@
 import AttestConfig
+import AttestOperations
 import AttestService
 import CLISupport
 import HTTPClient

@@ -17,11 +17,14 @@ enum ClaimsBench {
         let properties = ["riskScore le 20", "appVersion ge 2.1", "platform in [\"iOS\",\"iPadOS\"]", "subscribed eq true",
                           "attestationCount gt 2", "osVersion lt 17.4", "riskCategory ne trusted", "environment eq production",
                           "deviceModel eq iPhone15,2", "riskScore gt 75"]
-        let rules = try claimFailure { () throws(ServiceError) -> [ClaimRule] in
-            try (0..<20).map { i throws(ServiceError) in
+        let rules: [ClaimRule]
+        do {
+            rules = try (0..<20).map { i throws(ServiceError) in
                 ClaimRule(key: "claim\(i % 7)", value: ["seats": .int(Int64(i)), "tier": "gold"],
                           condition: try ClaimCondition(text: properties[i % properties.count], claim: "claim\(i)"))
             }
+        } catch {
+            throw BenchError(error.message)
         }
         let stored = CustomClaims.encode(rules)
         let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "bench", customClaimsJSON: stored,
