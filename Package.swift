@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
+        .executable(name: "attest-bench", targets: ["attest-bench"]),
         .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
     ],
     targets: [
@@ -35,23 +36,53 @@ let package = Package(
         .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestStore", dependencies: ["CLMDB", "CPostgres", "AttestCore"], swiftSettings: strict),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
-        .target(name: "AttestService", dependencies: ["AttestCore", "AttestStore", "FastCGI", "CLISupport"], swiftSettings: strict),
+        // What a deployment is: its configuration and its data directory (config.json, secrets,
+        // signing keys, trust roots), read by serving and written by operations.
+        .target(name: "AttestConfig", dependencies: ["AttestCore", "AttestStore"], swiftSettings: strict),
+        // Serving: the endpoints, tokens, admission, usage counting (the pools).
+        .target(name: "AttestService", dependencies: [
+            "AttestConfig", "AttestCore", "AttestStore", "FastCGI", "CLISupport",
+        ], swiftSettings: strict),
+        // Operations: making a data directory, key rotation, backup and restore, webhook delivery,
+        // root acting on the service user's data directory.
+        .target(name: "AttestOperations", dependencies: [
+            "AttestConfig", "AttestCore", "AttestService", "AttestStore", "CLISupport", "FastCGI",
+        ], swiftSettings: strict),
+        // The process supervisor of `attestctl serve`: nginx, the pools and the sender as children.
+        .target(name: "AttestSupervisor", dependencies: [
+            "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "CFastCGI", "CLISupport", "HTTPClient",
+        ], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
         // Fuzz targets (one file each) and the seed corpus builder; nginx/fuzz.sh builds
         // attest-fuzz with -sanitize=fuzzer, plain builds replay inputs (Tests/FuzzCorpus).
-        .target(name: "AttestFuzz", dependencies: ["AttestCore", "AttestStore", "AttestService", "AttestTesting", "FastCGI"], swiftSettings: strict),
+        .target(name: "AttestFuzz", dependencies: [
+            "AttestConfig", "AttestCore", "AttestOperations", "AttestStore", "AttestService", "AttestTesting",
+            "FastCGI",
+        ], swiftSettings: strict),
 
         // Executables: thin main.swift files.
-        .executableTarget(name: "attestctl", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestService", "AttestStore", "AttestTesting", "FastCGI", "CFastCGI"], swiftSettings: strict),
+        // attestctl links the test PKI for `init --test-ca` and `serve --test-ca` (TestCA) only.
+        .executableTarget(name: "attestctl", dependencies: [
+            "CLISupport", "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore",
+            "AttestSupervisor", "AttestTesting",
+        ], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-mad", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
-        .executableTarget(name: "attest-webhooks", dependencies: ["AttestService", "AttestStore", "AttestCore", "CLISupport", "FastCGI", "HTTPClient"], swiftSettings: strict),
+        .executableTarget(name: "attest-webhooks", dependencies: [
+            "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport",
+            "FastCGI", "HTTPClient",
+        ], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
+        // The in-process benchmarks (software devices from the test PKI); never installed.
+        .executableTarget(name: "attest-bench", dependencies: [
+            "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore", "AttestTesting",
+            "CLISupport", "FastCGI",
+        ], swiftSettings: strict),
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestFuzz"], swiftSettings: strict),
 
         // Tests.
@@ -60,7 +91,17 @@ let package = Package(
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: strict),
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
-        .testTarget(name: "AttestServiceTests", dependencies: ["AttestService", "AttestTesting", "AttestStore", "AttestCore", "FastCGI"], swiftSettings: strict),
-        .testTarget(name: "AttestctlTests", dependencies: ["attestctl", "AttestService", "CLISupport"], swiftSettings: strict),
+        .testTarget(name: "AttestConfigTests", dependencies: ["AttestConfig", "AttestCore", "AttestStore"],
+                    swiftSettings: strict),
+        .testTarget(name: "AttestServiceTests", dependencies: [
+            "AttestConfig", "AttestOperations", "AttestService", "AttestTesting", "AttestStore", "AttestCore",
+            "FastCGI",
+        ], swiftSettings: strict),
+        .testTarget(name: "AttestSupervisorTests", dependencies: ["AttestSupervisor", "AttestConfig", "CLISupport"],
+                    swiftSettings: strict),
+        // attestctl's own commands (reload, restore) against a hostile data directory.
+        .testTarget(name: "AttestctlTests", dependencies: [
+            "attestctl", "AttestConfig", "AttestOperations", "AttestSupervisor",
+        ], swiftSettings: strict),
     ]
 )

@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import CLISupport
 import FastCGI
@@ -20,7 +21,7 @@ public enum ServiceMain {
             let args = try Arguments(rest, valued: ["data", "trust-root"], switches: ["allow-private-destinations"])
             let allowPrivate = args.flag("allow-private-destinations")
             guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
-            let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
+            let data = DataDirectory(flag: args.value("data"))
             let configuration = try data.loadConfiguration()
             _ = try data.challengeSecret()
             _ = try KeyRing(data).signer(at: SystemClock().now())

@@ -1,5 +1,8 @@
 /// The one error type of `AttestStore`. Every LMDB failure becomes one of these (the service
-/// answers 503 `unavailable`); nothing here traps on bad data or a full map.
+/// answers 503 `unavailable`); nothing here traps on bad data or a full map. PostgreSQL's
+/// failures become one at the transaction that met them (`PostgresStore`; `PGConnection.Failure`
+/// is the backend's own, never public, and carries the SQLSTATE that decides a retry).
+/// Two errors are equal when their codes are; `file` and `line` name the throwing site.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
         /// The map (the environment's size limit) is full: raise `store.mapSizeMiB`.
@@ -20,11 +23,15 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public let reason: String
     /// LMDB's own return code, when the error came from LMDB.
     public let lmdbCode: Int32?
+    public let file: String
+    public let line: Int
 
-    public init(_ code: Code, _ reason: String, lmdbCode: Int32? = nil) {
+    public init(_ code: Code, _ reason: String, lmdbCode: Int32? = nil, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.reason = reason
         self.lmdbCode = lmdbCode
+        self.file = file
+        self.line = line
     }
 
     public static func == (a: StoreError, b: StoreError) -> Bool { a.code == b.code }

@@ -1,3 +1,4 @@
+import AttestOperations
 import AttestService
 import HTTPClient
 

@@ -1,4 +1,6 @@
+import AttestConfig
 import AttestCore
+import AttestOperations
 import AttestService
 import AttestStore
 import CLISupport
@@ -20,7 +22,7 @@ enum Deliver {
         do {
             let args = try Arguments(argv, valued: ["data"], switches: ["allow-private-destinations"])
             guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
-            let data = DataDirectory(args.value("data") ?? environment("ATTEST_EDGE_DATA") ?? "./var")
+            let data = DataDirectory(flag: args.value("data"))
             var configuration = try data.loadConfiguration()
             if args.flag("allow-private-destinations") { configuration.allowPrivateWebhookAddresses = true }
             let lockPath = data.storeDirectory + "/deliver.lock"

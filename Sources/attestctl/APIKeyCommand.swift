@@ -31,7 +31,7 @@ let apiKeyCommand = Command(
             let scopeName = args.value("scope") ?? APIKeyRecord.Scope.all.name
             guard let scope = APIKeyRecord.Scope(name: scopeName) else { throw UsageError("--scope is all or heartbeat, not \"\(scopeName)\"") }
             let created = try store.write([.durable]) { txn -> String in
-                guard try txn.org(named: org) != nil else { throw CommandFailure("no organization \"\(org)\" (see 'attestctl org list')") }
+                guard try txn.org(named: org) != nil else { throw CommandFailure(.notFound, "no organization \"\(org)\" (see 'attestctl org list')") }
                 while true {
                     let (key, record) = APIKeys.generate(org: org, name: name, scope: scope, random: SystemRandom(), now: now())
                     guard try txn.apiKey(id: record.id) == nil else { continue }  // ids are 48 random bits: a clash is retried
@@ -63,8 +63,8 @@ let apiKeyCommand = Command(
         default:
             let id = String(try args.positional(0, "key ID (see 'attestctl apikey list')").prefix(12))
             try store.write([.durable]) { txn in
-                guard var key = try txn.apiKey(id: id) else { throw CommandFailure("no API key \(id) (see 'attestctl apikey list')") }
-                guard key.revokedAt == nil else { throw CommandFailure("API key \(id) is already revoked") }
+                guard var key = try txn.apiKey(id: id) else { throw CommandFailure(.notFound, "no API key \(id) (see 'attestctl apikey list')") }
+                guard key.revokedAt == nil else { throw CommandFailure(.already, "API key \(id) is already revoked") }
                 key.revokedAt = now()
                 try txn.put(key)
             }

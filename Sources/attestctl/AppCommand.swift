@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import AttestService
 import AttestStore
@@ -59,14 +60,14 @@ let appCommand = Command(
                             minOSVersion: args.value("min-os-version") ?? "", createdAt: now())
         try store.write([.durable]) { txn in
             guard let org = try txn.org(named: orgName) else {
-                throw CommandFailure("no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
+                throw CommandFailure(.notFound, "no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
             }
             let rules = try claimFailure { () throws(ServiceError) -> [ClaimRule] in
                 let rules = try CustomClaims.parse(claims)
                 try CustomClaims.validate(rules, tier: org.tier)
                 return rules
             }
-            guard try txn.app(id: app.appID) == nil else { throw CommandFailure("app \(app.appID) is already registered") }
+            guard try txn.app(id: app.appID) == nil else { throw CommandFailure(.already, "app \(app.appID) is already registered") }
             var stored = app
             stored.customClaimsJSON = CustomClaims.encode(rules)
             try txn.put(stored)

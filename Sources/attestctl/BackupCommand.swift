@@ -1,4 +1,6 @@
+import AttestConfig
 import AttestCore
+import AttestOperations
 import AttestService
 import AttestStore
 import CLISupport
@@ -26,7 +28,7 @@ let backupCommand = Command(
         let args = try Arguments(argv, valued: ["data", "to"], switches: [])
         guard let target = args.value("to") else { throw UsageError("--to FILE is required") }
         let data = dataDirectory(args)
-        guard data.isInitialised else { throw CommandFailure("\(data.path) is not a data directory (attestctl init creates one)") }
+        guard data.isInitialised else { throw CommandFailure(.failed, "\(data.path) is not a data directory (attestctl init creates one)") }
         // LMDB opens the store's files by path: with the owner's rights, not root's.
         let (_, store) = try asDataOwner(data) { try openStore(data) }
         let summary = try Backup.take(data: data, store: store, to: target, now: now()) { Output.progress($0, $1) }
@@ -64,20 +66,20 @@ let restoreCommand = Command(
             return kill(pid, 0) == 0 || errno == EPERM
         }
         guard live.isEmpty else {
-            throw CommandFailure("\(data.path) is served right now (\(live.joined(separator: ", "))): stop the stack before restoring into it")
+            throw CommandFailure(.failed, "\(data.path) is served right now (\(live.joined(separator: ", "))): stop the stack before restoring into it")
         }
         // Pools started elsewhere (systemd's run under /run/attestedge) leave no pid file here:
         // the store's own lock files say whether any process has it open.
         switch Store.isOpenElsewhere(directory: data.storeDirectory) {
         case true?:
-            throw CommandFailure("\(data.storeDirectory) is open in another process (a running pool or attestctl): stop the stack before restoring into it")
+            throw CommandFailure(.failed, "\(data.storeDirectory) is open in another process (a running pool or attestctl): stop the stack before restoring into it")
         case nil:
-            throw CommandFailure("cannot tell whether \(data.storeDirectory) is open elsewhere (its lock files cannot be read): stop the stack and check the files' owner")
+            throw CommandFailure(.failed, "cannot tell whether \(data.storeDirectory) is open elsewhere (its lock files cannot be read): stop the stack and check the files' owner")
         case false?:
             break
         }
         if FileIO.exists(data.storeDirectory + "/durable/data.mdb") && !args.flag("force") {
-            throw CommandFailure("\(data.path) already holds a store: restore into a new directory, or pass --force to replace it")
+            throw CommandFailure(.already, "\(data.path) already holds a store: restore into a new directory, or pass --force to replace it")
         }
         let summary = try Backup.restore(from: source, into: data) { Output.progress($0, $1) }
         Output.progressDone()

@@ -53,7 +53,7 @@ let claimsCommand = Command(
                 removed = rules.count { $0.key == key }
                 rules.removeAll { $0.key == key }
             }
-            guard removed > 0 else { throw CommandFailure("\(appID) has no claim \(key)") }
+            guard removed > 0 else { throw CommandFailure(.notFound, "\(appID) has no claim \(key)") }
             Output.out("removed \(removed) claim(s) \(key) from \(appID); \(count) left")
         default:
             try testClaims(args, store: store, appID: appID)
@@ -67,7 +67,7 @@ func loadRules(_ store: Store, _ appID: String) throws -> (app: AppRecord, org: 
         let app = try txn.app(id: appID)
         return (app, try app.flatMap { try txn.org(named: $0.org) })
     }
-    guard let app, let org else { throw CommandFailure("no app \(appID) (see 'attestctl app list')") }
+    guard let app, let org else { throw CommandFailure(.notFound, "no app \(appID) (see 'attestctl app list')") }
     return (app, org, try claimFailure { try CustomClaims.parse(app.customClaimsJSON) })
 }
 
@@ -76,7 +76,7 @@ func loadRules(_ store: Store, _ appID: String) throws -> (app: AppRecord, org: 
 func updateRules(_ store: Store, _ appID: String, _ change: (inout [ClaimRule]) throws -> Void) throws -> Int {
     try store.write([.durable]) { txn in
         guard var app = try txn.app(id: appID), let org = try txn.org(named: app.org) else {
-            throw CommandFailure("no app \(appID) (see 'attestctl app list')")
+            throw CommandFailure(.notFound, "no app \(appID) (see 'attestctl app list')")
         }
         var rules = try claimFailure { try CustomClaims.parse(app.customClaimsJSON) }
         try change(&rules)
@@ -89,7 +89,7 @@ func updateRules(_ store: Store, _ appID: String, _ change: (inout [ClaimRule]) 
 
 /// Runs `body`, turning a claim problem into a `CommandFailure` with its message.
 func claimFailure<T>(_ body: () throws -> T) throws -> T {
-    do { return try body() } catch let e as ServiceError { throw CommandFailure(e.message) }
+    do { return try body() } catch let e as ServiceError { throw CommandFailure(.failed, e.message) }
 }
 
 /// `claims test`: the risk and claims of a stored device or a described profile, with why.
@@ -99,7 +99,7 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
     var subjectID = ""
     if let key = args.value("device") {
         let device = try findDevice(key, store)
-        guard device.appID == appID else { throw CommandFailure("device \(device.deviceID) belongs to \(device.appID), not \(appID)") }
+        guard device.appID == appID else { throw CommandFailure(.failed, "device \(device.deviceID) belongs to \(device.appID), not \(appID)") }
         subjectID = device.subjectID
         assessment = try store.read { try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: $0, now: now(), explain: true) }
     } else {

@@ -1,13 +1,11 @@
+import AttestConfig
 import AttestCore
 import AttestService
 import AttestStore
 import CLISupport
 
 /// The data directory: `--data DIR`, else `$ATTEST_EDGE_DATA`, else `./var`.
-func dataDirectory(_ args: Arguments) -> DataDirectory {
-    if let dir = args.value("data") { return DataDirectory(dir) }
-    return DataDirectory(environment("ATTEST_EDGE_DATA") ?? "./var")
-}
+func dataDirectory(_ args: Arguments) -> DataDirectory { DataDirectory(flag: args.value("data")) }
 
 /// The configuration and store of an initialised data directory.
 func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {
@@ -18,13 +16,6 @@ func openStore(_ data: DataDirectory) throws -> (Configuration, Store) {
 }
 
 func now() -> Timestamp { SystemClock().now() }
-
-/// A failure the user can act on: printed as `attestctl CMD: message`, exit status 1.
-struct CommandFailure: Error, CustomStringConvertible {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
-}
 
 /// Parses a subcommand word (`org add …`): returns it and the arguments after it.
 func subcommand(_ argv: [String], _ choices: [String]) throws -> (String, [String]) {

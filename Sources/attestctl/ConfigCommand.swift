@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import AttestService
 import CLISupport
@@ -33,7 +34,7 @@ let configCommand = Command(
         }
         let name = try args.positional(0, "KEY")
         let value = try args.positional(1, "VALUE")
-        do { try config.set(name, jsonValue: value) } catch { throw CommandFailure("\(error)") }
+        do { try config.set(name, jsonValue: value) } catch { throw CommandFailure(.failed, "\(error)") }
         try data.save(config)
         Output.out("\(name) = \(ConfigurationKey.named(name)!.currentText(config))  (restart the pools to apply)")
         return 0

@@ -56,7 +56,7 @@ let deviceCommand = Command(
             let key = try args.positional(0, "KEY (keyId or deviceId)")
             let device = try findDevice(key, store)
             try store.write([.durable]) { txn in
-                guard var current = try txn.device(keyID: device.keyID) else { throw CommandFailure("device vanished") }
+                guard var current = try txn.device(keyID: device.keyID) else { throw CommandFailure(.failed, "device vanished") }
                 current.status = .revoked
                 try txn.put(current)
             }
@@ -71,7 +71,7 @@ func findDevice(_ key: String, _ store: Store) throws -> DeviceRecord {
         if let keyID = Base64.decode(key), keyID.count == 32 { return try txn.device(keyID: keyID) }
         return nil
     }
-    guard let found else { throw CommandFailure("no device with keyId or deviceId \"\(key)\" (see 'attestctl device list')") }
+    guard let found else { throw CommandFailure(.notFound, "no device with keyId or deviceId \"\(key)\" (see 'attestctl device list')") }
     return found
 }
 

@@ -1,6 +1,9 @@
+import AttestConfig
 import AttestCore
+import AttestOperations
 import AttestService
 import AttestStore
+import AttestSupervisor
 import CLISupport
 #if canImport(Glibc)
 import Glibc

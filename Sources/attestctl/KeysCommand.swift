@@ -1,4 +1,6 @@
+import AttestConfig
 import AttestCore
+import AttestOperations
 import AttestService
 import CLISupport
 

@@ -62,7 +62,7 @@ let orgCommand = Command(
         }
         if sub == "set" {
             let changed = try store.write([.durable]) { txn -> OrgRecord in
-                guard var org = try txn.org(named: name) else { throw CommandFailure("no organization \"\(name)\" (see 'attestctl org list')") }
+                guard var org = try txn.org(named: name) else { throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')") }
                 if let tier = args.value("tier") {
                     guard let t = Tier(rawValue: tier) else { throw UsageError("--tier must be free, pro, business or enterprise") }
                     // Limits still at the old tier's defaults follow the tier; ones set by hand stay.
@@ -95,7 +95,7 @@ let orgCommand = Command(
                             ratePerMinute: args.value("rate-limit") == nil ? nil : UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))),
                             createdAt: now(), subjectLinks: links ?? .signed, subjectSecret: SignedSubject.newSecret(random: SystemRandom()))
         try store.write([.durable]) { txn in
-            guard try txn.org(named: name) == nil else { throw CommandFailure("organization \"\(name)\" already exists") }
+            guard try txn.org(named: name) == nil else { throw CommandFailure(.already, "organization \"\(name)\" already exists") }
             try txn.put(org)
         }
         Output.out("added organization \(name) (\(tier.rawValue), MAD limit \(org.madLimit == 0 ? "unlimited" : String(org.madLimit)), subject links \(org.subjectLinks.rawValue))")

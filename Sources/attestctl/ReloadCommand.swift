@@ -1,3 +1,5 @@
+import AttestConfig
+import AttestOperations
 import AttestService
 import CLISupport
 #if canImport(Glibc)
@@ -32,27 +34,27 @@ let reloadCommand = Command(
         // the PID is signalled only when it is this pool's master (PoolMaster).
         let run: PinnedDirectory
         do { run = try PinnedDirectory.open(data.path).directory("run") } catch {
-            throw CommandFailure("no running \(name) pool found (\(error)): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
+            throw CommandFailure(.notFound, "no running \(name) pool found (\(error)): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
         }
         // Both files are read with a bound (a sparse gigabyte planted there is refused from its
         // size, not read): the pool writes a PID of at most 10 digits and a one-line status.
         let status: () throws -> String? = { try run.read("\(name).sock.reload", atMost: 4096).map { String(decoding: $0, as: UTF8.self) } }
         let pidBytes: [UInt8]?
-        do { pidBytes = try run.read("\(name).sock.pid", atMost: 32) } catch let failure as FileIO.Failure where failure.code == EFBIG {
-            throw CommandFailure("\(socket).pid holds more than 32 bytes, not a process id: nothing signalled")
+        do { pidBytes = try run.read("\(name).sock.pid", atMost: 32) } catch let failure as ConfigError where failure.errorNumber == EFBIG {
+            throw CommandFailure(.failed, "\(socket).pid holds more than 32 bytes, not a process id: nothing signalled")
         }
         guard let pidText = pidBytes.map({ String(decoding: $0, as: UTF8.self) }) else {
-            throw CommandFailure("no running \(name) pool found (\(socket).pid): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
+            throw CommandFailure(.notFound, "no running \(name) pool found (\(socket).pid): is 'attestctl serve' (or its systemd unit) running on \(data.path)?")
         }
         guard let pid = PoolMaster.parse(pidText) else {
-            throw CommandFailure("\(socket).pid holds \(pidText.prefix(40).debugDescription), not a process id: nothing signalled")
+            throw CommandFailure(.failed, "\(socket).pid holds \(pidText.prefix(40).debugDescription), not a process id: nothing signalled")
         }
         if let problem = PoolMaster.problem(pid: pid, endpoint: name, socket: socket) {
-            throw CommandFailure("\(socket).pid names a process that is not the \(name) pool's master (\(problem)): nothing signalled")
+            throw CommandFailure(.failed, "\(socket).pid names a process that is not the \(name) pool's master (\(problem)): nothing signalled")
         }
         let before = try status() ?? ""
         guard kill(pid, SIGHUP) == 0 else {
-            throw CommandFailure("cannot signal the \(name) pool (pid \(pid)): \(String(cString: strerror(errno)))")
+            throw CommandFailure(.failed, "cannot signal the \(name) pool (pid \(pid)): \(String(cString: strerror(errno)))")
         }
         Output.err("reloading \(name) (pid \(pid))…")
         var waited = 0
@@ -74,9 +76,3 @@ let reloadCommand = Command(
         Output.err("\(name): no outcome within \(timeout) s; see the pool's log (DATA/log/attest-\(name).log)")
         return 1
     })
-
-extension String {
-    var trimmingWhitespace: String {
-        String(self.drop(while: { $0.isWhitespace }).reversed().drop(while: { $0.isWhitespace }).reversed())
-    }
-}

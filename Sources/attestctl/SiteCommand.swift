@@ -1,4 +1,6 @@
+import AttestConfig
 import AttestService
+import AttestSupervisor
 import CLISupport
 
 /// `attestctl site`: the nginx files a host install includes from the system nginx.

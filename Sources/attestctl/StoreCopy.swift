@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import AttestService
 import AttestStore
@@ -7,7 +8,7 @@ import CLISupport
 func postgresURL(_ config: Configuration, _ url: String?) throws -> String {
     if let url, !url.isEmpty { return url }
     guard !config.postgresURL.isEmpty else {
-        throw CommandFailure("no database: pass --url, or 'attestctl config set store.postgres.url \"host=… dbname=… user=…\"'")
+        throw CommandFailure(.failed, "no database: pass --url, or 'attestctl config set store.postgres.url \"host=… dbname=… user=…\"'")
     }
     return config.postgresURL
 }
@@ -16,7 +17,7 @@ func postgresURL(_ config: Configuration, _ url: String?) throws -> String {
 func storeMigrate(_ data: DataDirectory, url: String?) throws -> Int32 {
     var config = try data.loadConfiguration()
     guard url != nil || config.storeBackend == "postgres" else {
-        throw CommandFailure("store.backend is \"\(config.storeBackend)\": LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
+        throw CommandFailure(.failed, "store.backend is \"\(config.storeBackend)\": LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
     }
     config.postgresURL = try postgresURL(config, url)
     var options = config.storeOptions
@@ -35,7 +36,7 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
     guard target == "postgres" else { throw UsageError("--to postgres is the one destination") }
     let config = try data.loadConfiguration()
     guard config.storeBackend == "lmdb" else {
-        throw CommandFailure("this data directory's store is already in PostgreSQL (store.backend is postgres)")
+        throw CommandFailure(.already, "this data directory's store is already in PostgreSQL (store.backend is postgres)")
     }
     let source = try Store(directory: data.storeDirectory, options: config.storeOptions)
     var options = config.storeOptions
@@ -44,7 +45,7 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
     let present = try destination.entryCounts().filter { $0.key != .meta && $0.value > 0 }
     if !present.isEmpty {
         guard replace else {
-            throw CommandFailure("the database already holds a store (\(present.values.reduce(0, +)) entries in \(present.count) tables): pass --replace to empty it first")
+            throw CommandFailure(.already, "the database already holds a store (\(present.values.reduce(0, +)) entries in \(present.count) tables): pass --replace to empty it first")
         }
         for db in Database.allCases { try empty(db, in: destination) }
     }

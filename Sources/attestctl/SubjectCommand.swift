@@ -67,7 +67,7 @@ let subjectCommand = Command(
             let (record, devices) = try store.read { txn -> (SubjectRecord?, [DeviceRecord]) in
                 (try txn.subject(org: org, subjectID: id), try txn.subjectDevices(org: org, subjectID: id).compactMap { try txn.device(keyID: $0) })
             }
-            guard let record else { throw CommandFailure("no subject \(id) in \(org)") }
+            guard let record else { throw CommandFailure(.notFound, "no subject \(id) in \(org)") }
             let json = subjectJSON(record, devices: devices, at: at)
             if args.flag("json") { Output.out(json.prettyJSONText); return 0 }
             Output.out("subject \(id) (\(org)), since \(record.createdAt.iso8601)")
@@ -109,7 +109,7 @@ func durationSeconds(_ text: String, option: String) throws -> Int64 {
 func organization(_ args: Arguments, _ store: Store) throws -> String {
     let orgs = try store.read { try $0.orgs() }
     if let name = args.value("org") {
-        guard orgs.contains(where: { $0.name == name }) else { throw CommandFailure("no organization \"\(name)\"") }
+        guard orgs.contains(where: { $0.name == name }) else { throw CommandFailure(.notFound, "no organization \"\(name)\"") }
         return name
     }
     guard orgs.count == 1 else { throw UsageError("--org NAME is required (\(orgs.count) organizations)") }

@@ -27,7 +27,7 @@ let usageCommand = Command(
         let reports = try store.read { txn -> [UsageReport] in
             let orgs: [OrgRecord]
             if let name = args.value("org") {
-                guard let org = try txn.org(named: name) else { throw CommandFailure("no organization \"\(name)\" (see 'attestctl org list')") }
+                guard let org = try txn.org(named: name) else { throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')") }
                 orgs = [org]
             } else {
                 orgs = try txn.orgs()

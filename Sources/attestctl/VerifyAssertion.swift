@@ -8,8 +8,8 @@ let assertionSteps: [VerifyReport.Step] = [
     .init(label: "4", name: "counter > previousCounter", codes: [.counter]),
 ]
 
-/// Verifies an assertion input; throws `InputError` only for unusable input.
-func verifyAssertion(_ input: VerifyInput) throws(InputError) -> VerifyReport {
+/// Verifies an assertion input; throws `CommandFailure` (`input`) only for unusable input.
+func verifyAssertion(_ input: VerifyInput) throws(CommandFailure) -> VerifyReport {
     let assertion = try input.bytes(input.assertion, "assertion")
     let clientDataHash = try input.bytes(input.clientDataHash, "clientDataHash")
     let key = try input.key()

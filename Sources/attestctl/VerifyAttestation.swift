@@ -13,8 +13,8 @@ let attestationSteps: [VerifyReport.Step] = [
     .init(label: "9", name: "credentialId = keyId", codes: [.credentialID]),
 ]
 
-/// Verifies an attestation input; throws `InputError` only for unusable input.
-func verifyAttestation(_ input: VerifyInput, at time: Timestamp, anchors: ChainVerifier) throws(InputError) -> VerifyReport {
+/// Verifies an attestation input; throws `CommandFailure` (`input`) only for unusable input.
+func verifyAttestation(_ input: VerifyInput, at time: Timestamp, anchors: ChainVerifier) throws(CommandFailure) -> VerifyReport {
     let object = try input.bytes(input.attestationObject, "attestationObject")
     let keyID = try input.bytes(input.keyId, "keyId")
     let clientDataHash = try input.bytes(input.clientDataHash, "clientDataHash")

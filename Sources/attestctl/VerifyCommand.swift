@@ -51,29 +51,29 @@ let verifyCommand = Command(
 }
 
 /// `--at`, or now.
-func verificationTime(_ text: String?) throws(InputError) -> Timestamp {
+func verificationTime(_ text: String?) throws(CommandFailure) -> Timestamp {
     guard let text else { return Timestamp(seconds: Int64(Date().timeIntervalSince1970)) }
     guard let time = Timestamp(iso8601: text) else {
-        throw InputError("--at \(text) is not an ISO 8601 date-time such as 2026-04-21T12:00:00Z")
+        throw CommandFailure(.input, "--at \(text) is not an ISO 8601 date-time such as 2026-04-21T12:00:00Z")
     }
     return time
 }
 
 /// The certificates of every `--trust-root` file, or Apple's pinned root when there are none.
-func trustAnchors(_ paths: [String]) throws(InputError) -> ChainVerifier {
+func trustAnchors(_ paths: [String]) throws(CommandFailure) -> ChainVerifier {
     do {
         guard !paths.isEmpty else { return try .apple() }
         var anchors = [Certificate]()
         for path in paths {
             let pem = String(decoding: try readFile(path, option: "--trust-root"), as: UTF8.self)
             do { anchors += try Certificate.certificates(pemEncoded: pem) } catch {
-                throw InputError("--trust-root \(path): \(error.reason)")
+                throw CommandFailure(.input, "--trust-root \(path): \(error.reason)")
             }
         }
         return try ChainVerifier(trustAnchors: anchors)
-    } catch let error as InputError {
+    } catch let error as CommandFailure {
         throw error
     } catch {
-        throw InputError("trust anchors: \(error)")
+        throw CommandFailure(.input, "trust anchors: \(error)")
     }
 }

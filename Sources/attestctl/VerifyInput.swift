@@ -5,14 +5,6 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// Input that cannot be verified at all (a missing field, bad base64, an unreadable file):
-/// exit status 2, with a message naming what is wrong.
-struct InputError: Error, CustomStringConvertible {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
-}
-
 /// The JSON object `attestctl verify` reads. Fields of both kinds; unknown fields are ignored.
 ///
 /// ```
@@ -36,12 +28,12 @@ struct VerifyInput: Decodable {
     var previousCounter: Double?
 
     /// Reads and decodes `path` (`-` for standard input).
-    static func read(_ path: String) throws(InputError) -> VerifyInput {
+    static func read(_ path: String) throws(CommandFailure) -> VerifyInput {
         let data = Data(try readFile(path, option: "--input"))
         do { return try JSONDecoder().decode(VerifyInput.self, from: data) } catch let error as DecodingError {
-            throw InputError(describe(error))
+            throw CommandFailure(.input, describe(error))
         } catch {
-            throw InputError("input is not JSON: \(error)")
+            throw CommandFailure(.input, "input is not JSON: \(error)")
         }
     }
 
@@ -60,51 +52,51 @@ struct VerifyInput: Decodable {
     }
 
     /// A required text field.
-    func text(_ value: String?, _ field: String) throws(InputError) -> String {
-        guard let value, !value.isEmpty else { throw InputError("field \"\(field)\" is missing") }
+    func text(_ value: String?, _ field: String) throws(CommandFailure) -> String {
+        guard let value, !value.isEmpty else { throw CommandFailure(.input, "field \"\(field)\" is missing") }
         return value
     }
 
     /// A required binary field, base64 or base64url.
-    func bytes(_ value: String?, _ field: String) throws(InputError) -> [UInt8] {
+    func bytes(_ value: String?, _ field: String) throws(CommandFailure) -> [UInt8] {
         guard let bytes = Base64.decode(try text(value, field)) else {
-            throw InputError("field \"\(field)\" is not base64 or base64url")
+            throw CommandFailure(.input, "field \"\(field)\" is not base64 or base64url")
         }
         return bytes
     }
 
     /// `TEAMID.bundleId` from the two fields.
-    func appID() throws(InputError) -> String {
+    func appID() throws(CommandFailure) -> String {
         "\(try text(teamId, "teamId")).\(try text(bundleId, "bundleId"))"
     }
 
     /// `environment` as a policy.
-    func policy() throws(InputError) -> EnvironmentPolicy {
+    func policy() throws(CommandFailure) -> EnvironmentPolicy {
         let value = try text(environment, "environment")
         guard let policy = EnvironmentPolicy(rawValue: value) else {
-            throw InputError("field \"environment\" must be production, development or both, not \"\(value)\"")
+            throw CommandFailure(.input, "field \"environment\" must be production, development or both, not \"\(value)\"")
         }
         return policy
     }
 
     /// `publicKey`: PEM SubjectPublicKeyInfo, or base64 of the 65-byte X9.62 point.
-    func key() throws(InputError) -> ECPublicKey {
+    func key() throws(CommandFailure) -> ECPublicKey {
         let value = try text(publicKey, "publicKey")
         if value.contains("-----BEGIN") {
             do { return try ECPublicKey(pemEncoded: value) } catch {
-                throw InputError("field \"publicKey\" is not a PEM EC public key: \(error.reason)")
+                throw CommandFailure(.input, "field \"publicKey\" is not a PEM EC public key: \(error.reason)")
             }
         }
         let point = try bytes(value, "publicKey")
         do { return try ECPublicKey(x962Point: point) } catch {
-            throw InputError("field \"publicKey\" is not a P-256 point: \(error.reason)")
+            throw CommandFailure(.input, "field \"publicKey\" is not a P-256 point: \(error.reason)")
         }
     }
 
-    func counter() throws(InputError) -> UInt32 {
-        guard let previousCounter else { throw InputError("field \"previousCounter\" is missing") }
+    func counter() throws(CommandFailure) -> UInt32 {
+        guard let previousCounter else { throw CommandFailure(.input, "field \"previousCounter\" is missing") }
         guard let counter = UInt32(exactly: previousCounter) else {
-            throw InputError("field \"previousCounter\" must be a whole number from 0 to 4294967295")
+            throw CommandFailure(.input, "field \"previousCounter\" must be a whole number from 0 to 4294967295")
         }
         return counter
     }
@@ -112,16 +104,16 @@ struct VerifyInput: Decodable {
 
 /// The bytes of file `path` (`-` for standard input); the message names `option` and the
 /// system's reason.
-func readFile(_ path: String, option: String) throws(InputError) -> [UInt8] {
+func readFile(_ path: String, option: String) throws(CommandFailure) -> [UInt8] {
     let fd = path == "-" ? 0 : open(path, O_RDONLY)
-    guard fd >= 0 else { throw InputError("cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else { throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
     defer { if fd != 0 { close(fd) } }
     var out = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while true {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if n < 0, errno == EINTR { continue }
-        guard n >= 0 else { throw InputError("cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+        guard n >= 0 else { throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
         guard n > 0 else { return out }
         out += buffer[..<n]
     }

@@ -84,7 +84,7 @@ let webhooksCommand = Command(
                 }
             }
         } catch let error as ServiceError {
-            throw CommandFailure(error.message)
+            throw CommandFailure(.failed, error.message)
         }
         return 0
     })

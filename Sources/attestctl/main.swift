@@ -1,4 +1,5 @@
 // attestctl: the AttestEdge admin CLI. Each subcommand lives in its own file as a `Command`.
+import AttestOperations
 import CLISupport
 
 #if canImport(Glibc)
@@ -25,10 +26,14 @@ let commands: [Command] = [
     doctorCommand,
     siteCommand,
     verifyCommand,
-    benchCommand,
 ]
 
+/// Commands that write into the data directory: run by root on a directory another user owns,
+/// they act as that user (`actAsDataOwner`).
+let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks", "restore",
+                                        "apikey", "subject", "claims", "usage"]
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-forgetRootsPostgresDefaults(arguments)
-actAsDataOwner(arguments)
+forgetRootsPostgresDefaults(dataPath(arguments))
+if let command = arguments.first, dataWritingCommands.contains(command) { actAsDataOwner(dataPath(arguments), program: "attestctl") }
 exit(runCommand(arguments, commands: commands, program: "attestctl"))

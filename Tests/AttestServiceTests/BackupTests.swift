@@ -1,4 +1,6 @@
+@testable import AttestConfig
 import AttestCore
+@testable import AttestOperations
 import AttestService
 import AttestStore
 import AttestTesting
@@ -62,18 +64,18 @@ import Testing
         try FileIO.writeAtomically(file, bytes, mode: 0o600)
         let target = DataDirectory(flow.fixture.path + "-damaged")
         defer { try? FileManager.default.removeItem(atPath: target.path) }
-        #expect(throws: BackupFile.Failure.self) { try Backup.restore(from: file, into: target) }
+        #expect(throws: OperationsError.self) { try Backup.restore(from: file, into: target) }
         #expect(!FileIO.exists(target.path), "nothing written")
         try FileIO.writeAtomically(file, Array(bytes.prefix(bytes.count - 100)), mode: 0o600)
-        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+        #expect(throws: OperationsError.self) { try Backup.verify(file) }
         try FileIO.writeAtomically(file, Array("not a backup at all, but long enough to be read as one".utf8), mode: 0o600)
-        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+        #expect(throws: OperationsError.self) { try Backup.verify(file) }
         // The first entry's length with its top bit set: a damaged file, not a trap.
         // Layout: "AEBACKUP" format schema created(8) entries(4), then name length(2) name mode(4) length(8).
         var lengthFlipped = bytes  // the copy damaged in its middle: the first entry's header is intact
         let nameLength = Int(lengthFlipped[22]) << 8 | Int(lengthFlipped[23])
         lengthFlipped[24 + nameLength + 4] |= 0x80
         try FileIO.writeAtomically(file, lengthFlipped, mode: 0o600)
-        #expect(throws: BackupFile.Failure.self) { try Backup.verify(file) }
+        #expect(throws: OperationsError.self) { try Backup.verify(file) }
     }
 }

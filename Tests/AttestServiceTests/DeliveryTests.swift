@@ -1,4 +1,5 @@
 import AttestCore
+@testable import AttestOperations
 import AttestService
 import AttestStore
 import Dispatch

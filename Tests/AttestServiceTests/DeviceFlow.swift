@@ -1,3 +1,4 @@
+@testable import AttestConfig
 import AttestCore
 import AttestService
 import AttestStore

@@ -1,3 +1,4 @@
+@testable import AttestConfig
 import AttestCore
 @testable import AttestService
 import AttestStore

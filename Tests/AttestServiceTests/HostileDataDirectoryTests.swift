@@ -1,4 +1,6 @@
+@testable import AttestConfig
 import AttestCore
+@testable import AttestOperations
 import AttestService
 import AttestStore
 import Foundation
@@ -38,28 +40,28 @@ import Testing
         let dir = try PinnedDirectory.open(scene.data.path)
         scene.link("linked.log")
         for flags in [O_RDONLY, O_WRONLY | O_APPEND, O_WRONLY | O_CREAT | O_TRUNC] {
-            #expect(throws: FileIO.Failure.self, "flags \(flags)") { try dir.openFile("linked.log", flags) }
+            #expect(throws: ConfigError.self, "flags \(flags)") { try dir.openFile("linked.log", flags) }
         }
-        #expect(throws: FileIO.Failure.self) { try dir.read("linked.log", atMost: 4096) }
-        #expect(throws: FileIO.Failure.self) { try dir.tail("linked.log", bytes: 4096) }
+        #expect(throws: ConfigError.self) { try dir.read("linked.log", atMost: 4096) }
+        #expect(throws: ConfigError.self) { try dir.tail("linked.log", bytes: 4096) }
         mkfifo(scene.data.path + "/fifo", 0o644)
-        #expect(throws: FileIO.Failure.self, "a FIFO is refused at once, not waited on") { try dir.openFile("fifo", O_RDONLY) }
+        #expect(throws: ConfigError.self, "a FIFO is refused at once, not waited on") { try dir.openFile("fifo", O_RDONLY) }
         scene.link("keys", to: scene.root)
-        #expect(throws: FileIO.Failure.self) { try dir.directory("keys") }
-        #expect(throws: FileIO.Failure.self) { try dir.openFile("keys/victim", O_RDONLY) }
+        #expect(throws: ConfigError.self) { try dir.directory("keys") }
+        #expect(throws: ConfigError.self) { try dir.openFile("keys/victim", O_RDONLY) }
         let fd = try dir.create("linked.log", mode: 0o644)
         _ = write(fd, "new", 3)
         close(fd)
         #expect(scene.victimIsUntouched)
         #expect(try FileIO.readText(scene.data.path + "/linked.log") == "new", "the link itself was replaced by a fresh file")
-        #expect(throws: FileIO.Failure.self, "a path that climbs out is refused") { try dir.openFile("../victim", O_RDONLY) }
+        #expect(throws: ConfigError.self, "a path that climbs out is refused") { try dir.openFile("../victim", O_RDONLY) }
     }
 
     @Test func aFileWithASecondHardLinkIsNotOpenedForWriting() throws {
         let scene = try Scene()
         let dir = try PinnedDirectory.open(scene.data.path)
         link(scene.victim, scene.data.path + "/hard.log")
-        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_APPEND) }
+        #expect(throws: ConfigError.self) { try dir.openFile("hard.log", O_WRONLY | O_APPEND) }
         #expect(scene.victimIsUntouched)
     }
 
@@ -68,8 +70,8 @@ import Testing
         let scene = try Scene()
         let dir = try PinnedDirectory.open(scene.data.path)
         link(scene.victim, scene.data.path + "/hard.log")
-        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_TRUNC) }
-        #expect(throws: FileIO.Failure.self) { try dir.openFile("hard.log", O_WRONLY | O_CREAT | O_TRUNC) }
+        #expect(throws: ConfigError.self) { try dir.openFile("hard.log", O_WRONLY | O_TRUNC) }
+        #expect(throws: ConfigError.self) { try dir.openFile("hard.log", O_WRONLY | O_CREAT | O_TRUNC) }
         #expect(scene.victimIsUntouched, "refused with its content unchanged")
         try FileIO.writeAtomically(scene.data.path + "/plain.log", text: "old content\n")
         close(try dir.openFile("plain.log", O_WRONLY | O_TRUNC))
@@ -86,7 +88,7 @@ import Testing
         #expect(try dir.read("absent", atMost: 32) == nil)
         try FileIO.writeAtomically(file, text: String(repeating: "9", count: 32) + "8")
         var code: Int32 = 0
-        do { _ = try dir.read("x.pid", atMost: 32) } catch let failure as FileIO.Failure { code = failure.code }
+        do { _ = try dir.read("x.pid", atMost: 32) } catch let failure as ConfigError { code = failure.errorNumber }
         #expect(code == EFBIG, "one byte over the limit is refused")
         #expect(try dir.tail("x.pid", bytes: 2) == Array("98".utf8))
         #expect(try dir.tail("x.pid", bytes: 100)?.count == 33, "a file shorter than the tail is read whole")
@@ -149,7 +151,7 @@ import Testing
         try FileIO.makeDirectories(outside)
         try FileManager.default.removeItem(atPath: scene.data.keysDirectory)
         scene.link("keys", to: outside)
-        #expect(throws: FileIO.Failure.self) { try Backup.restore(from: file, into: scene.data) }
+        #expect(throws: ConfigError.self) { try Backup.restore(from: file, into: scene.data) }
         #expect(FileIO.list(outside).isEmpty, "nothing was written through the linked keys directory")
     }
 

@@ -1,4 +1,6 @@
+@testable import AttestConfig
 import AttestCore
+@testable import AttestOperations
 import AttestService
 import AttestTesting
 import Testing

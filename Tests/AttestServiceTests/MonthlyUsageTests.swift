@@ -1,4 +1,6 @@
+@testable import AttestConfig
 import AttestCore
+@testable import AttestOperations
 @testable import AttestService
 @testable import AttestStore
 import AttestTesting

@@ -1,3 +1,4 @@
+@testable import AttestConfig
 import AttestCore
 @testable import AttestService
 import AttestStore
@@ -47,9 +48,10 @@ import Testing
     }
 
     @Test func noActiveSigningKeyIs503NotAnInternalError() {
-        let e = ServiceError.unexpected(KeyRingError("no signing key is active at 2026-01-01T00:00:00Z: run 'attestctl keys list'"))
+        let e = ServiceError.unexpected(ConfigError(.keyRing, "no signing key is active at 2026-01-01T00:00:00Z: run 'attestctl keys list'"))
         #expect(e.status == 503 && e.code == .unavailable, "a clock stepped back before the first key: retry, not a bug")
         #expect(!e.body(requestID: "r").jsonText.contains("attestctl"))
+        #expect(ServiceError.unexpected(ConfigError(.fileSystem, "cannot write /x")).status == 500, "only the key ring's errors are 503")
     }
 
     @Test func unknownErrorsBecome500WithoutDetail() {

@@ -1,4 +1,6 @@
+@testable import AttestConfig
 import AttestCore
+@testable import AttestOperations
 @testable import AttestService
 import AttestStore
 import AttestTesting

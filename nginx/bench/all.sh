@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One run of every benchmark (issue #12), written to BENCHMARKS.md at the top of the checkout:
 #   - the machine's floors: OpenSSL P-256/P-384 verify rates and our in-process verifiers
-#     (attestctl bench verify), one refresh in-process with keys warm and cold (attestctl
-#     bench refresh), LMDB durable and no-sync puts (attestctl bench store puts),
+#     (attest-bench verify), one refresh in-process with keys warm and cold (attest-bench
+#     refresh), LMDB durable and no-sync puts (attest-bench store puts),
 #     nginx → trivial FastCGI handler and → one-P-256-verify handler at each worker count,
 #     and one-verify handlers (P-384, P-256) under the validate and refresh replays, each
 #     interleaved with the endpoint's own replay chunk by chunk (replay_pairs), and the trivial
@@ -79,21 +79,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0 || a == "n/a") print "
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(next(r['$2'] for r in d['results'] if $1))"; }
 
 echo "==> floors: OpenSSL and in-process verifiers (one core), LMDB puts, pyattest"
-VERIFY=$(taskset -c 0 "$BIN/attestctl" bench verify --seconds 2 --json)
+VERIFY=$(taskset -c 0 "$BIN/attest-bench" verify --seconds 2 --json)
 RAW_P384=$(json 'r["rawCurve"] == "P-384"' rawRate <<< "$VERIFY")
 RAW_P256=$(json 'r["rawCurve"] == "P-256"' rawRate <<< "$VERIFY")
 ATTEST_RATE=$(json 'r["rawCurve"] == "P-384"' rate <<< "$VERIFY")
 ATTEST_RATIO=$(json 'r["rawCurve"] == "P-384"' ratio <<< "$VERIFY")
 ASSERT_RATE=$(json 'r["rawCurve"] == "P-256"' rate <<< "$VERIFY")
 ASSERT_RATIO=$(json 'r["rawCurve"] == "P-256"' ratio <<< "$VERIFY")
-PUTS=$("$BIN/attestctl" bench store puts --seconds 2 --dir "${TMPDIR:-/tmp}")
+PUTS=$("$BIN/attest-bench" store puts --seconds 2 --dir "${TMPDIR:-/tmp}")
 DURABLE_PUTS=$(sed 's/.*durable_puts_per_s=\([0-9]*\).*/\1/' <<< "$PUTS")
 NOSYNC_PUTS=$(sed 's/.*nosync_puts_per_s=\([0-9]*\).*/\1/' <<< "$PUTS")
 PEER=$(taskset -c 0 python3 nginx/bench/pyattest_peer.py "$VECTOR" 3 | sed 's/.*pyattest_per_s=\([0-9.]*\).*/\1/')
 # One refresh in-process (no nginx, no FastCGI): keys warm, and cold (a key per refresh).
 field() { sed "s/.*$1=\([0-9.]*\).*/\1/"; }
-INPROC_WARM=$(taskset -c 0 "$BIN/attestctl" bench refresh --devices 200 --count 4000 2>/dev/null)
-INPROC_COLD=$(taskset -c 0 "$BIN/attestctl" bench refresh --devices 2000 --cold 2>/dev/null)
+INPROC_WARM=$(taskset -c 0 "$BIN/attest-bench" refresh --devices 200 --count 4000 2>/dev/null)
+INPROC_COLD=$(taskset -c 0 "$BIN/attest-bench" refresh --devices 2000 --cold 2>/dev/null)
 echo "raw P-256 $RAW_P256/s, P-384 $RAW_P384/s; attestation $ATTEST_RATE/s, assertion $ASSERT_RATE/s; puts $PUTS; pyattest $PEER/s"
 echo "in-process refresh: warm $INPROC_WARM; cold $INPROC_COLD"
 
@@ -348,7 +348,7 @@ for n in $SCALES; do
   DATA=$DIR/data-scale-$n
   echo "==> $n devices preloaded (store.sync=$SCALE_SYNC, map $map MiB)"
   setup_data "$DATA" "$SCALE_SYNC" "$map"
-  LOAD=$("$BIN/attestctl" bench store load --count "$n" --app "$TEAM.$BUNDLE" --data "$DATA")
+  LOAD=$("$BIN/attest-bench" store load --count "$n" --app "$TEAM.$BUNDLE" --data "$DATA")
   start_pools "$DATA" "$SCALE_WORKERS"
   device "$DATA" "$DIR/batch.json" batch validate --count "$VALIDATES" --out "$DIR/validate.jsonl" > /dev/null
   device "$DATA" "$DIR/batch.json" batch refresh --count "$REFRESHES" --devices "$DEVICES" --out "$DIR/refresh.jsonl" > /dev/null
@@ -495,7 +495,7 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   fi
   echo "## Scaling with the store ($SCALE_SYNC, $SCALE_WORKERS workers)"
   echo
-  echo "Devices preloaded with \`attestctl bench store load\`, which then compacts the durable environment as a"
+  echo "Devices preloaded with \`attest-bench store load\`, which then compacts the durable environment as a"
   echo "restore would (its bulk transactions leave a large LMDB free-page list that every later commit"
   echo "rewrites; see its help); the map sized 1 GiB + 2 KiB per device. The rows run one after the other,"
   echo "minutes apart, on a machine whose speed drifts: for a fair comparison run the sizes back to back in"

@@ -4,8 +4,8 @@
 # of a month, when every device is counted anew (START=month).
 #   PROCESSES processes (default 4) each count DEVICES devices (default 5000) of their own, all
 #   counted on an earlier day (START=month: of the month before), in transactions of BATCH
-#   (default 16: a worker's group commit), through the admission code requests use (`attestctl
-#   bench usage --at`, an organization without a limit), 30 s after midnight UTC. Rounds
+#   (default 16: a worker's group commit), through the admission code requests use (`attest-bench
+#   usage --at`, an organization without a limit), 30 s after midnight UTC. Rounds
 #   alternate two layouts of the same work:
 #     shared  every process in one organization (one schema), as a deployment's workers are
 #     apart   each process in a store of its own (a schema each): nothing shared to conflict on
@@ -34,7 +34,7 @@ case "$START" in
 esac
 
 echo "==> release build of this checkout"
-swift build -c release --product attestctl 2>&1 | tail -1
+for product in attestctl attest-bench; do swift build -c release --product "$product" 2>&1 | tail -1; done
 BIN=$PWD/.build/release
 DIR=$(mktemp -d /tmp/attestedge-daystart.XXXXXX)
 trap 'bench_postgres_stop; rm -rf "$DIR"' EXIT
@@ -47,7 +47,7 @@ rollbacks() { psql "$POSTGRES_URL" -Atc "SELECT xact_rollback FROM pg_stat_datab
 store() {
   "$1/attestctl" init --data "$DIR/$2" > /dev/null
   bench_use_postgres "$1" "$DIR/$2"
-  "$1/attestctl" bench usage --data "$DIR/$2" --devices $((PROCESSES * DEVICES)) --batch 1000 --at "$PRIMED_AT" > /dev/null 2>&1
+  $(bench_program "$1") usage --data "$DIR/$2" --devices $((PROCESSES * DEVICES)) --batch 1000 --at "$PRIMED_AT" > /dev/null 2>&1
 }
 
 # round BIN LAYOUT: sets RATE (devices/s) and ROLLBACKS.
@@ -61,7 +61,7 @@ round() {
   for i in $(seq 1 "$PROCESSES"); do
     local data=$DIR/data
     [ "$layout" = shared ] || data=$DIR/data$i
-    "$bin/attestctl" bench usage --data "$data" --from $(((i - 1) * DEVICES)) --devices "$DEVICES" --batch "$BATCH" \
+    $(bench_program "$bin") usage --data "$data" --from $(((i - 1) * DEVICES)) --devices "$DEVICES" --batch "$BATCH" \
       --at "$DAY_START" > "$DIR/out$i" 2>&1 &
     pids+=($!)
   done

@@ -31,8 +31,8 @@ echo "==> release build"
 if [ -z "${BIN:-}" ]; then swift build -c release 2>&1 | tail -1; fi
 BIN=${BIN:-$PWD/.build/release}
 
-echo "==> raw OpenSSL rates on one core (attestctl bench verify)"
-RAW=$("$BIN/attestctl" bench verify --seconds 2 --json)
+echo "==> raw OpenSSL rates on one core (attest-bench verify)"
+RAW=$("$BIN/attest-bench" verify --seconds 2 --json)
 RAW_P384=$(python3 -c 'import json,sys; print(next(r["rawRate"] for r in json.load(sys.stdin)["results"] if r["rawCurve"] == "P-384"))' <<< "$RAW")
 echo "raw P-384 verify: $RAW_P384/s per core"
 

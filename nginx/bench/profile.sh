@@ -15,7 +15,7 @@
 # SETTINGS="key value;key value" sets more configuration keys (e.g. "server.maxHeldAnswers 1").
 # CALLGRIND=1 runs the endpoint's pool under valgrind's callgrind instead of perf and prints the
 # instructions its workers execute per request (deterministic: compare with the in-process
-# figure of `attestctl bench refresh` under callgrind); use a small COUNT (valgrind is ~50× slower).
+# figure of `attest-bench refresh` under callgrind); use a small COUNT (valgrind is ~50× slower).
 # Writes OUT/perf.data, OUT/report-dso.txt (by shared object), OUT/report-sym.txt (by symbol,
 # children excluded), OUT/summary.txt (requests, worker CPU ms, µs/request).
 set -euo pipefail
@@ -32,7 +32,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 OUT=${OUT:-/tmp/attestedge-profile}
 TEAM=BENCH00001 BUNDLE=com.example.bench
 BIN=${BIN:-$PWD/.build/release}
-[ -x "$BIN/attest-refresh" ] || swift build -c release 2>&1 | tail -1
+[ -x "$BIN/attest-refresh" ] && [ -x "$BIN/attest-bench" ] || swift build -c release 2>&1 | tail -1
 mkdir -p "$OUT"
 
 DIR=$(mktemp -d /tmp/attestedge-profile.XXXXXX)
@@ -44,7 +44,7 @@ if [ "${PRELOAD:-0}" -gt 0 ]; then
   # Scaling: PRELOAD synthetic devices written straight into the store, the map by the
   # README's formula (1 GiB + 2 KiB per device), as all.sh's scaling part does.
   "$BIN/attestctl" config set store.durableMapSizeMiB $(( 1024 + PRELOAD * 2 / 1024 )) --data "$DATA" > /dev/null
-  "$BIN/attestctl" bench store load --count "$PRELOAD" --app "$TEAM.$BUNDLE" --data "$DATA"
+  "$BIN/attest-bench" store load --count "$PRELOAD" --app "$TEAM.$BUNDLE" --data "$DATA"
 fi
 PORT=$(bench_free_port)
 BENCH_NO_RATE_LIMIT=1 bench_render_nginx "$DIR" "$PORT"

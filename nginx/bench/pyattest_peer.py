@@ -2,7 +2,7 @@
 
 pyattest validates the chain with pyhanko_certvalidator at the current time; the sample's
 leaf has expired, so the validation time is pinned to the vector's `verifyAt` (the same time
-`attestctl bench verify` uses). pyattest takes the raw challenge and appends its SHA-256 to
+`attest-bench verify` uses). pyattest takes the raw challenge and appends its SHA-256 to
 authData; this sample appended the raw challenge bytes (see the vector's clientDataHashNote),
 so `verify_nonce` is given those bytes as they are: the same work (one SHA-256, one compare). Prints `pyattest_per_s=<rate> seconds=<cpu s> runs=<n>`.
 Run pinned to one core: `taskset -c 0 python3 nginx/bench/pyattest_peer.py VECTOR [SECONDS]`.

@@ -4,7 +4,7 @@
 #   1. refresh through nginx (interval sync, pre-generated bodies replayed once each) with this
 #      build and with BASE_REV (default: the commit before counting), alternating rounds in
 #      the same run; prints refresh/s of each and the ratio.
-#   2. attestctl bench usage: N synthetic devices counted for this month through the real
+#   2. attest-bench usage: N synthetic devices counted for this month through the real
 #      admission code, then the time of 'attestctl usage' over that month.
 # Prints numbers, asserts nothing; not part of the test suite.
 #   bash nginx/bench/usage.sh
@@ -86,10 +86,10 @@ for round in $(seq 1 "$ROUNDS"); do
   refresh_round "$HEAD_BIN"; HEAD_RPS+=("$ROUND_RPS")
 done
 
-echo "==> counting $USAGE_DEVICES devices for one month (attestctl bench usage)"
+echo "==> counting $USAGE_DEVICES devices for one month (attest-bench usage)"
 DIR=$(mktemp -d /tmp/attestedge-usage-bench.XXXXXX)
 "$HEAD_BIN/attestctl" init --data "$DIR/data" > /dev/null
-"$HEAD_BIN/attestctl" bench usage --devices "$USAGE_DEVICES" --data "$DIR/data" 2> /dev/null
+"$HEAD_BIN/attest-bench" usage --devices "$USAGE_DEVICES" --data "$DIR/data" 2> /dev/null
 START=$(date +%s.%N)
 "$HEAD_BIN/attestctl" usage --org bench-usage --data "$DIR/data" > /dev/null
 END=$(date +%s.%N)

@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${ATTEST_BIN:-$PWD/.build/release}/attestctl
+BENCH=${ATTEST_BIN:-$PWD/.build/release}/attest-bench
 PASS=0 FAIL=0
 check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1${3:+ -- $3}"; fi; }
 D=$(mktemp -d /tmp/attestedge-cli.XXXXXX)
@@ -73,17 +74,17 @@ out=$("$B" config set store.sync sometimes 2>&1); rc=$?
 check "a bad config value names the key and what it must be" '[ $rc != 0 ] && grep -q "store.sync" <<< "$out" && grep -q "commit" <<< "$out"' "$out"
 # The in-process refresh benchmark runs end to end (every refresh must answer 200) and
 # reports its parts; the figures themselves are machine-dependent and not judged here.
-out=$("$B" bench refresh --devices 3 --count 12 2>&1); rc=$?
+out=$("$BENCH" refresh --devices 3 --count 12 2>&1); rc=$?
 check "bench refresh runs 12 refreshes and splits them into verify, sign and rest" \
   '[ $rc = 0 ] && grep -Eq "^refresh_us=[0-9.]+ verify_us=[0-9.]+ sign_us=[0-9.]+ rest_us=-?[0-9.]+" <<< "$out" && grep -q "12 refreshes over 3 devices" <<< "$out"' "$out"
-out=$("$B" bench refresh --devices 4 --cold 2>&1); rc=$?
+out=$("$BENCH" refresh --devices 4 --cold 2>&1); rc=$?
 check "bench refresh --cold sends one refresh per device" '[ $rc = 0 ] && grep -q "4 refreshes over 4 devices.*keys cold" <<< "$out"' "$out"
 # The scaling loader writes its devices, then leaves the durable environment compacted (no
 # free pages: its bulk transactions would otherwise make every later commit rewrite the list),
 # and the store still passes its check with every device in it.
 "$B" org add bulk --tier enterprise > /dev/null
 "$B" app add --org bulk --team BULK000001 --bundle com.example.bulk > /dev/null
-out=$("$B" bench store load --count 30000 --app BULK000001.com.example.bulk 2>&1); rc=$?
+out=$("$BENCH" store load --count 30000 --app BULK000001.com.example.bulk 2>&1); rc=$?
 free=$(mdb_stat -f "$ATTEST_EDGE_DATA/store/durable" 2>/dev/null | awk '/Free pages:/ { print $3 }')
 check "bench store load loads 30000 devices and compacts the store (free pages: ${free:-?})" \
   '[ $rc = 0 ] && grep -q "loaded=30000 .*compacted_bytes=[1-9]" <<< "$out" && [ "$free" = 0 ]' "$out"

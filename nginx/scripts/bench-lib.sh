@@ -35,6 +35,8 @@
 #   bench_postgres_stop                 destroy that cluster (call it from the EXIT trap)
 #   bench_use_postgres BIN DATA         point DATA's store at a fresh schema of POSTGRES_URL
 #                                       (store.backend postgres)
+#   bench_program BIN                   how build BIN runs the in-process benchmarks: BIN/attest-bench,
+#                                       or `BIN/attestctl bench` in builds before it (BASE_BIN)
 set -euo pipefail
 
 BENCH_CHILDREN=()
@@ -50,6 +52,10 @@ bench_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
 bench_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+bench_program() {
+  if [ -x "$1/attest-bench" ]; then echo "$1/attest-bench"; else echo "$1/attestctl bench"; fi
 }
 
 bench_median() {

@@ -1,9 +1,12 @@
+import AttestConfig
 import AttestCore
 import AttestStore
 
 /// Every error an endpoint answers with: a stable code, a developer-readable message and an
-/// optional hint. `status` is the one place codes meet HTTP (pinned by a table test).
-public struct ServiceError: Error, Sendable, CustomStringConvertible {
+/// optional hint. `status` is the one place codes meet HTTP (pinned by a table test). The one
+/// error type of `AttestService`: two are equal when their codes are; `file` and `line` name the
+/// throwing site (logs and tests only, never the wire).
+public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
         case badRequest = "bad_request"
         case challengeInvalid = "challenge_invalid"
@@ -45,16 +48,24 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// and another `error` member than the message (which stays in `reason`).
     public var compatStatus: Int? = nil
     public var compatErrorMember: String? = nil
+    public let file: String
+    public let line: Int
 
     public init(_ code: Code, _ message: String, hint: String? = nil, log: String = "",
-                extra: [(String, JSONValue)] = [], headers: [(String, String)] = []) {
+                extra: [(String, JSONValue)] = [], headers: [(String, String)] = [],
+                file: String = #fileID, line: Int = #line) {
         self.code = code
         self.message = message
         self.hint = hint
         self.logDetail = log
         self.extra = extra
         self.headers = headers
+        self.file = file
+        self.line = line
     }
+
+    public static func == (lhs: ServiceError, rhs: ServiceError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The HTTP status: the code's, unless a compatibility shape overrides it.
     public var status: Int { compatStatus ?? Self.status(of: code) }
@@ -102,7 +113,7 @@ extension ServiceError {
         if let e = error as? StoreError { return .store(e) }
         // No key signs at this moment (the clock stepped back before the first key's
         // activation, or keys were withdrawn): the operator's to fix, the client's to retry.
-        if let e = error as? KeyRingError {
+        if let e = error as? ConfigError, e.code == .keyRing {
             return ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.", log: e.description)
         }
         return ServiceError(.internalError, "Internal error.", log: String(describing: error))

@@ -1,0 +1,233 @@
+import AttestConfig
+import AttestOperations
+import AttestService
+import CLISupport
+import HTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `attestctl serve` once the data directory is ready (initialised, its test CA made when
+/// asked: attestctl does that first): renders nginx's configuration, starts the pools, the
+/// webhook sender and nginx, waits until each answers, then supervises them until a signal.
+package struct Serve {
+    let args: Arguments
+    let data: DataDirectory
+
+    /// `args`: serve's parsed arguments (`--data`, `--listen`, `--workers`, `--trust-root`,
+    /// `--nginx-templates`, `--user`, `--allow-private-webhooks`).
+    package init(_ args: Arguments) {
+        self.args = args
+        data = DataDirectory(flag: args.value("data"))
+    }
+
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks]
+    /// Pools site.conf routes to that later capabilities add: while their executables are
+    /// absent their locations answer 501 JSON. Every routed pool exists now.
+    static let optionalPools: [String] = []
+
+    package func run() throws -> Int32 {
+        let trustRoots = args.values("trust-root").map(FileIO.absolute)
+        var config = try data.loadConfiguration()
+        if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
+        let workers = try args.int("workers", default: config.workers, in: 1...64)
+        let site = try NginxSite.locate(args.value("nginx-templates"))
+        let binaries = executableDirectory()
+        let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
+        let user = try serviceUser(named: args.value("user") ?? config.serviceUser, chosenByRoot: args.value("user") != nil,
+                                   trustRoots: trustRoots)
+        let startID = NginxSite.newStartID()
+        // Written as the data directory's owner (nginx reads the files as it too): DATA/nginx
+        // may be a link the service user planted (to /etc/nginx, say), and root would write
+        // through it. The templates are read as root: they may be where that user cannot read.
+        let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
+                                        startID: startID, absentPools: absent) { path, text in
+            try asDataOwner(data) { try FileIO.writeAtomically(path, text: text) }
+        }
+        guard let nginxBinary = findProgram("nginx") else { throw SupervisorError(.start, "nginx is not installed (apt-get install nginx)") }
+        // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
+        let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
+        // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for s in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&signals, s) }
+        sigprocmask(SIG_BLOCK, &signals, nil)
+
+        var children = [ChildProcess]()
+        let supervisor: ServeSupervisor
+        do {
+            for endpoint in Self.endpoints {
+                let name = "attest-\(endpoint.rawValue)"
+                let exe = binaries + "/" + name
+                guard access(exe, X_OK) == 0 else { throw SupervisorError(.start, "\(exe) is missing: build all products (swift build -c release)") }
+                var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers", String(workers), "--data", data.path]
+                for root in trustRoots { childArgs += ["--trust-root", root] }
+                if endpoint == .webhooks && args.flag("allow-private-webhooks") { childArgs.append("--allow-private-destinations") }
+                children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs,
+                                                 logDirectory: logs, logName: "\(name).log", credentials: user?.credentials))
+            }
+            // The webhook sender: restarted like a pool if it dies; the only process that connects out.
+            children.append(try ChildProcess(name: "attest-webhooks-deliver", executable: binaries + "/attest-webhooks",
+                                             arguments: ["deliver", "--data", data.path] + (args.flag("allow-private-webhooks") ? ["--allow-private-destinations"] : []),
+                                             logDirectory: logs, logName: "attest-webhooks-deliver.log", credentials: user?.credentials))
+            try waitForSockets(children)
+            // nginx leads its own process group: if its master dies, its workers can be found.
+            // As root it runs as the service user too, master included: everything it opens by
+            // path (its configuration, pid file, temporary directories and logs) is in DATA, the
+            // service user's, so a link planted there reaches only what that user could anyway.
+            var nginxCredentials = user?.credentials
+            let listen = try NginxSite.listenAddress(config)
+            nginxCredentials?.bindsLowPorts = listen.port < 1024
+            let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
+                                         arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
+                                         logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials, ownsProcessGroup: true)
+            children.append(nginx)
+            let base = "http://\(listen.authority)"
+            try waitForOurNginx(base, startID: startID, nginx)
+            try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
+            supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
+                                         logs: LogRotation(directory: logs, maxBytes: config.logMaxMiB << 20))
+            printReady(base, workers: workers, trustRoots: trustRoots, user: user)
+        } catch {
+            ServeSupervisor.stop(children)
+            throw error
+        }
+        return supervisor.run(signals: signals)
+    }
+
+    /// As root: the account the pools and nginx's workers run as (`server.user`), created if
+    /// it is the default and missing, with the data directory handed to it and made reachable
+    /// (a directory above it that blocks the user gets a search ACL entry for it alone, said
+    /// loudly). `nil` when serve does not run as root or `server.user` is root.
+    ///
+    /// `config.json` is the service user's to write, so a name read from it (`chosenByRoot`
+    /// false) may only name the account that already owns the data directory (or any account
+    /// while root still owns it, as after `init`): otherwise that user could pick the identity
+    /// root hands the data directory and every process to, root's included.
+    func serviceUser(named name: String, chosenByRoot: Bool, trustRoots: [String]) throws -> ServiceUser? {
+        guard geteuid() == 0 else { return nil }
+        guard Configuration.isUserName(name) else { throw SupervisorError(.serviceUser, "server.user \(name.debugDescription) is not a user name") }
+        let user = try ServiceUser.resolve(name)
+        var info = stat()
+        guard stat(data.path, &info) == 0 else { throw SupervisorError(.serviceUser, "cannot stat \(data.path): \(String(cString: strerror(errno)))") }
+        if !chosenByRoot && info.st_uid != 0 && info.st_uid != user.uid {
+            throw SupervisorError(.serviceUser, """
+                server.user is \(name), but \(data.path) belongs to uid \(info.st_uid): config.json is that user's to \
+                write, so it cannot choose another account to run as. If \(name) is what you want, say so on the \
+                command line: attestctl serve --user \(name) (root's choice; DATA is handed to it)
+                """)
+        }
+        guard user.uid != 0 else {
+            Output.err("WARNING: server.user is \(name): nginx's workers and the pools run as root")
+            return nil
+        }
+        try user.takeOwnership(of: data.path)
+        for path in [data.path] + trustRoots {
+            for dir in try user.makeReachable(path) {
+                Output.err("NOTE: \(dir) kept \(name) from reaching \(path): granted it search permission there, "
+                           + "and only that (POSIX ACL u:\(name):x; undo: setfacl -x u:\(name) \(dir))")
+            }
+        }
+        return user
+    }
+
+    func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
+        do { try config.set(key, jsonValue: json) } catch { throw UsageError("\(error)") }
+    }
+
+    func waitForSockets(_ children: [ChildProcess]) throws {
+        let deadline = monotonicSeconds() + 20
+        for endpoint in Self.endpoints {
+            let path = data.runDirectory + "/\(endpoint.rawValue).sock"
+            while !canConnect(unixSocket: path) {
+                if let dead = children.first(where: { !$0.isRunning }) {
+                    throw SupervisorError(.start, "\(dead.name) \(dead.exitDescription) while starting. Its log (\(dead.logFile)):\n\(dead.logTail())")
+                }
+                guard monotonicSeconds() < deadline else { throw SupervisorError(.start, "\(path) did not come up within 20 s") }
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Waits until the nginx answering on the port is the one just started: its readiness
+    /// server answers this start's id. Another process on the port (nginx workers left from an
+    /// earlier start, another program) cannot, and nginx exits when it cannot bind.
+    func waitForOurNginx(_ base: String, startID: String, _ nginx: ChildProcess) throws {
+        let client = HTTPClient(timeoutMilliseconds: 1000)
+        let host = "ready-\(startID).attestedge.invalid"
+        try poll("nginx on \(base) answering this start's id", nginx) {
+            guard let r = try? client.send("GET", base + "/.attestedge/ready", headers: [("Host", host)]) else { return "no answer" }
+            return r.status == 200 && r.text == startID ? nil : "HTTP \(r.status), not this start's id"
+        }
+    }
+
+    /// Waits until `url` answers 200 through nginx (the pools are reachable).
+    func waitForHTTP(_ url: String, _ nginx: ChildProcess) throws {
+        let client = HTTPClient(timeoutMilliseconds: 1000)
+        try poll("\(url) answering 200", nginx) {
+            guard let r = try? client.send("GET", url) else { return "no answer" }
+            return r.status == 200 ? nil : "HTTP \(r.status)"
+        }
+    }
+
+    /// Calls `attempt` every 50 ms for up to 20 s until it returns `nil` (its other answers say
+    /// what it saw); throws with nginx's error log if nginx exits meanwhile.
+    private func poll(_ what: String, _ nginx: ChildProcess, _ attempt: () -> String?) throws {
+        let deadline = monotonicSeconds() + 20
+        var last = ""
+        while monotonicSeconds() < deadline {
+            if !nginx.isRunning {
+                nginx.killGroup()
+                throw SupervisorError(.start, "nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
+                                     + ((try? PinnedDirectory.open(data.path).directory("log")).map { ServeSupervisor.tail($0, "error.log") } ?? ""))
+            }
+            guard let problem = attempt() else { return }
+            last = problem
+            usleep(50_000)
+        }
+        throw SupervisorError(.start, "waited 20 s for \(what) (last: \(last))")
+    }
+
+    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?) {
+        Output.out("""
+            AttestEdge is up: \(base)
+              data directory  \(data.path)
+              pools           \(Self.endpoints.map { "attest-\($0.rawValue)" }.joined(separator: ", ")) (\(workers) workers each)
+              webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
+              runs as         \(user.map { "\($0.name) (nginx and the pools)" } ?? NginxSite.currentUser())
+              logs            \(data.logDirectory)/
+              JWKS            \(base)/.well-known/jwks.json
+            try it:
+              curl -s \(base)/api/v1/attestation/challenge -H 'X-Bundle-ID: com.example.demo' -H 'X-Team-ID: DEMOTEAM01'
+            """)
+        let roots = ((try? data.loadConfiguration().testRoots) ?? []) + trustRoots
+        if !roots.isEmpty {
+            Output.out("  TEST ROOTS TRUSTED: \(roots.joined(separator: ", ")) (software devices will attest; never in production)")
+            if FileIO.exists(data.testCADirectory + "/ca.pem") {
+                Output.out("""
+                  enroll a software device:
+                    \(executableDirectory())/attest-device --server \(base) --team DEMOTEAM01 --bundle com.example.demo \\
+                      --test-ca \(data.testCADirectory)/ca.pem --state /tmp/demo-device.json enroll
+                """)
+            }
+        }
+        Output.out("Ctrl-C stops everything.")
+    }
+}
+
+func canConnect(unixSocket path: String) -> Bool {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+    }
+}

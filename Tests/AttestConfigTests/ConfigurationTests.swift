@@ -1,0 +1,67 @@
+import AttestConfig
+import AttestCore
+import AttestStore
+import Testing
+
+@Suite struct ConfigurationTests {
+    func problem(_ text: String) -> String? {
+        do { _ = try Configuration(jsonText: text); return nil } catch { return error.message }
+    }
+
+    @Test func theLongestTokenLifetimeIsTheDeploymentsOrAnAppsOwn() {
+        var config = Configuration()
+        config.tokenLifetimeSeconds = 3_600
+        let now = Timestamp(seconds: 1_780_000_000)
+        let plain = AppRecord(teamID: "T", bundleID: "a", org: "o", createdAt: now)
+        let long = AppRecord(teamID: "T", bundleID: "b", org: "o", tokenLifetimeSeconds: 172_800, createdAt: now)
+        #expect(config.longestTokenLifetime(apps: []) == 3_600)
+        #expect(config.longestTokenLifetime(apps: [plain]) == 3_600, "0: the app uses the deployment's")
+        #expect(config.longestTokenLifetime(apps: [plain, long]) == 172_800)
+    }
+
+    @Test func anEmptyObjectIsAllDefaults() throws {
+        #expect(try Configuration(jsonText: "{}") == Configuration())
+    }
+
+    @Test func theFullDocumentRoundTrips() throws {
+        var c = Configuration()
+        c.sync = "interval"
+        c.tokenLifetimeSeconds = 600
+        c.testRoots = ["test-ca/root.pem"]
+        #expect(try Configuration(jsonText: c.json.prettyJSONText) == c)
+    }
+
+    @Test func everyKeyIsDocumentedAndPresent() {
+        let json = Configuration().json
+        for key in ConfigurationKey.all {
+            #expect(!key.doc.isEmpty, "\(key.name) has a doc line")
+            var node: JSONValue? = json
+            for part in key.name.split(separator: ".") { node = node?[String(part)] }
+            #expect(node != nil, "\(key.name) appears in the document")
+        }
+    }
+
+    @Test func unknownKeysAreNamed() {
+        #expect(problem(#"{"tokens": {"lifetime": 5}}"#)?.contains("tokens.lifetime") == true)
+    }
+
+    @Test func badValuesNameTheKeyAndTheRule() {
+        #expect(problem(#"{"tokens": {"lifetimeSeconds": 5}}"#)?.contains("tokens.lifetimeSeconds must be a whole number in 600...") == true)
+        #expect(problem(#"{"store": {"sync": "sometimes"}}"#)?.contains("store.sync must be one of") == true)
+        #expect(problem(#"{"server": {"listen": "nowhere"}}"#)?.contains("server.listen") == true)
+        #expect(problem(#"{"rateLimits": {"challengeBurst": 0}}"#)?.contains("rateLimits.challengeBurst") == true,
+                "nginx refuses burst=0: a config that stops nginx from starting is refused where it is set and loaded")
+        #expect(problem("[1]")?.contains("JSON object") == true)
+        #expect(problem("{")?.contains("not valid JSON") == true)
+    }
+
+    @Test func setTakesJSONOrABareWord() throws {
+        var c = Configuration()
+        try c.set("store.sync", jsonValue: "interval")
+        try c.set("server.workers", jsonValue: "4")
+        try c.set("trust.testRoots", jsonValue: #"["a.pem"]"#)
+        #expect(c.sync == "interval" && c.workers == 4 && c.testRoots == ["a.pem"])
+        #expect(throws: Configuration.Problem.self) { try c.set("server.workers", jsonValue: "0") }
+        #expect(throws: Configuration.Problem.self) { try c.set("no.such", jsonValue: "1") }
+    }
+}
