@@ -45,11 +45,6 @@ rm -f "$log"  # kept only when a run failed
 echo "==> release build"
 release_build
 
-# The benchmark's ablation build (nginx/bench/ablate.sh) patches the refresh path; a change
-# there that breaks the patch would otherwise surface only 25 minutes into nginx/bench/all.sh.
-echo "==> nginx/bench/ablation.patch applies to these sources"
-git apply --check nginx/bench/ablation.patch
-
 failed=()
 for suite in nginx/e2e/*.sh; do
   [ -e "$suite" ] || continue

@@ -18,13 +18,34 @@ public enum Endpoint: String, Sendable, CaseIterable {
         }
     }
 
+    /// Answers `request` at once, waiting for what the answer depends on to be durable
+    /// (`ServiceContext.respond`): what a responder that holds no answers, the tests and the
+    /// in-process benchmark do.
     public func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
+        ctx.respond(request, endpoint: logName(request)) { scope in try answer(request, ctx, &scope) }
+    }
+
+    /// The endpoint's name in the log line of `request`.
+    func logName(_ request: Request) -> String {
         switch self {
-        case .challenge: return ChallengeEndpoint.handle(request, ctx)
-        case .validate: return ValidateEndpoint.handle(request, ctx)
-        case .refresh: return RefreshEndpoint.handle(request, ctx)
-        case .mad: return request.path == UsageEndpoint.path ? UsageEndpoint.handle(request, ctx) : HeartbeatEndpoint.handle(request, ctx)
-        case .webhooks: return WebhooksEndpoint.handle(request, ctx)
+        case .challenge: return "challenge"
+        case .validate: return "validate"
+        case .refresh: return "refresh"
+        case .mad: return request.path == UsageEndpoint.path ? "usage" : "heartbeat"
+        case .webhooks: return "webhooks"
+        }
+    }
+
+    /// The endpoint's body: the answer, or the error its JSON envelope is built from.
+    func answer(_ request: Request, _ ctx: ServiceContext, _ scope: inout RequestScope) throws -> Response {
+        switch self {
+        case .challenge: return try ChallengeEndpoint.challenge(request, ctx)
+        case .validate: return try ValidateEndpoint.validate(request, ctx, &scope)
+        case .refresh: return try RefreshEndpoint.refresh(request, ctx, &scope)
+        case .mad:
+            return request.path == UsageEndpoint.path
+                ? try UsageEndpoint.usage(request, ctx) : try HeartbeatEndpoint.heartbeat(request, ctx)
+        case .webhooks: return try WebhooksEndpoint.route(request, ctx)
         }
     }
 }
@@ -37,66 +58,75 @@ public enum Endpoint: String, Sendable, CaseIterable {
 /// calls `settle` (`Store.awaitDurable`: one `fdatasync` at most) before it would idle. A
 /// failed sync turns every held answer into a 503. Without it, `respond` waits itself.
 /// Validate's and refresh's final writes are grouped with those of the other answers held
-/// (`GroupCommit`): committed together when the worker settles, their answers built then.
+/// (`GroupCommitter`, which this responder owns): committed together when the worker
+/// settles, their answers built then.
 public struct ServiceResponder: Responder {
     public let endpoint: Endpoint
     public let context: ServiceContext
-    /// The error of the last failed `settle`, which the held answers' 503s report.
-    private let settleFailure = SettleFailure()
+    /// The group-commit queue and the answer last left unsettled; `nil` when answers are not held.
+    let committer: GroupCommitter?
 
     public init(endpoint: Endpoint, context: ServiceContext, holdsAnswers: Bool = false) {
         self.endpoint = endpoint
         self.context = context
-        context.holdsAnswers = holdsAnswers
+        committer = holdsAnswers ? GroupCommitter(context) : nil
     }
 
     public mutating func respond(to request: Request) -> Response {
-        endpoint.handle(request, context)
+        guard let committer else { return endpoint.handle(request, context) }
+        let endpoint = endpoint, context = context
+        return committer.respond(request, endpoint: endpoint.logName(request)) { scope in
+            try endpoint.answer(request, context, &scope)
+        }
     }
+
+    /// Whether final durable writes are queued for the group's commit.
+    var groupsWrites: Bool { committer?.groupsWrites ?? false }
 
     /// Validate and refresh workers prepare token signatures while nothing is queued.
     public var wantsIdle: Bool {
         switch endpoint {
-        case .validate, .refresh: return true
+        case .validate, .refresh:
+            #if ATTEST_ABLATE
+            return !Ablation.has("no-token")
+            #else
+            return true
+            #endif
         case .challenge, .mad, .webhooks: return false
         }
     }
 
-    public mutating func idle() -> Bool { context.prepareTokenSignatures() }
+    public mutating func idle() -> Bool { SigningKeys.prepareSignatures(context) }
 
     /// `server.maxHeldAnswers`.
     public var heldAnswerLimit: Int { context.configuration.maxHeldAnswers }
 
     public mutating func deferral() -> Deferral? {
-        guard let held = context.heldAnswer else { return nil }
-        context.heldAnswer = nil
-        let context = context, failed = settleFailure
+        guard let committer, let held = committer.takeHeldAnswer() else { return nil }
         return Deferral(position: held.awaits, failure: {
-            context.failedToSettle(held, failed.error ?? StoreError(.io, "the durability sync failed"))
-        }, released: { context.released(held) }, final: held.grouped.map { grouped in
-            { grouped.answer ?? context.failedToSettle(held, StoreError(.io, "the group's commit built no answer")) }
+            committer.failedToSettle(held, committer.settleFailure ?? StoreError(.io, "the durability sync failed"))
+        }, released: { committer.released(held) }, final: held.grouped.map { grouped in
+            { grouped.answer ?? committer.failedToSettle(held, StoreError(.io, "the group's commit built no answer")) }
         })
     }
 
     public mutating func isSettled(_ position: Int) -> Bool {
         // A grouped write's answer is settled only by the group's commit (`settle`).
-        position != ServiceContext.groupPosition && context.store.isDurable(position)
+        position != GroupCommitter.groupPosition && context.store.isDurable(position)
     }
 
     public mutating func settle(_ position: Int) -> Bool {
         do {
-            if position == ServiceContext.groupPosition {
+            if position == GroupCommitter.groupPosition {
                 // Durable on return, and so is every earlier position held with it.
-                try context.commitGroup()
+                try committer?.commitGroup()
             } else {
                 try context.store.awaitDurable(position)
             }
             return true
         } catch {
-            settleFailure.error = error
+            committer?.settleFailure = error
             return false
         }
     }
-
-    private final class SettleFailure { var error: (any Error)? }
 }

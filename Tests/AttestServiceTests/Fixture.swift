@@ -13,7 +13,12 @@ final class Fixture {
     let data: DataDirectory
     let clock: FixedClock
     let context: ServiceContext
-    var logs: [String] = []
+    /// The context's log lines, in order.
+    var logs: [String] {
+        get { logBook.lines }
+        set { logBook.lines = newValue }
+    }
+    private let logBook: LogBook
     /// The fixture organization's subject secret (signed subject values).
     let subjectSecret: String
     static let teamID = "ABCDE12345"
@@ -36,6 +41,8 @@ final class Fixture {
         let created = clock.now()
         let secret = SignedSubject.newSecret(random: SystemRandom())
         subjectSecret = secret
+        let book = LogBook()
+        logBook = book
         try store.write { txn in
             // `asserted` unless chosen: the behaviour the endpoint and subject tests were written for.
             try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created, subjectLinks: subjectLinks,
@@ -45,8 +52,7 @@ final class Fixture {
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
                                      trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()], testRoots: testRoots,
-                                     keyRing: KeyRing(data))
-        context.log = { [weak self] in self?.logs.append($0.text) }
+                                     keyRing: KeyRing(data), log: { book.lines.append($0.text) })
     }
 
     /// With `ATTEST_TEST_STORE=postgres` (and `ATTEST_TEST_POSTGRES_URL`), every fixture gets
@@ -103,6 +109,11 @@ final class Fixture {
         guard status == 200, let c = body["challenge"]?.stringValue else { throw FixtureError("challenge failed: \(status) \(body.jsonText)") }
         return c
     }
+}
+
+/// Where a fixture's context logs (built before the context, which takes its log at init).
+final class LogBook {
+    var lines: [String] = []
 }
 
 struct FixtureError: Error, CustomStringConvertible {

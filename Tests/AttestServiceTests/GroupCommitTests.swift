@@ -5,7 +5,7 @@ import AttestTesting
 import FastCGI
 import Testing
 
-/// Group commit (`GroupCommit`): a pool worker (LMDB in either sync mode, or PostgreSQL) queues
+/// Group commit (`GroupCommitter`): a pool worker (LMDB in either sync mode, or PostgreSQL) queues
 /// each refresh's final write, holds its answer, and commits the held ones together when it
 /// settles; the answers are built from what each write did. (PostgreSQL's `durableVersion`
 /// also moves with the clock's second, so commits are counted there on LMDB only.)
@@ -26,14 +26,14 @@ import Testing
         let (_, first) = try refresh(&responder, flow, counter: 5)
         let (_, replayed) = try refresh(&responder, flow, counter: 5)  // the same counter again
         let held = [try #require(first), try #require(replayed)]
-        #expect(held.allSatisfy { $0.position == ServiceContext.groupPosition && $0.final != nil })
+        #expect(held.allSatisfy { $0.position == GroupCommitter.groupPosition && $0.final != nil })
         let settledEarly = held.map { responder.isSettled($0.position) }
         #expect(settledEarly == [false, false])
         if !Fixture.onPostgres { #expect(store.durableVersion == version, "nothing committed before the worker settles") }
         #expect(try flow.storedDevice()?.counter == 0)
         #expect(flow.fixture.logs.count == logged + 2, "the two challenges' lines only")
 
-        let committed = responder.settle(ServiceContext.groupPosition)
+        let committed = responder.settle(GroupCommitter.groupPosition)
         #expect(committed)
         if !Fixture.onPostgres { #expect(store.durableVersion == version + 1, "one commit for both") }
         #expect(store.isDurable(store.durableVersion))
@@ -61,11 +61,11 @@ import Testing
         let (_, first) = try refresh(&responder, flow, counter: 1)
         let (_, second) = try refresh(&responder, flow, counter: 2)
         let held = [try #require(first), try #require(second)]
-        #expect(held.allSatisfy { $0.position == ServiceContext.groupPosition })
+        #expect(held.allSatisfy { $0.position == GroupCommitter.groupPosition })
         let settledEarly = held.map { responder.isSettled($0.position) }
         #expect(settledEarly == [false, false], "a grouped answer waits for its group's commit in this mode too")
         #expect(try flow.storedDevice()?.counter == 0)
-        let committed = responder.settle(ServiceContext.groupPosition)
+        let committed = responder.settle(GroupCommitter.groupPosition)
         #expect(committed)
         if !Fixture.onPostgres { #expect(store.durableVersion == version + 1, "one commit for both") }
         #expect(store.durabilitySyncs == 0, "answers in interval mode never wait for a sync")
@@ -95,7 +95,7 @@ import Testing
             held.append(try #require(deferral))
         }
         let version = flow.context.store.durableVersion
-        let committed = responder.settle(ServiceContext.groupPosition)
+        let committed = responder.settle(GroupCommitter.groupPosition)
         #expect(committed)
         if !Fixture.onPostgres { #expect(flow.context.store.durableVersion == version + 1, "one commit for the group") }
         #expect(held.map { $0.final!().status } == [200, 500, 200])
@@ -110,14 +110,14 @@ import Testing
         let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: "{}", headers: Fixture.appHeaders))
         #expect(response.status == 400)
         let deferral = responder.deferral()
-        #expect(deferral == nil || deferral?.position != ServiceContext.groupPosition, "nothing queued")
-        #expect(flow.context.writeGroup.isEmpty)
+        #expect(deferral == nil || deferral?.position != GroupCommitter.groupPosition, "nothing queued")
+        #expect(responder.committer?.writeGroup.isEmpty == true)
     }
 
     @Test func withoutHoldingTheWriteCommitsAtOnce() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
-        #expect(!flow.context.groupsWrites)
+        #expect(!ServiceResponder(endpoint: .refresh, context: flow.context).groupsWrites)
         #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
         #expect(try flow.storedDevice()?.counter == 1)
     }

@@ -262,7 +262,7 @@ import Testing
         #expect(flow.post(.validate, try flow.validateBody(challenge: challenge, device: try SoftwareDevice.generate())).0 == 200)
         // Past the challenge's expiry (300 s) but within the margin: a sweep runs and keeps it.
         flow.fixture.clock.advance(300 + 500)
-        for _ in 0..<ServiceContext.sweepInterval { #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: try SoftwareDevice.generate())).0 == 200) }
+        for _ in 0..<RateLimits.sweepInterval { #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: try SoftwareDevice.generate())).0 == 200) }
         flow.fixture.clock.set(start)
         #expect(code(flow.post(.validate, try flow.validateBody(challenge: challenge, device: try SoftwareDevice.generate()))) == "400 challenge_already_used")
         // Past expiry plus margin the entry is swept (a clock stepping back further is out of scope).
@@ -270,7 +270,7 @@ import Testing
         let key = (id: token.id, expiry: token.expiry.seconds + 600)
         #expect(try flow.context.store.read { try $0.isChallengeUsed(id: key.id, expiry: key.expiry) })
         flow.fixture.clock.set(start + 300 + 601)
-        for _ in 0..<ServiceContext.sweepInterval {
+        for _ in 0..<RateLimits.sweepInterval {
             _ = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: try SoftwareDevice.generate()))
         }
         #expect(try flow.context.store.read { try $0.isChallengeUsed(id: key.id, expiry: key.expiry) } == false,

@@ -29,6 +29,6 @@ import Testing
         var headers = Fixture.appHeaders
         headers["Authorization"] = "Bearer " + token
         #expect(flow.fixture.call(.mad, body: #"{"sdkVersion":"2.1.0","appState":"active"}"#, headers: headers).0 == 200)
-        #expect(flow.context.heartbeatHints.count == 0)
+        #expect(flow.context.caches.heartbeatHints.count == 0)
     }
 }

@@ -27,7 +27,7 @@ import Testing
         #expect(moreWouldHelp, "a quiet moment prepares a step of nonces for the active key, and more would help")
     }
 
-    /// An enrollment's write waits for the group's commit (`GroupCommit`; LMDB and PostgreSQL
+    /// An enrollment's write waits for the group's commit (`GroupCommitter`; LMDB and PostgreSQL
     /// alike): the answer is held at the group position, and built once that commit is durable.
     @Test func anEnrollmentIsHeldUntilItsCommitIsDurable() throws {
         let flow = try DeviceFlow()
@@ -37,7 +37,7 @@ import Testing
         #expect(response.status == 200)
         let deferral = responder.deferral()
         let held = try #require(deferral, "the device's write is queued for the group")
-        #expect(held.position == ServiceContext.groupPosition)
+        #expect(held.position == GroupCommitter.groupPosition)
         let again = responder.deferral()
         #expect(again == nil, "taken once")
         let settledBefore = responder.isSettled(held.position)

@@ -20,7 +20,7 @@ import Testing
                 flow.device = devices[i]
                 statuses.append(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0)
                 devices[i] = flow.device
-                sizes.append(flow.context.publicKeys.count)
+                sizes.append(flow.context.caches.publicKeys.count)
             }
         }
         return (statuses, sizes)

@@ -103,33 +103,38 @@ import Testing
         }
         let org = try #require(try flow.context.store.read { try $0.org(named: "acme") })
         _ = try flow.context.store.write([.durable]) { txn in
-            for i in 0..<(ServiceContext.sweepLimit + 6) {
-                _ = try flow.context.countActive(.device(appID: Fixture.appID, fingerprint: "", deviceID: "june-\(i)"), appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+            for i in 0..<(RateLimits.sweepLimit + 6) {
+                let identity = UsageIdentity.device(appID: Fixture.appID, fingerprint: "", deviceID: "june-\(i)")
+                _ = try MonthlyCounter.countActive(identity, appID: Fixture.appID, org: org, in: txn,
+                                                   now: flow.fixture.clock.now(), flow.context)
             }
-            _ = try flow.context.countActive(june, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+            _ = try MonthlyCounter.countActive(june, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now(),
+                                               flow.context)
         }
-        #expect(try juneEntries() == ServiceContext.sweepLimit + 7)
+        #expect(try juneEntries() == RateLimits.sweepLimit + 7)
         flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T23:50:00Z")!)
         func countJuly(_ n: Int) throws {
             _ = try flow.context.store.write([.durable]) { txn in
                 for i in 0..<n {
-                    _ = try flow.context.countActive(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july-\(UInt32.random(in: 0...UInt32.max))-\(i)"),
-                                                     appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now())
+                    let july = UsageIdentity.device(appID: Fixture.appID, fingerprint: "",
+                                                    deviceID: "july-\(UInt32.random(in: 0...UInt32.max))-\(i)")
+                    _ = try MonthlyCounter.countActive(july, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now(),
+                                                       flow.context)
                 }
             }
         }
-        flow.context.usageCountings = 0  // as in a process that has not counted yet
+        flow.context.caches.usageCountings = 0  // as in a process that has not counted yet
         try countJuly(1)
-        #expect(try juneEntries() == ServiceContext.sweepLimit + 7, "June's entries stay through July's first day")
+        #expect(try juneEntries() == RateLimits.sweepLimit + 7, "June's entries stay through July's first day")
         flow.fixture.clock.set(Timestamp(iso8601: "2026-07-02T00:10:00Z")!)
-        flow.context.usageCountings = 0
+        flow.context.caches.usageCountings = 0
         try countJuly(1)
-        #expect(try juneEntries() == 7, "a process's first counting sweeps \(ServiceContext.sweepLimit)")
-        try countJuly(ServiceContext.sweepInterval - 1)
-        #expect(try juneEntries() == 7, "the next \(ServiceContext.sweepInterval - 1) do not")
+        #expect(try juneEntries() == 7, "a process's first counting sweeps \(RateLimits.sweepLimit)")
+        try countJuly(RateLimits.sweepInterval - 1)
+        #expect(try juneEntries() == 7, "the next \(RateLimits.sweepInterval - 1) do not")
         try countJuly(1)
         #expect(try juneEntries() == 0)
-        #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(ServiceContext.sweepLimit + 7), "the month's figures stay")
+        #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(RateLimits.sweepLimit + 7), "the month's figures stay")
     }
 
     @Test func aRequestThatReadTheClockBeforeMidnightFindsItsDeviceAfterTheMonthTurned() throws {
@@ -138,11 +143,12 @@ import Testing
         let x = UsageIdentity.device(appID: Fixture.appID, fingerprint: "", deviceID: "x")
         func count(_ identity: UsageIdentity, at time: String) throws -> MonthlyAdmission {
             try flow.context.store.write([.durable]) { txn in
-                try flow.context.countActive(identity, appID: Fixture.appID, org: org, in: txn, now: Timestamp(iso8601: time)!)
+                try MonthlyCounter.countActive(identity, appID: Fixture.appID, org: org, in: txn, now: Timestamp(iso8601: time)!,
+                                               flow.context)
             }
         }
         #expect(try count(x, at: "2026-06-10T12:00:00Z") == .admitted)
-        flow.context.usageCountings = 0  // the next counting sweeps
+        flow.context.caches.usageCountings = 0  // the next counting sweeps
         #expect(try count(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july"), at: "2026-07-01T00:00:00Z") == .admitted)
         // A worker that read the clock at 23:59:59 commits after that: June is at its limit
         // with no grace left, so losing x's entry would refuse it (or count it twice).

@@ -7,7 +7,7 @@ import Testing
 /// PostgreSQL only (`ATTEST_TEST_STORE=postgres`): the round trips a validate and a refresh
 /// make to the database, which with the database on another host are most of a worker's
 /// time per request. The reads each final write will make go out with its first statement
-/// (`prefetchEnrollment`, `prefetchDeviceWrite`); a change that adds a read it does not
+/// (`Prefetch.enrollment`, `Prefetch.deviceWrite`); a change that adds a read it does not
 /// prefetch shows here. The fewest of three requests counts: the app's record is read again
 /// when the store's version moves, which on PostgreSQL it does every second.
 @Suite(.enabled(if: Fixture.onPostgres, "needs ATTEST_TEST_STORE=postgres"))
@@ -94,9 +94,9 @@ struct PostgresRoundTripServiceTests {
         #expect(statuses == [200, 200, 200])
         #expect(trips == 2, "BEGIN with the deviceId's key, the device and its monthly entry; COMMIT")
         let deviceID = DeviceIdentity.deviceID(keyID: flow.device.keyID)
-        flow.context.heartbeatHints.remember(deviceID: deviceID, keyID: [UInt8](repeating: 7, count: 32), identity: [UInt8](repeating: 7, count: 16))
+        flow.context.caches.heartbeatHints.remember(deviceID: deviceID, keyID: [UInt8](repeating: 7, count: 32), identity: [UInt8](repeating: 7, count: 16))
         #expect(flow.fixture.call(.mad, body: body, headers: headers).0 == 200, "a stale hint: the reads it missed go out on their own")
-        #expect(flow.context.heartbeatHints.hint(for: deviceID)?.keyID == flow.device.keyID, "and the hint is mended")
+        #expect(flow.context.caches.heartbeatHints.hint(for: deviceID)?.keyID == flow.device.keyID, "and the hint is mended")
     }
 }
 

@@ -32,7 +32,9 @@ import Testing
                                          testRoots: [], keyRing: KeyRing(data))
         let ttl = Int64(config.challengeTTLSeconds)
         let appID = Fixture.appID
-        func check(_ challenge: String) throws -> [UInt8] { try context.checkChallenge(challenge, appID: appID, now: clock.now()).id }
+        func check(_ challenge: String) throws -> [UInt8] {
+            try Admission.checkChallenge(challenge, appID: appID, now: clock.now(), context).id
+        }
         func issued(_ second: Int64, ttl: Int64, id: UInt8) -> String {
             context.challenges.issue(appID: appID, issued: Timestamp(seconds: second), expiry: Timestamp(seconds: second + ttl), id: Array(repeating: id, count: 16))
         }

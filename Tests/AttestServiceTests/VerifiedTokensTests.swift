@@ -70,23 +70,23 @@ import Testing
         let flow = try DeviceFlow()
         let token = try #require(try flow.enroll()["token"]?.stringValue)
         #expect(heartbeat(flow, token) == 200)
-        #expect(flow.context.verifiedTokens.count == 1)
+        #expect(flow.context.caches.verifiedTokens.count == 1)
         #expect(heartbeat(flow, token) == 200, "the same token again, from the set")
-        #expect(flow.context.verifiedTokens.count == 1)
+        #expect(flow.context.caches.verifiedTokens.count == 1)
 
         // The same claims signed by a key the JWKS does not publish: refused, and not kept.
         let forged = try JWTSigner(key: try SigningKey.generate(.p256)).sign(try JWT(compact: token).claims)
         #expect(heartbeat(flow, forged) == 401)
-        #expect(flow.context.verifiedTokens.count == 1)
+        #expect(flow.context.caches.verifiedTokens.count == 1)
         var tampered = Array(token.utf8)
         tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(heartbeat(flow, String(decoding: tampered, as: UTF8.self)) == 401, "one byte changed: another digest, checked, refused")
-        #expect(flow.context.verifiedTokens.count == 1)
+        #expect(flow.context.caches.verifiedTokens.count == 1)
 
         // Were the forged token in the set, its signature would not be looked at: hence the rule.
-        let kept = flow.context.verifiedTokens.claims(for: VerifiedTokens.Digest(token: token))
+        let kept = flow.context.caches.verifiedTokens.claims(for: VerifiedTokens.Digest(token: token))
         let claims = try #require(kept)
-        flow.context.verifiedTokens.insert(claims, for: VerifiedTokens.Digest(token: forged))
+        flow.context.caches.verifiedTokens.insert(claims, for: VerifiedTokens.Digest(token: forged))
         #expect(heartbeat(flow, forged) == 200)
     }
 
@@ -114,7 +114,7 @@ import Testing
             try txn.put(d)
         }
         #expect(heartbeat(flow, token) == 401)
-        #expect(flow.context.verifiedTokens.count == 1, "all of these were answered from the set")
+        #expect(flow.context.caches.verifiedTokens.count == 1, "all of these were answered from the set")
     }
 
     @Test func aKeyLeavingTheJWKSTakesItsTokensWithIt() throws {
@@ -128,13 +128,13 @@ import Testing
         #expect(heartbeat(flow, token) == 200, "still published during the overlap")
         flow.fixture.clock.advance(31)
         #expect(heartbeat(flow, token) == 401)
-        #expect(flow.context.verifiedTokens.count == 0)
+        #expect(flow.context.caches.verifiedTokens.count == 0)
     }
 
     @Test func zeroChecksEverySignature() throws {
         let flow = try DeviceFlow { $0.tokenCacheEntries = 0 }
         let token = try #require(try flow.enroll()["token"]?.stringValue)
         #expect(heartbeat(flow, token) == 200 && heartbeat(flow, token) == 200)
-        #expect(flow.context.verifiedTokens.count == 0)
+        #expect(flow.context.caches.verifiedTokens.count == 0)
     }
 }

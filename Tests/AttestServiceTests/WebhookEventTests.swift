@@ -48,7 +48,7 @@ import Testing
         #expect(status == 500)
         #expect(try Self.events(flow).isEmpty, "the events were written in the aborted transaction")
         #expect(try flow.storedDevice() == nil)
-        flow.context.faults = FaultPoints()
+        flow.context.faults.afterValidateWrites = nil
         try flow.enroll()
         #expect(try Self.events(flow).map(\.event) == ["device.new", "attestation.completed"])
     }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # What each part of a refresh costs through nginx (issue #12), by switching parts off.
 #
-# Copies the sources to a throwaway directory, applies nginx/bench/ablation.patch there (never to
-# this checkout: it adds ATTEST_ABLATE, which can switch off the signature check) and builds that
-# attest-refresh. Then, round by round, for each variant: starts that pool with ATTEST_ABLATE set,
+# Builds attest-refresh a second time with the compile-time switch ATTEST_ABLATE
+# (`swift build -c release -Xswiftc -DATTEST_ABLATE`, into its own scratch path, .build/ablate):
+# only that build contains the `#if ATTEST_ABLATE` lines (AssertionVerifier, Admission,
+# RefreshEndpoint, ServiceResponder), which read the environment variable ATTEST_ABLATE and can
+# switch off the signature check; the shipped binaries never do. Then, round by round, for each
+# variant: starts that pool with ATTEST_ABLATE set,
 # replays one chunk of pre-generated refreshes through nginx against it and the same chunk against
 # the one-P-256-verify handler (interleaved, as all.sh's ratios), and stops it. Variants:
 #   base          the real refresh
@@ -16,8 +19,7 @@
 #                 than in the floor handler because of what runs around it?)
 # and any comma-joined set of them. Prints per round and a summary: median ratio (ours ÷ floor),
 # median worker CPU per refresh (user + system µs) and its difference from base.
-# Not part of the tests (minutes). If the patch no longer applies, regenerate it from the lines it
-# touches (AssertionVerifier, Admission, RefreshEndpoint, ServiceResponder).
+# Not part of the tests (minutes). ABLATE_BUILD=dir puts the ablation build elsewhere.
 #   bash nginx/bench/ablate.sh
 #   VARIANTS="base no-token no-write" ROUNDS=6 PER=5000 SYNC=commit CONNECTIONS=64 bash nginx/bench/ablate.sh
 # TABLE_OUT=path also writes the summary table there (all.sh puts it in BENCHMARKS.md).
@@ -42,15 +44,10 @@ BIN=$ROOT/.build/release
 DIR=$(mktemp -d /tmp/attestedge-ablate.XXXXXX)
 trap 'bench_cleanup; rm -rf "$DIR"' EXIT
 
-echo "==> ablation build (nginx/bench/ablation.patch applied to a copy in $DIR/src)"
-mkdir -p "$DIR/src"
-cp -r Package.swift Sources Tests "$DIR/src/"
-if ! (cd "$DIR/src" && git apply "$ROOT/nginx/bench/ablation.patch"); then
-  echo "ablate.sh: nginx/bench/ablation.patch no longer applies to these sources; regenerate it (see the top of this script)" >&2
-  exit 1
-fi
-swift build -c release --package-path "$DIR/src" --product attest-refresh 2>&1 | tail -1
-ABIN=$DIR/src/.build/release
+ABLATE_BUILD=${ABLATE_BUILD:-$ROOT/.build/ablate}
+echo "==> ablation build (-DATTEST_ABLATE, in $ABLATE_BUILD)"
+swift build -c release --product attest-refresh --scratch-path "$ABLATE_BUILD" -Xswiftc -DATTEST_ABLATE 2>&1 | tail -1
+ABIN=$ABLATE_BUILD/release
 
 DATA=$DIR/data
 bench_data "$BIN" "$DATA" "$TEAM" "$BUNDLE" "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0"

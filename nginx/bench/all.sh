@@ -55,11 +55,6 @@ LIMITED_CLIENTS=${LIMITED_CLIENTS-1000}
 LIMITED_ORG_RATE=${LIMITED_ORG_RATE:-}
 OUT=${OUT:-BENCHMARKS.md}
 TEAM=BENCH00001 BUNDLE=com.example.bench
-# ablate.sh runs last, about 25 minutes in: find out now whether its patch still applies.
-if [ -n "$ABLATIONS" ] && ! git apply --check nginx/bench/ablation.patch; then
-  echo "all.sh: nginx/bench/ablation.patch no longer applies to these sources; regenerate it (see nginx/bench/ablate.sh) or run with ABLATIONS=\"\"" >&2
-  exit 1
-fi
 VECTOR=Tests/AttestCoreTests/Vectors/apple-guide-2026.json
 
 echo "==> release build"
@@ -508,7 +503,7 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
     echo
     echo "## Where a refresh's cost goes ($sync, 2 workers, $CONNECTIONS clients)"
     echo
-    echo "\`nginx/bench/ablate.sh\`: parts of refresh switched off in a throwaway build (nginx/bench/ablation.patch,"
+    echo "\`nginx/bench/ablate.sh\`: parts of refresh switched off in a separate build (swift -DATTEST_ABLATE,"
     echo "never in the shipped binaries), each variant's pool replaying its own chunk of refreshes and the"
     echo "one-P-256-verify handler the same chunk right after it, round by round. no-token: a same-size"
     echo "placeholder instead of the token (no signature, no nonce preparation); no-write: no device write and"

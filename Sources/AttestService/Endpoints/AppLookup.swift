@@ -3,22 +3,7 @@ import AttestStore
 import FastCGI
 
 /// Resolving the app a device request is for, from `X-Bundle-ID` and `X-Team-ID`.
-/// A class: it is cached per worker and handed around without copying its strings.
-final class AppContext {
-    let app: AppRecord
-    let org: OrgRecord
-    /// The app's claim rules, parsed at first use (`claimRules`).
-    var parsedClaims: [ClaimRule]?
-    /// The organization's subject-secret HMAC, keyed at first use (`subjectKey`).
-    var subjectHMAC: HMACSHA256?
-
-    init(app: AppRecord, org: OrgRecord) {
-        self.app = app
-        self.org = org
-    }
-}
-
-extension ServiceContext {
+enum AppLookup {
     /// The registered, enabled app the headers name (403 `app_not_registered` otherwise).
     /// `required == false` lets a request without both headers through as `nil`.
     ///
@@ -27,17 +12,18 @@ extension ServiceContext {
     /// generation (one small read), so a change made by any process (attestctl disabling an
     /// app) is seen by the very next request on LMDB, and within a second on PostgreSQL,
     /// where another host's writes are not visible cheaply.
-    func appContext(_ request: Request, required: Bool = true) throws -> AppContext? {
+    static func app(for request: Request, required: Bool = true, _ ctx: ServiceContext) throws -> AppContext? {
+        let caches = ctx.caches
         // The FastCGI param names nginx gives these headers, looked up directly (hot path).
         let rawBundle = request.params["HTTP_X_BUNDLE_ID"], rawTeam = request.params["HTTP_X_TEAM_ID"]
-        let version = store.durableVersion
+        let version = ctx.store.durableVersion
         // The same header values as the last lookup, and nothing written since: its answer,
         // without trimming, validating and hashing them again (a challenge flood for one app).
-        if let last = lastAppLookup, last.version == version, last.bundle == rawBundle, last.team == rawTeam {
+        if let last = caches.lastAppLookup, last.version == version, last.bundle == rawBundle, last.team == rawTeam {
             return last.context
         }
         func remember(_ context: AppContext) -> AppContext {
-            lastAppLookup = (rawBundle, rawTeam, version, context)
+            caches.lastAppLookup = (rawBundle, rawTeam, version, context)
             return context
         }
         let bundle = rawBundle?.trimmedNonEmpty
@@ -58,13 +44,13 @@ extension ServiceContext {
                                log: "X-Bundle-ID \(bundle)")
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
-        let cached = appCache[appID]
+        let cached = caches.appCache[appID]
         if let cached, cached.version == version { return remember(cached.context) }
         // Orgs and apps are written only by attestctl, which returns after its own sync: a
         // lookup need not hold the answer (a challenge) for other requests' commits.
         let generation: UInt64, found: AppContext?
         do {
-            (generation, found) = try store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
+            (generation, found) = try ctx.store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
                 let generation = try txn.tenancyGeneration()
                 if let cached, cached.generation == generation { return (generation, cached.context) }
                 guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
@@ -78,7 +64,7 @@ extension ServiceContext {
             throw error
         }
         if let cached, found === cached.context {
-            appCache[appID] = (version, generation, cached.context)
+            caches.appCache[appID] = (version, generation, cached.context)
             return remember(cached.context)
         }
         guard let found else {
@@ -87,12 +73,12 @@ extension ServiceContext {
                                log: "unknown or disabled app \(appID)")
         }
         // The parsed claims survive while their text and the tier that limits them are unchanged.
-        if let previous = appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON,
+        if let previous = caches.appCache[appID]?.context, previous.app.customClaimsJSON == found.app.customClaimsJSON,
            previous.org.tier == found.org.tier {
             found.parsedClaims = previous.parsedClaims
         }
-        if appCache.count >= 1024 { appCache.removeAll(keepingCapacity: true) }
-        appCache[appID] = (version, generation, found)
+        if caches.appCache.count >= 1024 { caches.appCache.removeAll(keepingCapacity: true) }
+        caches.appCache[appID] = (version, generation, found)
         return remember(found)
     }
 }

@@ -9,19 +9,17 @@ import FastCGI
 /// With `X-Bundle-ID` and `X-Team-ID` the challenge is bound to that app (unknown app → 403
 /// `app_not_registered`); without them it is unbound. Nothing is written to the store.
 public enum ChallengeEndpoint {
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "challenge") {
-            guard request.method == "GET" || request.method == "HEAD" else {
-                throw ServiceError(.methodNotAllowed, "Use GET for /api/v1/attestation/challenge.")
-            }
-            let app = try ctx.appContext(request, required: false)
-            let now = ctx.clock.now()
-            let ttl = Int64(ctx.configuration.challengeTTLSeconds)
-            let expiry = now + ttl
-            let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry, id: ctx.random.bytes(16))
-            return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
-                            body: body(challenge: challenge, expiry: expiry, ttl: ttl))
+    static func challenge(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            throw ServiceError(.methodNotAllowed, "Use GET for /api/v1/attestation/challenge.")
         }
+        let app = try AppLookup.app(for: request, required: false, ctx)
+        let now = ctx.clock.now()
+        let ttl = Int64(ctx.configuration.challengeTTLSeconds)
+        let expiry = now + ttl
+        let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry, id: ctx.random.bytes(16))
+        return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
+                        body: body(challenge: challenge, expiry: expiry, ttl: ttl))
     }
 
     /// The 200 body, written in one allocation (every part is base64url, digits or ISO 8601:

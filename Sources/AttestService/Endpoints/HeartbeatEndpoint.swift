@@ -24,10 +24,6 @@ import FastCGI
 public enum HeartbeatEndpoint {
     public static let path = "/api/v1/heartbeat"
 
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "heartbeat") { try heartbeat(request, ctx) }
-    }
-
     static func heartbeat(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         try ValidateEndpoint.requirePOST(request, path, bodyLimit: ctx.configuration.bodyLimitBytes)
         let now = ctx.clock.now()
@@ -35,21 +31,22 @@ public enum HeartbeatEndpoint {
         _ = try fields.optionalText("sdkVersion")
         _ = try fields.optionalText("appState")
         let deviceIDField = try fields.optionalText("deviceId")
-        guard let credential = ctx.bearer(request) else { throw unauthorized("no Authorization: Bearer credential") }
+        guard let credential = APIKeys.bearer(request) else { throw unauthorized("no Authorization: Bearer credential") }
         let admission: MonthlyAdmission
         let org: OrgRecord
         if credential.hasPrefix(APIKeys.prefix) {
-            org = try ctx.organization(apiKey: credential, for: .heartbeat)
+            org = try APIKeys.organization(apiKey: credential, for: .heartbeat, ctx)
             guard let deviceID = deviceIDField else {
                 throw ServiceError(.badRequest, "The field deviceId is required with an API key.")
             }
             let identity = UsageIdentity.apiKeyDevice(org: org.name, deviceID: deviceID)
-            admission = try ctx.markActive(identity, apiKey: true, appID: "", org: org, now: now)
+            admission = try MonthlyCounter.markActive(identity, apiKey: true, appID: "", org: org, now: now, ctx)
         } else {
-            let app = try ctx.appContext(request)!
+            let app = try AppLookup.app(for: request, ctx)!
             org = app.org
-            let (identity, countedToday) = try ctx.deviceForToken(credential, app: app.app, org: org, now: now)
-            admission = try ctx.markActive(identity, countedToday: countedToday, apiKey: false, appID: app.app.appID, org: org, now: now)
+            let (identity, countedToday) = try deviceForToken(credential, app: app.app, org: org, now: now, ctx)
+            admission = try MonthlyCounter.markActive(identity, countedToday: countedToday, apiKey: false,
+                                                      appID: app.app.appID, org: org, now: now, ctx)
         }
         switch admission {
         case .refused(let limit, let current):
@@ -79,86 +76,78 @@ public enum HeartbeatEndpoint {
     static func unauthorized(_ log: String) -> ServiceError {
         ServiceError(.unauthorized, "Invalid or expired token.", hint: "Refresh the token (POST /api/v1/attestation/refresh) and retry.", log: log)
     }
-}
-
-extension ServiceContext {
-    /// Counts `identity` for the month, with a read first (or `countedToday`, read by the
-    /// caller): a device already active today needs no write transaction.
-    func markActive(_ identity: UsageIdentity, countedToday: Bool? = nil, apiKey: Bool, appID: String, org: OrgRecord,
-                    now: Timestamp) throws -> MonthlyAdmission {
-        let today = try countedToday ?? store.read { try isCountedToday(identity, org: org, now: now, in: $0) }
-        if today { return .alreadyCounted }
-        return try store.write([.durable]) { txn in try countActive(identity, apiKey: apiKey, appID: appID, org: org, in: txn, now: now) }
-    }
 
     /// The monthly identity of the stored device a heartbeat token speaks for (401 unless
     /// everything checks out), and whether it is already counted today (read in the same
     /// transaction: one round trip fewer on PostgreSQL). The signature is checked the first
     /// time this worker sees the token (`VerifiedTokens`); the expiry, the app and the device
     /// on every heartbeat.
-    func deviceForToken(_ token: String, app: AppRecord, org: OrgRecord, now: Timestamp) throws -> (UsageIdentity, countedToday: Bool) {
-        let verifier = tokenVerifier(at: now)
+    static func deviceForToken(_ token: String, app: AppRecord, org: OrgRecord, now: Timestamp,
+                               _ ctx: ServiceContext) throws -> (UsageIdentity, countedToday: Bool) {
+        let verifier = tokenVerifier(at: now, ctx)
         let digest = VerifiedTokens.Digest(token: token)
-        let claims = try verifiedTokens.claims(for: digest) ?? verifiedClaims(token, verifier, digest: digest)
-        guard now.seconds < claims.expires else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        let claims = try ctx.caches.verifiedTokens.claims(for: digest)
+            ?? verifiedClaims(token, verifier, digest: digest, ctx)
+        guard now.seconds < claims.expires else { throw unauthorized("token expired") }
         guard claims.bundleID == app.bundleID, claims.teamID == app.teamID else {
-            throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
+            throw unauthorized("token issued for another app or issuer")
         }
-        let found = try store.read { txn -> (DeviceRecord, UsageIdentity, Bool)? in
-            prefetchHeartbeat(deviceID: claims.deviceID, org: org.name, now: now, in: txn)
+        let found = try ctx.store.read { txn -> (DeviceRecord, UsageIdentity, Bool)? in
+            Prefetch.heartbeat(deviceID: claims.deviceID, org: org.name, now: now, in: txn, ctx.caches)
             guard let device = try txn.device(deviceID: claims.deviceID), device.appID == app.appID else { return nil }
             let identity = UsageIdentity.device(device)
-            rememberHeartbeat(device, identity: identity, in: txn)
-            return (device, identity, try isCountedToday(identity, org: org, now: now, in: txn))
+            Prefetch.rememberHeartbeat(device, identity: identity, in: txn, ctx.caches)
+            return (device, identity, try MonthlyCounter.isCountedToday(identity, org: org, now: now, in: txn))
         }
         guard let (device, identity, countedToday) = found else {
-            throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
+            throw unauthorized("token for a device this app does not have")
         }
         // The record read above carries the status and the lineage's flags (mirrored onto
         // each key: `DeviceFlags`), so refusing costs no read of its own.
         switch device.status {
-        case .revoked: throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is revoked")
-        case .invalidated: throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) was invalidated: it must attest again")
+        case .revoked: throw unauthorized("device \(device.deviceID) is revoked")
+        case .invalidated: throw unauthorized("device \(device.deviceID) was invalidated: it must attest again")
         case .active: break
         }
         if device.operatorFlags.contains(.blocked) {
-            throw HeartbeatEndpoint.unauthorized("device \(device.deviceID) is blocked by an operator")
+            throw unauthorized("device \(device.deviceID) is blocked by an operator")
         }
         return (identity, countedToday)
     }
 
     /// Checks the token's signature and issuer and reads the claims a heartbeat judges, which
     /// the set remembers (the caller judges the expiry, as for a token from the set).
-    private func verifiedClaims(_ token: String, _ verifier: JWKSVerifier, digest: VerifiedTokens.Digest) throws -> VerifiedTokens.Claims {
+    private static func verifiedClaims(_ token: String, _ verifier: JWKSVerifier, digest: VerifiedTokens.Digest,
+                                       _ ctx: ServiceContext) throws -> VerifiedTokens.Claims {
         let claims: JSONValue
         do { claims = try verifier.verify(token) } catch {
-            throw HeartbeatEndpoint.unauthorized("token: \(error.reason)")
+            throw unauthorized("token: \(error.reason)")
         }
-        guard let exp = claims["exp"]?.intValue else { throw HeartbeatEndpoint.unauthorized("token expired") }
+        guard let exp = claims["exp"]?.intValue else { throw unauthorized("token expired") }
         // `bundle_id`, not `aud`: the audience's form is a setting (`tokens.audience`), and a
         // token minted before it changed still speaks for its app until it expires.
         guard let bundleID = claims["bundle_id"]?.stringValue, let teamID = claims["team_id"]?.stringValue,
-              claims["iss"]?.stringValue == configuration.tokenIssuer else {
-            throw HeartbeatEndpoint.unauthorized("token issued for another app or issuer")
+              claims["iss"]?.stringValue == ctx.configuration.tokenIssuer else {
+            throw unauthorized("token issued for another app or issuer")
         }
         guard let deviceID = claims["device_id"]?.stringValue else {
-            throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
+            throw unauthorized("token for a device this app does not have")
         }
         let verified = VerifiedTokens.Claims(expires: exp, bundleID: bundleID, teamID: teamID, deviceID: deviceID)
-        verifiedTokens.insert(verified, for: digest)
+        ctx.caches.verifiedTokens.insert(verified, for: digest)
         return verified
     }
 
     /// A verifier for the keys the JWKS publishes at `now`, rebuilt (and `verifiedTokens`
     /// emptied) when that set changes.
-    func tokenVerifier(at now: Timestamp) -> JWKSVerifier {
-        let published = keyRing.publishedEntries(at: now)
+    static func tokenVerifier(at now: Timestamp, _ ctx: ServiceContext) -> JWKSVerifier {
+        let published = ctx.keyRing.publishedEntries(at: now)
         let kids = published.map(\.kid)
-        if let cached = tokenVerifierCache, cached.kids == kids { return cached.verifier }
+        if let cached = ctx.caches.tokenVerifierCache, cached.kids == kids { return cached.verifier }
         let verifier = JWKSVerifier(jwks: ["keys": .array(published.compactMap(\.jwk))])
-        tokenVerifierCache = (kids, verifier)
+        ctx.caches.tokenVerifierCache = (kids, verifier)
         // A key that left the set takes its tokens' standing with it.
-        verifiedTokens.removeAll()
+        ctx.caches.verifiedTokens.removeAll()
         return verifier
     }
 }

@@ -1,7 +1,7 @@
 import AttestCore
 
 /// Per worker, by deviceId: the keyId and monthly identity its last heartbeat read
-/// (`ServiceContext.prefetchHeartbeat`). Fixed-size entries with no heap storage: a deviceId
+/// (`Prefetch.heartbeat`). Fixed-size entries with no heap storage: a deviceId
 /// (16 bytes as hex), a keyId (32 bytes) and an identity (16 bytes) as words, 64 bytes; at
 /// `capacity` the table starts again empty (a device back within a few minutes is hinted again
 /// after one heartbeat). Measured: a full table takes 4.6 MB of resident memory. Kept only

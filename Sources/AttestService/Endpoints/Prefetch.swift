@@ -7,13 +7,13 @@ import AttestStore
 /// round trip is time it waits). LMDB ignores them. Only hints: a read that is not foreseen
 /// goes out on its own, and what a read returns is the same either way. (On LMDB nothing is
 /// worked out: the usage identity alone is a SHA-256.)
-extension ServiceContext {
+enum Prefetch {
     /// Refresh: the device and its deviceId entry, its monthly-active entry, its lineage and
     /// its subject. `device` is the copy the admission read; if the write finds it changed,
     /// whatever it reads differently simply goes out on its own. (A device's first request of
     /// a day adds to a day count without reading it; the month's totals are read only by its
     /// first request of a month: not prefetched.)
-    func prefetchDeviceWrite(_ device: DeviceRecord, org: String, now: Timestamp, in txn: Transaction) {
+    static func deviceWrite(_ device: DeviceRecord, org: String, now: Timestamp, in txn: Transaction) {
         guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: device.keyID, deviceID: device.deviceID)
         txn.prefetchCountedDevice(org: org, month: now.monthKey, identity: UsageIdentity.device(device).bytes)
@@ -23,8 +23,8 @@ extension ServiceContext {
 
     /// Validate: the key (absent unless replayed) and its deviceId entry, the monthly-active
     /// entry of `identity` and the month's totals (a new device reads both), and the lineage.
-    func prefetchEnrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity, app: AppContext,
-                            now: Timestamp, in txn: Transaction) {
+    static func enrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity, app: AppContext,
+                           now: Timestamp, in txn: Transaction) {
         guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: keyID, deviceID: deviceID)
         txn.prefetchCountedDevice(org: app.org.name, month: now.monthKey, identity: identity.bytes)
@@ -38,15 +38,16 @@ extension ServiceContext {
     /// it attests again. So the keys its last heartbeat in this worker read are prefetched
     /// (`HeartbeatHints`): one round trip for the three reads instead of three. A stale hint
     /// costs one unused read; the reads' answers are the store's either way.
-    func prefetchHeartbeat(deviceID: String, org: String, now: Timestamp, in txn: Transaction) {
-        guard txn.prefetches, let (keyID, identity) = heartbeatHints.hint(for: deviceID) else { return }
+    static func heartbeat(deviceID: String, org: String, now: Timestamp, in txn: Transaction, _ caches: WorkerCaches) {
+        guard txn.prefetches, let (keyID, identity) = caches.heartbeatHints.hint(for: deviceID) else { return }
         txn.prefetchDevice(keyID: keyID, deviceID: deviceID)
         txn.prefetchCountedDevice(org: org, month: now.monthKey, identity: identity)
     }
 
-    /// Keeps `device`'s key and monthly identity for its next heartbeat (`prefetchHeartbeat`).
-    func rememberHeartbeat(_ device: DeviceRecord, identity: UsageIdentity, in txn: Transaction) {
+    /// Keeps `device`'s key and monthly identity for its next heartbeat (`heartbeat`).
+    static func rememberHeartbeat(_ device: DeviceRecord, identity: UsageIdentity, in txn: Transaction,
+                                  _ caches: WorkerCaches) {
         guard txn.prefetches else { return }
-        heartbeatHints.remember(deviceID: device.deviceID, keyID: device.keyID, identity: identity.bytes)
+        caches.heartbeatHints.remember(deviceID: device.deviceID, keyID: device.keyID, identity: identity.bytes)
     }
 }

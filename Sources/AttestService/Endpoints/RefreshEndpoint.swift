@@ -21,11 +21,12 @@ import FastCGI
 /// `forbidden`, like a revoked one. The counter advance commits in one
 /// transaction that re-checks it, so two refreshes presenting the same counter cannot both
 /// succeed.
+///
+/// Read top to bottom, `refresh` is the whole request; the types it names are the features it
+/// uses: `Admission` (rate limits, the challenge's single use), `AppLookup`, `WorkerCaches`
+/// (parsed keys), `Prefetch`, `MonthlyCounter`, `SubjectLinks`, `RiskAssessor`, `TokenIssuer`,
+/// and `RequestScope.durableWrite` (the final write, alone or grouped: see `refresh`).
 public enum RefreshEndpoint {
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "refresh") { try refresh(request, ctx) }
-    }
-
     enum Outcome {
         case advanced(DeviceRecord, DeviceAssessment)
         case failed(ServiceError)
@@ -71,21 +72,37 @@ public enum RefreshEndpoint {
         }
     }
 
-    static func refresh(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+    /// The refresh, in the order a request meets it: the app, the body and the challenge's
+    /// HMAC (no store; failures charge the client IP only); one ephemeral write that charges
+    /// the rate limits, consumes the challenge and reads the device (`Admission.admit`); the
+    /// checks that need no signature; the assertion's ECDSA verification; then the final
+    /// durable write (counter, monthly count, subject link, risk score) and the token.
+    ///
+    /// When the token is signed: only after the final write has committed, by the `then`
+    /// closure of `RequestScope.durableWrite`. Answered alone (a responder that holds no
+    /// answers, the tests, a store that does not group writes), the write commits at once and
+    /// `then` signs right after it. In a pool worker (`GroupCommitter`), `durableWrite` only
+    /// queues the write and returns a placeholder the worker never sends; the worker serves the
+    /// connections already queued, commits every queued write in one transaction when it would
+    /// settle, and then runs each `then`: the token is signed after the group's commit (while
+    /// its sync may still be on its way), from what this request's write returned, and the
+    /// answer leaves once that commit is durable. A write that fails in the group answers as it
+    /// would have alone.
+    static func refresh(_ request: Request, _ ctx: ServiceContext, _ scope: inout RequestScope) throws -> Response {
         let now = ctx.clock.now()
-        let (app, fields, token) = try ctx.unauthenticated(request, .refresh, now: now) {
+        let (app, fields, token) = try Admission.unauthenticated(request, .refresh, now: now, ctx, &scope) {
             try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh", bodyLimit: ctx.configuration.bodyLimitBytes)
-            let app = try ctx.appContext(request)!
+            let app = try AppLookup.app(for: request, ctx)!
             let fields = try Fields(request.body)
-            return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))
+            return (app, fields, try Admission.checkChallenge(fields.challenge, appID: app.app.appID, now: now, ctx))
         }
         // The challenge is consumed from here on, whatever follows.
         let keyID = fields.keyID
         // A key of another organization's app is unknown here: answering for it would tell an
         // outsider the state of a device it has no business with, and its events (a forged
         // assertion's anomaly, an invalidation) would go to the wrong organization.
-        let stored = try ctx.admit(token, org: app.org, request: request, .refresh, now: now,
-                                   prefetch: { $0.prefetch(.devices, keyID) }) { txn -> DeviceRecord? in
+        let stored = try Admission.admit(token, org: app.org, request: request, .refresh, now: now, ctx, &scope,
+                                         prefetch: { $0.prefetch(.devices, keyID) }) { txn -> DeviceRecord? in
             guard let device = try txn.device(keyID: keyID) else { return nil }
             if device.appID == app.app.appID { return device }
             return try txn.app(id: device.appID)?.org == app.org.name ? device : nil
@@ -95,7 +112,7 @@ public enum RefreshEndpoint {
         }
         // Checks that need no signature and change nothing.
         if let failure = precheck(device, app: app) { throw failure }
-        let publicKey = try ctx.publicKey(for: device)
+        let publicKey = try ctx.caches.publicKey(for: device)
         let verified: VerifiedAssertion
         do {
             verified = try AssertionVerifier.verify(fields.assertion, clientDataHash: fields.clientDataHash,
@@ -106,7 +123,7 @@ public enum RefreshEndpoint {
             // the device changes; the anomaly event and the lineage's forged-assertion count
             // (a capped risk signal) are this failure's only write.
             try? ctx.store.write([.durable]) { txn in
-                try ctx.queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now)
+                try queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now, ctx)
                 try noteFailure(.forged, device, in: txn, now: now)
             }
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
@@ -120,47 +137,58 @@ public enum RefreshEndpoint {
         // The subject link the organization's policy allows: nothing to decide without a
         // subjectId in the body (the common refresh), one HMAC for a signed value.
         let link = SubjectLinks.decide(fields.subjectID, current: device.subjectID, app: app, now: now)
-        if case .refused(let why) = link { ctx.log("refresh requestId=\(request.requestID) device \(device.deviceID): subject link refused: \(why)") }
+        if case .refused(let why) = link {
+            ctx.log("refresh requestId=\(request.requestID) device \(device.deviceID): subject link refused: \(why)")
+        }
         // The final write: at once, or with the writes of other requests the worker holds
-        // (group commit, `durableWrite`).
-        return try ctx.durableWrite({ txn -> Outcome in
-            ctx.prefetchDeviceWrite(device, org: app.org.name, now: now, in: txn)
+        // (group commit); the token is signed in `then`, after that commit (see above).
+        return try scope.durableWrite(ctx.store, { txn -> Outcome in
+            Prefetch.deviceWrite(device, org: app.org.name, now: now, in: txn)
             guard var current = try txn.device(keyID: keyID) else { return .failed(unknownKey(ctx.configuration.unknownKeyStatus)) }
             if let failure = precheck(current, app: app) { return .failed(failure) }
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
                 if try invalidate(&current, in: txn, now: now) {
-                    try ctx.queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current, org: app.org.name,
-                                         in: txn, now: now, extra: [("stored_counter", .int(Int64(current.counter))),
-                                                                    ("presented_counter", .int(Int64(verified.counter)))])
+                    try queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current,
+                                     org: app.org.name, in: txn, now: now, ctx,
+                                     extra: [("stored_counter", .int(Int64(current.counter))),
+                                             ("presented_counter", .int(Int64(verified.counter)))])
                 }
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"))
             }
             // A device not yet counted this month is admitted (or refused) before it advances.
-            if case .refused(let limit, let current) = try ctx.countActive(.device(current), appID: app.app.appID, org: app.org, in: txn, now: now) {
-                return .failed(.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus))
+            if !ablated("no-write"), case .refused(let limit, let current) = try MonthlyCounter.countActive(
+                .device(current), appID: app.app.appID, org: app.org, in: txn, now: now, ctx) {
+                return .failed(.quotaExceeded(limit: limit, current: current, org: app.org,
+                                              compatStatus: ctx.configuration.madLimitStatus))
             }
             current.counter = verified.counter
             current.lastSeenAt = now
             if case .link(let subjectID) = link, subjectID != current.subjectID {
                 try txn.link(&current, to: subjectID, org: app.org.name, now: now)
             }
-            let assessment = try ctx.assess(&current, app: app, in: txn, now: now)
+            let assessment = try RiskAssessor.assess(&current, app: app, in: txn, now: now, ctx)
             // The lineage is what an operator flagged: a key beyond the mirrored ones is refused
             // too, and thrown, not returned, so the month's count and the subject link written
             // above roll back with everything else (a refused refresh changes nothing).
             if assessment.profile.flags.contains(.blocked) { throw blocked(current) }
-            try txn.put(current)
+            if !ablated("no-write") { try txn.put(current) }
             return .advanced(current, assessment)
         }, then: { outcome in
             switch outcome {
             case .failed(let failure):
                 throw failure
             case .advanced(let device, let assessment):
-                let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
+                #if ATTEST_ABLATE
+                if Ablation.has("no-token") {
+                    let placeholder = String(repeating: "x", count: 760)
+                    return ServiceContext.json(["token": .string(placeholder), "expiresAt": .string(now.iso8601)])
+                }
+                #endif
+                let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
                 return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
             }
         })
@@ -204,7 +232,7 @@ public enum RefreshEndpoint {
         try ctx.store.write([.durable]) { txn in
             guard var device = try txn.device(keyID: keyID) else { return }
             if try invalidate(&device, in: txn, now: now) {
-                try ctx.queueAnomaly(kind, device: device, org: org, in: txn, now: now, extra: extra)
+                try queueAnomaly(kind, device: device, org: org, in: txn, now: now, ctx, extra: extra)
             }
         }
     }
@@ -234,16 +262,25 @@ public enum RefreshEndpoint {
                      hint: "The SDK (2.0.3+) does this automatically: it clears the keyId and re-runs attestation once.",
                      log: log)
     }
-}
 
-extension ServiceContext {
     /// `attestation.anomaly` for a known device: `kind`, the device members, its status after
     /// the request and `failed_assertions`, plus `extra`.
-    func queueAnomaly(_ kind: WebhookEvent.Anomaly, device: DeviceRecord, org: String, in txn: Transaction, now: Timestamp,
-                      extra: [(String, JSONValue)] = []) throws {
-        try queueEvent(.anomaly, org: org, in: txn, now: now, data: EventData.device(device) + [
+    static func queueAnomaly(_ kind: WebhookEvent.Anomaly, device: DeviceRecord, org: String, in txn: Transaction,
+                             now: Timestamp, _ ctx: ServiceContext, extra: [(String, JSONValue)] = []) throws {
+        try ctx.queueEvent(.anomaly, org: org, in: txn, now: now, data: EventData.device(device) + [
             ("kind", .string(kind.rawValue)), ("device_status", .string(device.status.name)),
             ("failed_assertions", .int(Int64(device.failedAssertions))),
         ] + extra)
+    }
+
+    /// Whether the ablation build (`nginx/bench/ablate.sh`, compiled with `ATTEST_ABLATE`)
+    /// switches `part` off; always `false` in every other build.
+    @inline(__always)
+    static func ablated(_ part: String) -> Bool {
+        #if ATTEST_ABLATE
+        return Ablation.has(part)
+        #else
+        return false
+        #endif
     }
 }

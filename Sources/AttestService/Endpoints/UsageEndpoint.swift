@@ -9,23 +9,21 @@ import FastCGI
 public enum UsageEndpoint {
     public static let path = "/api/v1/org/usage"
 
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "usage") {
-            guard request.method == "GET" else { throw ServiceError(.methodNotAllowed, "Use GET for \(path).") }
-            guard let key = ctx.bearer(request) else {
-                throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
-            }
-            let org = try ctx.organization(apiKey: key, for: .management)
-            let now = ctx.clock.now()
-            var month = now.monthKey
-            for pair in request.query.split(separator: "&") where pair.hasPrefix("month=") {
-                guard let parsed = UsageReport.parseMonth(String(pair.dropFirst(6))) else {
-                    throw ServiceError(.badRequest, "month must be YYYY-MM.")
-                }
-                month = parsed
-            }
-            let totals = try ctx.store.read { try $0.usageMonthReport(org: org.name, month: month) }
-            return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now).json)
+    static func usage(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        guard request.method == "GET" else { throw ServiceError(.methodNotAllowed, "Use GET for \(path).") }
+        guard let key = APIKeys.bearer(request) else {
+            throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
         }
+        let org = try APIKeys.organization(apiKey: key, for: .management, ctx)
+        let now = ctx.clock.now()
+        var month = now.monthKey
+        for pair in request.query.split(separator: "&") where pair.hasPrefix("month=") {
+            guard let parsed = UsageReport.parseMonth(String(pair.dropFirst(6))) else {
+                throw ServiceError(.badRequest, "month must be YYYY-MM.")
+            }
+            month = parsed
+        }
+        let totals = try ctx.store.read { try $0.usageMonthReport(org: org.name, month: month) }
+        return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now).json)
     }
 }

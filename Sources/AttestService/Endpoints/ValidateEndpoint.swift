@@ -24,10 +24,6 @@ import FastCGI
 /// (`attestctl device flag --block`, inherited through its fingerprint) answers 200 with
 /// `isValid: false` and a token saying `risk_category: "blocked"`.
 public enum ValidateEndpoint {
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "validate") { try validate(request, ctx) }
-    }
-
     enum Outcome {
         case stored(DeviceRecord, DeviceAssessment)
         case alreadyAttested
@@ -83,23 +79,23 @@ public enum ValidateEndpoint {
         }
     }
 
-    static func validate(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+    static func validate(_ request: Request, _ ctx: ServiceContext, _ scope: inout RequestScope) throws -> Response {
         let now = ctx.clock.now()
         // 1–3a. App, fields, the challenge's HMAC: failures charge the client IP only.
-        let (app, fields, token) = try ctx.unauthenticated(request, .validate, now: now) {
+        let (app, fields, token) = try Admission.unauthenticated(request, .validate, now: now, ctx, &scope) {
             try requirePOST(request, "/api/v1/attestation/validate", bodyLimit: ctx.configuration.bodyLimitBytes)
-            let app = try ctx.appContext(request)!
+            let app = try AppLookup.app(for: request, ctx)!
             let fields = try Fields(request.body, app: app.app)
-            return (app, fields, try ctx.checkChallenge(fields.challenge, appID: app.app.appID, now: now))
+            return (app, fields, try Admission.checkChallenge(fields.challenge, appID: app.app.appID, now: now, ctx))
         }
         // 3b. Rate limits and single use: the challenge is consumed from here on, whatever follows.
-        try ctx.admit(token, org: app.org, request: request, .validate, now: now) { _ in () }
+        try Admission.admit(token, org: app.org, request: request, .validate, now: now, ctx, &scope) { _ in () }
         // 4. Apple's verification.
         let verified: VerifiedAttestation
         let anchor: DeviceRecord.Anchor
         do {
-            (verified, anchor) = try ctx.verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
-                                                           clientDataHash: fields.clientDataHash, app: app.app, at: now)
+            (verified, anchor) = try verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
+                                                       clientDataHash: fields.clientDataHash, app: app.app, at: now, ctx)
         } catch {
             // The challenge is spent and nothing is stored; the event is this failure's only write.
             try? ctx.store.write([.durable]) { txn in
@@ -119,9 +115,9 @@ public enum ValidateEndpoint {
         // grace, its events); a transaction that throws leaves nothing, events included. At
         // once, or with the writes of other requests the worker holds (group commit).
         let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fields.fingerprint, deviceID: deviceID)
-        return try ctx.durableWrite({ txn -> Outcome in
-            ctx.prefetchEnrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint, identity: identity,
-                                   app: app, now: now, in: txn)
+        return try scope.durableWrite(ctx.store, { txn -> Outcome in
+            Prefetch.enrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint, identity: identity,
+                                app: app, now: now, in: txn)
             guard try txn.device(keyID: fields.keyID) == nil else {
                 try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
                                    data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)
@@ -129,7 +125,8 @@ public enum ValidateEndpoint {
                 return .alreadyAttested
             }
             let fingerprint = fields.fingerprint
-            if case .refused(let limit, let current) = try ctx.countActive(identity, appID: app.app.appID, org: app.org, in: txn, now: now) {
+            if case .refused(let limit, let current) = try MonthlyCounter.countActive(
+                identity, appID: app.app.appID, org: app.org, in: txn, now: now, ctx) {
                 return .quotaExceeded(limit: limit, current: current)
             }
             // A new key on a known fingerprint joins its lineage and inherits its operator flags.
@@ -140,8 +137,9 @@ public enum ValidateEndpoint {
                                       fingerprint: fingerprint, metadata: fields.metadata, validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             if case .link(let subjectID) = link { try txn.link(&device, to: subjectID, org: app.org.name, now: now) }
-            let assessment = try ctx.assess(&device, app: app, in: txn, now: now)
-            try ctx.queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now)
+            let assessment = try RiskAssessor.assess(&device, app: app, in: txn, now: now, ctx)
+            try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now,
+                                  ctx)
             try txn.put(device)
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
@@ -157,7 +155,7 @@ public enum ValidateEndpoint {
         case .quotaExceeded(let limit, let current):
             throw ServiceError.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus)
         case .stored(let device, let assessment):
-            let issued = try ctx.issueToken(device: device, app: app, assessment: assessment, now: now)
+            let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
             let intelligence: JSONValue = .object([
                 ("deviceId", .string(device.deviceID)),
                 ("riskScore", app.org.tier == .free ? .null : .int(Int64(issued.risk.score))),
@@ -184,21 +182,20 @@ public enum ValidateEndpoint {
             throw ServiceError(.payloadTooLarge, "The request body is too large.", hint: "Bodies are limited to \(bodyLimit) bytes (server.bodyLimitBytes).")
         }
     }
-}
 
-extension ServiceContext {
     /// `device.new` (first key of its fingerprint in the app, or no fingerprint) and
     /// `attestation.completed`, in validate's write transaction.
-    func queueDeviceEvents(_ device: DeviceRecord, orgName: String, newDevice: Bool, in txn: Transaction, now: Timestamp) throws {
+    static func queueDeviceEvents(_ device: DeviceRecord, orgName: String, newDevice: Bool, in txn: Transaction,
+                                  now: Timestamp, _ ctx: ServiceContext) throws {
         let metadata: [(String, JSONValue)] = [
             ("device_model", .string(device.metadata.deviceModel)), ("os_version", .string(device.metadata.osVersion)),
             ("app_version", .string(device.metadata.appVersion)), ("platform", .string(device.metadata.platform)),
         ]
         if newDevice {
-            try queueEvent(.deviceNew, org: orgName, in: txn, now: now,
-                           data: EventData.device(device) + metadata + [("created_at", .string(device.createdAt.iso8601))])
+            try ctx.queueEvent(.deviceNew, org: orgName, in: txn, now: now,
+                               data: EventData.device(device) + metadata + [("created_at", .string(device.createdAt.iso8601))])
         }
-        try queueEvent(.attestationCompleted, org: orgName, in: txn, now: now, data: EventData.device(device) + metadata + [
+        try ctx.queueEvent(.attestationCompleted, org: orgName, in: txn, now: now, data: EventData.device(device) + metadata + [
             ("attestation_count", .int(Int64(device.attestationCount))), ("new_device", .bool(newDevice)),
             ("attest", .string(device.anchor == .apple ? "hardware" : "test_root")),
             ("subject_id", device.subjectID.isEmpty ? .null : .string(device.subjectID)),
@@ -210,16 +207,18 @@ extension ServiceContext {
     /// A chain through an intermediate the test roots already verified goes to them first, so
     /// test devices (benchmarks, staging) do not pay a failing chain build against Apple's
     /// root on every attestation; only a chain to a test root can pass there either way.
-    func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,
-                           at now: Timestamp) throws(AttestError) -> (VerifiedAttestation, DeviceRecord.Anchor) {
+    static func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,
+                                  at now: Timestamp,
+                                  _ ctx: ServiceContext) throws(AttestError) -> (VerifiedAttestation, DeviceRecord.Anchor) {
+        let testRootVerifier = ctx.testRootVerifier
         if let testRootVerifier, object.x5c.count == 2,
            testRootVerifier.chainVerifier.hasVerified(intermediateDER: object.x5c[1], at: now) {
             return (try testRootVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
                                                 policy: app.policy, at: now), .testRoot)
         }
         do {
-            return (try attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
-                                                   policy: app.policy, at: now), .apple)
+            return (try ctx.attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
+                                                       policy: app.policy, at: now), .apple)
         } catch where error.code == .certificateChain && testRootVerifier != nil {
             return (try testRootVerifier!.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
                                                  policy: app.policy, at: now), .testRoot)

@@ -30,15 +30,11 @@ import FastCGI
 public enum WebhooksEndpoint {
     public static let path = "/api/v1/org/webhooks"
 
-    public static func handle(_ request: Request, _ ctx: ServiceContext) -> Response {
-        ctx.respond(request, endpoint: "webhooks") { try route(request, ctx) }
-    }
-
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        guard let key = ctx.bearer(request) else {
+        guard let key = APIKeys.bearer(request) else {
             throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
         }
-        let org = try ctx.organization(apiKey: key, for: .management).name
+        let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
                                  random: ctx.random, now: ctx.clock.now())
         admin.quotas = .init(ctx.configuration)

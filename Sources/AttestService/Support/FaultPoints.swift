@@ -1,6 +1,7 @@
 /// Places where a test can make a request fail on purpose, to check that what it wrote before
-/// is rolled back (`nil` everywhere outside tests).
-public struct FaultPoints {
+/// is rolled back (`nil` everywhere outside tests). A class: the context holds one, and a test
+/// sets its points after building the context.
+public final class FaultPoints {
     /// Called in validate's write transaction after the device, its receipt and its events
     /// are written, before the commit: throwing aborts them all.
     public var afterValidateWrites: (() throws -> Void)?

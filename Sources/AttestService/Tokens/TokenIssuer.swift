@@ -2,7 +2,16 @@ import AttestConfig
 import AttestCore
 import AttestStore
 
-/// Builds and signs a device token (SPEC §5).
+/// A device token as issued (`TokenIssuer`): the signed JWT, its expiry, and the risk and
+/// custom claims it carries.
+struct IssuedToken {
+    let token: String
+    let expiresAt: Timestamp
+    let risk: RiskAssessment
+    let customClaims: [(String, JSONValue)]
+}
+
+/// Builds and signs a device token (SPEC §5) with the signing key active now (`SigningKeys`).
 ///
 /// ```
 /// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
@@ -13,27 +22,22 @@ import AttestStore
 /// ```
 /// `attestation_count` is the number of keys attested for the device's fingerprint;
 /// `risk_*`, `custom_claims` and `subscription` are computed at issue (`DeviceAssessment`).
-struct IssuedToken {
-    let token: String
-    let expiresAt: Timestamp
-    let risk: RiskAssessment
-    let customClaims: [(String, JSONValue)]
-}
-
-extension ServiceContext {
-    func issueToken(device: DeviceRecord, app: AppContext, assessment a: DeviceAssessment, now: Timestamp) throws -> IssuedToken {
+enum TokenIssuer {
+    static func issue(device: DeviceRecord, app: AppContext, assessment a: DeviceAssessment, now: Timestamp,
+                      _ ctx: ServiceContext) throws -> IssuedToken {
         let risk = a.risk
-        let lifetime = app.app.tokenLifetimeSeconds > 0 ? Int64(app.app.tokenLifetimeSeconds) : Int64(configuration.tokenLifetimeSeconds)
+        let lifetime = app.app.tokenLifetimeSeconds > 0
+            ? Int64(app.app.tokenLifetimeSeconds) : Int64(ctx.configuration.tokenLifetimeSeconds)
         let expiresAt = now + lifetime
         let showScore = app.org.tier != .free
         var claims: [(String, JSONValue)] = [
-            ("iss", .string(configuration.tokenIssuer)),
-            ("aud", .string(configuration.audience(of: app.app))),
+            ("iss", .string(ctx.configuration.tokenIssuer)),
+            ("aud", .string(ctx.configuration.audience(of: app.app))),
             ("sub", .string(device.deviceID)),
             ("device_id", .string(device.deviceID)),
             ("iat", .int(now.seconds)),
             ("exp", .int(expiresAt.seconds)),
-            ("jti", .string(Hex.encode(random.bytes(16)))),
+            ("jti", .string(Hex.encode(ctx.random.bytes(16)))),
             ("team_id", .string(app.app.teamID)),
             ("bundle_id", .string(app.app.bundleID)),
             ("environment", .string(device.environment.rawValue)),
@@ -50,7 +54,7 @@ extension ServiceContext {
             ("custom_claims", .object(a.claims)),
         ]
         if let subscription = a.subscription(subjectID: device.subjectID, now: now) { claims.append(("subscription", subscription)) }
-        let token = try tokenSigner().sign(.object(claims))
+        let token = try SigningKeys.signer(ctx).sign(.object(claims))
         return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: a.claims)
     }
 }

@@ -7,7 +7,7 @@ import AttestCore
 /// (3600 s by default), about 30 times, and checking its ES256 signature was most of a
 /// heartbeat: 833k of 1,006k instructions under callgrind. A token whose bytes hash to an
 /// entry here verified earlier in this process, so its signature is not checked again.
-/// Everything else still is, on every heartbeat (`deviceForToken`): the expiry, the app in the
+/// Everything else still is, on every heartbeat (`HeartbeatEndpoint.deviceForToken`): the expiry, the app in the
 /// headers, the device (read from the store: revoked is refused), and the key, because the
 /// worker empties the set whenever the keys the JWKS publishes change (a withdrawn key's
 /// tokens are then checked again, and refused).

@@ -22,11 +22,9 @@ public enum APIKeys {
     /// What a request uses a key for: a heartbeat (any key), or the usage or webhook
     /// management API (a key of scope `all`).
     enum Use { case heartbeat, management }
-}
 
-extension ServiceContext {
     /// The bearer credential of `Authorization: Bearer …`, or `nil` when there is none.
-    func bearer(_ request: Request) -> String? {
+    static func bearer(_ request: Request) -> String? {
         guard let value = request.params["HTTP_AUTHORIZATION"]?.trimmedNonEmpty else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
@@ -36,8 +34,8 @@ extension ServiceContext {
     /// The organization of an active API key (401 `unauthorized` otherwise): the record is
     /// found by the key's id and the key's SHA-256 compared with the stored one in constant time.
     /// A key of scope `heartbeat` used for the management APIs is 403 `forbidden`.
-    func organization(apiKey key: String, for use: APIKeys.Use) throws -> OrgRecord {
-        let found = try store.read { txn -> (OrgRecord, APIKeyRecord)? in
+    static func organization(apiKey key: String, for use: Use, _ ctx: ServiceContext) throws -> OrgRecord {
+        let found = try ctx.store.read { txn -> (OrgRecord, APIKeyRecord)? in
             guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64, let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
                   constantTimeEqual(record.hash, SHA256.hash(key.utf8)), record.revokedAt == nil,
                   let org = try txn.org(named: record.org) else { return nil }

@@ -26,17 +26,18 @@ enum MonthlyAdmission: Equatable {
 /// - API-key devices are counted apart (`apiKeyDevices`) and never billed; new ones beyond
 ///   `usage.apiKeyDevicesPerMonth` are not counted (the heartbeat answers 429), so a leaked
 ///   key cannot grow the store without bound.
-extension ServiceContext {
+enum MonthlyCounter {
     /// `now`'s day of the month as a bit of `Transaction.CountedDevice.days`.
     static func dayBit(_ now: Timestamp) -> UInt32 { UInt32(1) << UInt32(now.civil.day - 1) }
 
     /// Whether `identity` is already counted for `now`'s day (`countActive` would change nothing).
-    func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
+    static func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
         try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes).map { $0.days & Self.dayBit(now) != 0 } ?? false
     }
 
-    func countActive(_ identity: UsageIdentity, apiKey: Bool = false, appID: String, org: OrgRecord,
-                     in txn: Transaction, now: Timestamp) throws -> MonthlyAdmission {
+    /// Counts `identity` for `now`'s month in `txn`, admitting or refusing it (see the type).
+    static func countActive(_ identity: UsageIdentity, apiKey: Bool = false, appID: String, org: OrgRecord,
+                            in txn: Transaction, now: Timestamp, _ ctx: ServiceContext) throws -> MonthlyAdmission {
         let month = now.monthKey
         let day = now.civil.day
         let bit = Self.dayBit(now)
@@ -46,7 +47,7 @@ extension ServiceContext {
         // Entries of the month before stay for the first day of this one: a request that read
         // the clock just before midnight (a worker mid-verification, a held answer, a host
         // whose clock is behind) still counts in that month and must find its device there.
-        try sweepCountedDevicesIfDue(before: (now - 86_400).monthKey, in: txn)
+        try sweepCountedDevicesIfDue(before: (now - 86_400).monthKey, in: txn, ctx.caches)
         if var counted {
             // A returning device's first request of the day: its day is counted in a shard of
             // `usage_days`, not in the month's record, which it neither reads nor writes (a
@@ -58,7 +59,7 @@ extension ServiceContext {
         }
         var totals = try txn.usageMonth(org: org.name, month: month) ?? UsageMonthRecord()
         if apiKey {
-            let cap = configuration.apiKeyDevicesPerMonth
+            let cap = ctx.configuration.apiKeyDevicesPerMonth
             if cap > 0 && Int(totals.apiKeyDevices) >= cap { return .apiKeyDevicesCapped(limit: cap) }
             totals.apiKeyDevices &+= 1
         } else {
@@ -66,7 +67,7 @@ extension ServiceContext {
                 if totals.graceStartedAt == nil {
                     totals.graceStartedAt = now
                     totals.limitReachedQueued = true
-                    try queueEvent("usage.limit_reached", org: org.name, in: txn, now: now, data: [
+                    try ctx.queueEvent("usage.limit_reached", org: org.name, in: txn, now: now, data: [
                         ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
                         ("current", .int(Int64(totals.activeDevices))),
                         ("grace_ends_at", .string((now + Int64(org.graceDays) * 86_400).iso8601)),
@@ -79,7 +80,7 @@ extension ServiceContext {
                 if max(now, graceStart) >= graceStart + Int64(org.graceDays) * 86_400 {
                     if !totals.graceEndedQueued {
                         totals.graceEndedQueued = true
-                        try queueEvent("usage.grace_ended", org: org.name, in: txn, now: now, data: [
+                        try ctx.queueEvent("usage.grace_ended", org: org.name, in: txn, now: now, data: [
                             ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
                             ("current", .int(Int64(totals.activeDevices))),
                         ])
@@ -96,10 +97,19 @@ extension ServiceContext {
         try txn.put(totals, org: org.name, month: month)
         return .admitted
     }
-}
 
-extension ServiceContext {
-    /// Past months' counted devices are swept by one counting in `sweepInterval` of each
+    /// Counts `identity` for the month, with a read first (or `countedToday`, read by the
+    /// caller): a device already active today needs no write transaction (heartbeat).
+    static func markActive(_ identity: UsageIdentity, countedToday: Bool? = nil, apiKey: Bool, appID: String,
+                           org: OrgRecord, now: Timestamp, _ ctx: ServiceContext) throws -> MonthlyAdmission {
+        let today = try countedToday ?? ctx.store.read { try isCountedToday(identity, org: org, now: now, in: $0) }
+        if today { return .alreadyCounted }
+        return try ctx.store.write([.durable]) { txn in
+            try countActive(identity, apiKey: apiKey, appID: appID, org: org, in: txn, now: now, ctx)
+        }
+    }
+
+    /// Past months' counted devices are swept by one counting in `RateLimits.sweepInterval` of each
     /// process (its first included), up to `sweepLimit` entries: on average 4 a counting. On
     /// PostgreSQL a sweep costs a planned statement even when nothing is left to delete, and
     /// two sweeps in flight read, and may delete, the same first entries, so one of them loses
@@ -109,9 +119,9 @@ extension ServiceContext {
     /// counting gave 6,600–7,400 a second and this 10,000–11,300, in runs minutes apart (not
     /// interleaved); in one organization, rounds interleaved in one run, 4,270–4,520 against
     /// 4,700–7,200.
-    func sweepCountedDevicesIfDue(before month: String, in txn: Transaction) throws {
-        guard Self.sweepDue(&usageCountings) else { return }
-        try txn.sweepCountedDevices(before: month, limit: Self.sweepLimit)
+    static func sweepCountedDevicesIfDue(before month: String, in txn: Transaction, _ caches: WorkerCaches) throws {
+        guard RateLimits.sweepDue(&caches.usageCountings) else { return }
+        try txn.sweepCountedDevices(before: month, limit: RateLimits.sweepLimit)
     }
 }
 
@@ -130,28 +140,5 @@ extension ServiceError {
             e.compatErrorMember = "mad_limit_exceeded"
         }
         return e
-    }
-}
-
-extension ServiceContext {
-    /// Counts the synthetic devices `bench-<i>` for `i` in `range` as devices of `appID`, in
-    /// write transactions of `batch` each, through the same admission code as requests
-    /// (`attestctl bench usage`). Returns how many were admitted.
-    public func countSyntheticDevices(org: OrgRecord, appID: String, range: Range<Int>, batch: Int, now: Timestamp) throws -> Int {
-        var admitted = 0
-        var start = range.lowerBound
-        while start < range.upperBound {
-            let end = min(range.upperBound, start + batch)
-            admitted += try store.write([.durable]) { txn in
-                var n = 0
-                for i in start..<end {
-                    let identity = UsageIdentity.device(appID: appID, fingerprint: "", deviceID: "bench-\(i)")
-                    if try countActive(identity, appID: appID, org: org, in: txn, now: now) == .admitted { n += 1 }
-                }
-                return n
-            }
-            start = end
-        }
-        return admitted
     }
 }
