@@ -234,7 +234,7 @@ public final class ServiceContext {
         return Self.errorResponse(failure, requestID: requestID)
     }
 
-    var logsEveryRequest: Bool { configuration.requestLog == "all" }
+    var logsEveryRequest: Bool { configuration.requestLog == .all }
 
     static func monotonicMicroseconds() -> Int64 {
         var ts = timespec()

@@ -25,7 +25,7 @@ import Testing
 
     @Test func theFullDocumentRoundTrips() throws {
         var c = Configuration()
-        c.sync = "interval"
+        c.sync = .interval
         c.tokenLifetimeSeconds = 600
         c.testRoots = ["test-ca/root.pem"]
         #expect(try Configuration(jsonText: c.json.prettyJSONText) == c)
@@ -60,7 +60,7 @@ import Testing
         try c.set("store.sync", jsonValue: "interval")
         try c.set("server.workers", jsonValue: "4")
         try c.set("trust.testRoots", jsonValue: #"["a.pem"]"#)
-        #expect(c.sync == "interval" && c.workers == 4 && c.testRoots == ["a.pem"])
+        #expect(c.sync == .interval && c.workers == 4 && c.testRoots == ["a.pem"])
         #expect(throws: Configuration.Problem.self) { try c.set("server.workers", jsonValue: "0") }
         #expect(throws: Configuration.Problem.self) { try c.set("no.such", jsonValue: "1") }
     }

@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func queueEventsFalseQueuesNothing() throws {
-        let flow = try DeviceFlow(configure: { $0.queueWebhookEvents = false })
+        let flow = try DeviceFlow(configure: { $0.webhookQueueEvents = false })
         try flow.enroll()
         #expect(try Self.events(flow).isEmpty)
     }

@@ -11,7 +11,7 @@ import Testing
         let key: String
 
         init(allowPrivate: Bool = false) throws {
-            fixture = try Fixture(configure: { $0.allowPrivateWebhookAddresses = allowPrivate })
+            fixture = try Fixture(configure: { $0.webhookAllowPrivateDestinations = allowPrivate })
             key = try API.makeKey(fixture, org: "acme")
         }
 

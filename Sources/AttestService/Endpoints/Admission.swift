@@ -84,7 +84,7 @@ extension ServiceContext {
         var buckets = [(name: String, limit: UInt32)]()
         if let ip = ipBucket(request, endpoint) { buckets.append(ip) }
         if org.ratePerMinute > 0 { buckets.append(("org:" + org.name, org.ratePerMinute)) }
-        let retention = Int64(configuration.usedChallengeRetentionSeconds)
+        let retention = Int64(configuration.challengeUsedRetentionSeconds)
         // A failing `read` must not abort the charge and the consumption: it is rethrown after the commit.
         let (charged, fresh, value) = try store.write([.ephemeral]) { txn -> (Charged, Bool, Result<T, any Error>?) in
             // The consumption first: on PostgreSQL it goes out with the first charge.

@@ -39,7 +39,7 @@ public enum WebhooksEndpoint {
             throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
         }
         let org = try ctx.organization(apiKey: key, for: .management).name
-        var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
+        var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.webhookAllowPrivateDestinations,
                                  random: ctx.random, now: ctx.clock.now())
         admin.quotas = .init(ctx.configuration)
         let rest = request.path.hasPrefix(path) ? request.path.dropFirst(path.count) : ""

@@ -59,7 +59,7 @@ extension Configuration {
     /// `bundle` its bundle ID alone (then a team's `aud` is another team's with the same
     /// bundle ID: only `team_id` tells them apart).
     func audience(of app: AppRecord) -> String {
-        tokenAudience == "bundle" ? app.bundleID : app.appID
+        tokenAudience == .bundle ? app.bundleID : app.appID
     }
 }
 

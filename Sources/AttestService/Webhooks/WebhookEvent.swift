@@ -36,7 +36,7 @@ extension ServiceContext {
     /// endpoint (`webhook.test`). Nothing is queued when `webhooks.queueEvents` is false.
     public func queueEvent(_ event: WebhookEvent, org: String, in txn: Transaction, now: Timestamp,
                            data: [(String, JSONValue)], target: String = "") throws {
-        guard configuration.queueWebhookEvents else { return }
+        guard configuration.webhookQueueEvents else { return }
         try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event.rawValue, org: org, createdAt: now,
                                     dataJSON: JSONValue.object(data).jsonText, target: target))
     }
