@@ -90,7 +90,7 @@ struct Doctor {
         }
         if config.tokenAudience == .bundle {
             findings.append(Finding(problem: "tokens.audience is \"bundle\": a token's aud is the bundle ID alone, so a relying party that checks aud but not team_id accepts tokens of another team's app with the same bundle ID",
-                                    fix: "have relying parties accept TEAMID.bundleId as well, then 'attestctl config set tokens.audience appId' (README, Tokens)", warning: true))
+                                    fix: "have relying parties accept TEAMID.bundleId as well, then 'attestctl config set tokens.audience appId' (docs/tokens.md)", warning: true))
         }
         return findings
     }

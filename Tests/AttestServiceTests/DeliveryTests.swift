@@ -4,8 +4,8 @@ import AttestStore
 import Dispatch
 import Testing
 
-/// Fan-out, retries on the configured schedule, at-least-once and the signatures (README
-/// "Webhooks"), with the store and a scripted transport instead of the network.
+/// Fan-out, retries on the configured schedule, at-least-once and the signatures
+/// (docs/webhooks.md), with the store and a scripted transport instead of the network.
 @Suite struct DeliveryTests {
     final class Setup {
         let fixture: Fixture

@@ -276,7 +276,7 @@ import Testing
         #expect(try t.store.check().isConsistent)
     }
 
-    /// The figures the README's quota table is made of (LMDB: pages used in the durable map,
+    /// The figures docs/webhooks.md's quota table is made of (LMDB: pages used in the durable map,
     /// branch pages and free pages included): a test event's delivery as queued, once
     /// delivered at the first attempt, and once failed after the default schedule's 4 attempts
     /// with full 256-byte excerpts.
@@ -317,6 +317,6 @@ import Testing
         print("FIGURE: bytes of the LMDB map per stored test delivery: \(figures[0]) queued, \(figures[1]) delivered at the first attempt, "
               + "\(figures[2]) failed after 4 attempts with 256-byte excerpts")
         #expect(figures[0] > 0 && figures[0] <= 512 && figures[1] <= 768 && figures[2] <= 4_096,
-                "the README's table assumes these bounds: \(figures)")
+                "docs/webhooks.md's table assumes these bounds: \(figures)")
     }
 }

@@ -5,7 +5,7 @@ import AttestTesting
 import Testing
 
 /// Validate and refresh queue the catalogue's events in the transactions of the changes they
-/// report (README "Webhooks"), and a transaction that fails leaves none behind.
+/// report (docs/webhooks.md), and a transaction that fails leaves none behind.
 @Suite struct WebhookEventTests {
     static func events(_ flow: DeviceFlow) throws -> [OutboxEvent] {
         try flow.context.store.read { try $0.outbox() }.map(\.event)

@@ -240,7 +240,7 @@ public struct ConfigurationKey: Sendable {
             """),
         .status("compat.madLimitStatus", [402, 429], \.madLimitStatus, """
             A new device over the monthly limit: 402 quota_exceeded (contract) or 429 with error \
-            "mad_limit_exceeded" (what the shipping SDK recognises).
+            "mad_limit_exceeded" (what the shipping SDK recognises, as its limitExceeded error).
             """),
         .int("heartbeat.intervalSeconds", 10...86_400, \.heartbeatIntervalSeconds, """
             Seconds between heartbeats the server asks for (heartbeat's interval and nextHeartbeatSeconds).

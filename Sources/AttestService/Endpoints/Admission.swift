@@ -3,7 +3,7 @@ import AttestStore
 import FastCGI
 
 /// Rate limits and single use of challenges for validate and refresh, in the order that keeps
-/// outsiders from hurting a tenant (README, "Decisions"):
+/// outsiders from hurting a tenant (docs/api.md, "Decisions"):
 ///
 /// 1. Everything up to and including the challenge's HMAC check needs no store. A request that
 ///    fails there (unknown app, bad JSON, a forged or expired challenge, …) charges only the

@@ -2,7 +2,7 @@ import AttestCore
 import AttestStore
 import FastCGI
 
-/// The webhook management API (SPEC §7), `Authorization: Bearer aat_…` (an organization API key;
+/// The webhook management API (docs/contract.md §7), `Authorization: Bearer aat_…` (an organization API key;
 /// 401 `unauthorized` otherwise). Only the key's organization's endpoints exist for it: any
 /// other id is 404 `not_found`.
 ///

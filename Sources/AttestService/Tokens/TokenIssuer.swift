@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// Builds and signs a device token (SPEC §5).
+/// Builds and signs a device token (docs/contract.md §5).
 ///
 /// ```
 /// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",

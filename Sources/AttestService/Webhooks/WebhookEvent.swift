@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// The webhook event catalogue (SPEC §7; README "Webhooks" lists each trigger and its `data`).
+/// The webhook event catalogue (docs/contract.md §7; docs/webhooks.md lists each trigger and its `data`).
 /// Every event is queued in the outbox inside the write transaction of the change that caused
 /// it (`ServiceContext.queueEvent`), except the two failures that change nothing stored
 /// (`device.attestation_failed`, a forged assertion's `attestation.anomaly`), which are the
