@@ -119,7 +119,7 @@ public final class ServiceContext {
         return Self.errorResponse(failure, requestID: requestID)
     }
 
-    var logsEveryRequest: Bool { configuration.requestLog == "all" }
+    var logsEveryRequest: Bool { configuration.requestLog == .all }
 
     /// Counts the synthetic devices `bench-<i>` for `i` in `range` as devices of `appID`, in
     /// write transactions of `batch` each, through the same admission code as requests

@@ -32,7 +32,7 @@ public enum ServiceMain {
             return FastCGIServer.run(options, name: name) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0.text)") },
-                                                      adjust: { if allowPrivate { $0.allowPrivateWebhookAddresses = true } })
+                                                      adjust: { if allowPrivate { $0.webhookAllowPrivateDestinations = true } })
                 return ServiceResponder(endpoint: endpoint, context: context, holdsAnswers: true)
             }
         } catch let error as UsageError {

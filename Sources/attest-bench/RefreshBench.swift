@@ -47,7 +47,7 @@ enum RefreshBench {
         let pki = try TestPKI.generate(validFrom: start - 86_400, validUntil: start + 365 * 86_400)
         let data = DataDirectory(path)
         var config = Configuration()
-        config.sync = sync
+        config.sync = Configuration.Sync(rawValue: sync)!  // checked above
         config.validatePerIPPerMinute = 0
         config.refreshPerIPPerMinute = 0
         _ = try data.initialise(configuration: config, now: start)

@@ -23,7 +23,7 @@ enum BenchMode: String, Sendable {
 }
 
 /// The benchmark responder. Every mode answers an over-limit body with the 413 envelope of
-/// SPEC §3, as the real endpoints do.
+/// docs/contract.md §3, as the real endpoints do.
 struct BenchResponder: Responder {
     let mode: BenchMode
     private let key: ECPublicKey?

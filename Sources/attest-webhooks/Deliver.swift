@@ -24,7 +24,7 @@ enum Deliver {
             guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
             let data = DataDirectory(flag: args.value("data"))
             var configuration = try data.loadConfiguration()
-            if args.flag("allow-private-destinations") { configuration.allowPrivateWebhookAddresses = true }
+            if args.flag("allow-private-destinations") { configuration.webhookAllowPrivateDestinations = true }
             let lockPath = data.storeDirectory + "/deliver.lock"
             let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -35,14 +35,14 @@ enum Deliver {
             signal(SIGTERM) { _ in stopRequested = 1 }
             signal(SIGINT) { _ in stopRequested = 1 }
             signal(SIGPIPE, SIG_IGN)
-            let allowPrivate = configuration.allowPrivateWebhookAddresses
+            let allowPrivate = configuration.webhookAllowPrivateDestinations
             if allowPrivate {
                 Output.err("attest-webhooks deliver: WARNING webhooks.allowPrivateDestinations is on: http:// and private addresses are allowed")
             }
             let worker = DeliveryWorker(store: store, configuration: configuration) { CurlTransport(allowPrivate: allowPrivate) }
             worker.log = { Output.err("attest-webhooks deliver[\(processID())]: \($0.text)") }
             Output.err("attest-webhooks deliver[\(processID())]: delivering from \(data.path) "
-                       + "(\(configuration.webhookMaxConcurrent) threads, \(configuration.webhookConcurrencyPerEndpoint) per endpoint)")
+                       + "(\(configuration.webhookMaxConcurrentDeliveries) threads, \(configuration.webhookConcurrencyPerEndpoint) per endpoint)")
             worker.run { stopRequested != 0 }
             Output.err("attest-webhooks deliver[\(processID())]: stopped after \(worker.attempts) attempts, \(worker.delivered) delivered, \(worker.pruned) pruned from the log")
             return 0

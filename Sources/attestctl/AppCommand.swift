@@ -15,7 +15,7 @@ let appCommand = Command(
                attestctl app list [--json] [--data DIR]
 
         --env      which App Attest environments the app accepts (default production)
-        --claims   custom claims, a JSON array (README "Custom claims"; 'attestctl claims' edits
+        --claims   custom claims, a JSON array (docs/tokens.md, "Custom claims"; 'attestctl claims' edits
                    them one at a time), e.g. '[{"key":"user_tier","value":"premium"}]'
 
         example: attestctl app add --org acme --team ABCDE12345 --bundle com.example.app --env both

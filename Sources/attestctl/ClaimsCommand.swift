@@ -3,7 +3,7 @@ import AttestService
 import AttestStore
 import CLISupport
 
-/// `attestctl claims add|list|remove|test`: an app's custom claims (README, "Custom claims").
+/// `attestctl claims add|list|remove|test`: an app's custom claims (docs/tokens.md, "Custom claims").
 let claimsCommand = Command(
     name: "claims",
     summary: "add, list, remove and test an app's custom claims",

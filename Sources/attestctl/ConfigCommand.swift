@@ -3,21 +3,28 @@ import AttestCore
 import AttestService
 import CLISupport
 
-/// `attestctl config show|set`.
+/// `attestctl config show|set|reference`.
 let configCommand = Command(
     name: "config",
     summary: "show the configuration (every key, documented) or set one key",
     usage: """
         usage: attestctl config show [--json] [--data DIR]
                attestctl config set KEY VALUE [--data DIR]
+               attestctl config reference
 
         KEY is dotted (store.sync, tokens.lifetimeSeconds…); VALUE is JSON (a bare word is taken
         as a string). The file is validated before it is replaced; restart the pools to apply.
+        reference prints every key's default and documentation as markdown (docs/configuration.md).
 
         example: attestctl config set store.sync interval
         """,
     run: { argv in
-        let (sub, rest) = try subcommand(argv, ["show", "set"])
+        let (sub, rest) = try subcommand(argv, ["show", "set", "reference"])
+        if sub == "reference" {
+            _ = try Arguments(rest, valued: [], switches: [])
+            Output.out(ConfigurationReference.markdown())  // ends with a newline: none is added
+            return 0
+        }
         let args = try Arguments(rest, valued: ["data"], switches: ["json"])
         let data = dataDirectory(args)
         var config = try data.loadConfiguration()

@@ -49,7 +49,7 @@ let deviceCommand = Command(
             guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
             let change = try claimFailure {
                 try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store, random: SystemRandom(), now: now(),
-                                      queueEvents: config.queueWebhookEvents)
+                                      queueEvents: config.webhookQueueEvents)
             }
             Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → \(change.flags.names) on \(change.keys) key(s)\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
         default:

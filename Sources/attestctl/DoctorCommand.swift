@@ -91,9 +91,9 @@ struct Doctor {
             findings.append(Finding(problem: "test roots are trusted (trust.testRoots): software devices pass attestation (their tokens say attest: test_root), for every organization's apps: whoever holds a test root's key gets tokens for any tenant's app",
                                     fix: "remove trust.testRoots on a production deployment", warning: true))
         }
-        if config.tokenAudience == "bundle" {
+        if config.tokenAudience == .bundle {
             findings.append(Finding(problem: "tokens.audience is \"bundle\": a token's aud is the bundle ID alone, so a relying party that checks aud but not team_id accepts tokens of another team's app with the same bundle ID",
-                                    fix: "have relying parties accept TEAMID.bundleId as well, then 'attestctl config set tokens.audience appId' (README, Tokens)", warning: true))
+                                    fix: "have relying parties accept TEAMID.bundleId as well, then 'attestctl config set tokens.audience appId' (docs/tokens.md)", warning: true))
         }
         return findings
     }

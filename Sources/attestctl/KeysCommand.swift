@@ -36,7 +36,7 @@ let keysCommand = Command(
         let ring = try KeyRing(data)
         let time = now()
         if sub == "rotate" {
-            let algorithm = args.value("algorithm") ?? config.tokenAlgorithm
+            let algorithm = args.value("algorithm") ?? config.tokenAlgorithm.rawValue
             guard algorithm == "ES256" || algorithm == "RS256" else { throw UsageError("--algorithm must be ES256 or RS256") }
             // A token signed just before the rotation stays valid for its lifetime: its key must
             // stay in the JWKS at least that long, or relying parties reject it before its exp.

@@ -16,8 +16,8 @@ func postgresURL(_ config: Configuration, _ url: String?) throws -> String {
 /// `attestctl store migrate`: applies pending migrations and says where the schema stands.
 func storeMigrate(_ data: DataDirectory, url: String?) throws -> Int32 {
     var config = try data.loadConfiguration()
-    guard url != nil || config.storeBackend == "postgres" else {
-        throw CommandFailure(.failed, "store.backend is \"\(config.storeBackend)\": LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
+    guard url != nil || config.storeBackend == .postgres else {
+        throw CommandFailure(.failed, "store.backend is \"\(config.storeBackend.rawValue)\": LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
     }
     config.postgresURL = try postgresURL(config, url)
     var options = config.storeOptions
@@ -35,7 +35,7 @@ func storeMigrate(_ data: DataDirectory, url: String?) throws -> Int32 {
 func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace: Bool) throws -> Int32 {
     guard target == "postgres" else { throw UsageError("--to postgres is the one destination") }
     let config = try data.loadConfiguration()
-    guard config.storeBackend == "lmdb" else {
+    guard config.storeBackend == .lmdb else {
         throw CommandFailure(.already, "this data directory's store is already in PostgreSQL (store.backend is postgres)")
     }
     let source = try Store(directory: data.storeDirectory, options: config.storeOptions)

@@ -26,7 +26,7 @@ let subjectCommand = Command(
         the way to link under the organization's subject link policy operator, and allowed under
         any. sign prints a signed subjectId (v1.SUBJECT.EXPIRY.MAC) under the organization's subject
         secret, valid for --ttl (N, Ns, Nm, Nh or Nd; default 10m): what the customer's backend
-        makes for policy signed (see the README), here for tests.
+        makes for policy signed (see docs/tokens.md), here for tests.
 
         example: attestctl subject grant household-42 premium --until 2027-01-01 --org acme
         """,

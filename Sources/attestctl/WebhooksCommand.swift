@@ -28,7 +28,7 @@ let webhooksCommand = Command(
         let (sub, rest) = try subcommand(argv, ["add", "list", "remove", "test", "log"])
         let args = try Arguments(rest, valued: ["data", "org", "events", "description", "limit"], switches: ["json"])
         let (config, store) = try openStore(dataDirectory(args))
-        var admin = WebhookAdmin(store: store, allowPrivate: config.allowPrivateWebhookAddresses, random: SystemRandom(), now: now())
+        var admin = WebhookAdmin(store: store, allowPrivate: config.webhookAllowPrivateDestinations, random: SystemRandom(), now: now())
         admin.quotas = .init(config)
         do {
             switch sub {

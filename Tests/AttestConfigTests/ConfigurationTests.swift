@@ -25,7 +25,7 @@ import Testing
 
     @Test func theFullDocumentRoundTrips() throws {
         var c = Configuration()
-        c.sync = "interval"
+        c.sync = .interval
         c.tokenLifetimeSeconds = 600
         c.testRoots = ["test-ca/root.pem"]
         #expect(try Configuration(jsonText: c.json.prettyJSONText) == c)
@@ -38,6 +38,36 @@ import Testing
             var node: JSONValue? = json
             for part in key.name.split(separator: ".") { node = node?[String(part)] }
             #expect(node != nil, "\(key.name) appears in the document")
+        }
+    }
+
+    /// Each key is stored in one property, named for the key: it ends with the key's last
+    /// component (`tokens.issuer` → `tokenIssuer`, `store.sync` → `sync`).
+    @Test func everyKeysPropertyIsNamedForIt() {
+        let defaults = Configuration()
+        let described = { (c: Configuration) in Mirror(reflecting: c).children.map { ($0.label!, "\($0.value)") } }
+        let before = Dictionary(uniqueKeysWithValues: described(defaults))
+        for key in ConfigurationKey.all {
+            var changed = defaults
+            key.set(&changed, Self.anotherValue(for: key, than: key.get(defaults)))
+            let properties = described(changed).filter { before[$0.0] != $0.1 }.map(\.0)
+            let last = key.name.split(separator: ".").last!.lowercased()
+            #expect(properties.count == 1 && properties[0].lowercased().hasSuffix(last),
+                    "\(key.name) is stored in \(properties): one property whose name ends with \(last)")
+        }
+    }
+
+    /// A value of the key's kind other than `value` (not checked against cross-key rules).
+    static func anotherValue(for key: ConfigurationKey, than value: JSONValue) -> JSONValue {
+        switch key.kind {
+        case .integer(let range):
+            .int(Int64(value.intValue == Int64(range.lowerBound) ? range.upperBound : range.lowerBound))
+        case .integerChoice(let options): .int(Int64(options.first { Int64($0) != value.intValue }!))
+        case .string, .optionalString: .string((value.stringValue ?? "") + "x")
+        case .choice(let options): .string(options.first { $0 != value.stringValue }!)
+        case .bool: .bool(value.boolValue != true)
+        case .stringList: .array([.string("x")])
+        case .integerList(let range): .array([.int(Int64(range.lowerBound))])
         }
     }
 
@@ -60,7 +90,7 @@ import Testing
         try c.set("store.sync", jsonValue: "interval")
         try c.set("server.workers", jsonValue: "4")
         try c.set("trust.testRoots", jsonValue: #"["a.pem"]"#)
-        #expect(c.sync == "interval" && c.workers == 4 && c.testRoots == ["a.pem"])
+        #expect(c.sync == .interval && c.workers == 4 && c.testRoots == ["a.pem"])
         #expect(throws: Configuration.Problem.self) { try c.set("server.workers", jsonValue: "0") }
         #expect(throws: Configuration.Problem.self) { try c.set("no.such", jsonValue: "1") }
     }

@@ -5,8 +5,8 @@ import AttestStore
 import Dispatch
 import Testing
 
-/// Fan-out, retries on the configured schedule, at-least-once and the signatures (README
-/// "Webhooks"), with the store and a scripted transport instead of the network.
+/// Fan-out, retries on the configured schedule, at-least-once and the signatures
+/// (docs/webhooks.md), with the store and a scripted transport instead of the network.
 @Suite struct DeliveryTests {
     final class Setup {
         let fixture: Fixture
@@ -14,7 +14,7 @@ import Testing
         let admin: WebhookAdmin
 
         init(schedule: [Int] = [1, 5]) throws {
-            fixture = try Fixture(configure: { $0.allowPrivateWebhookAddresses = true; $0.webhookRetrySchedule = schedule })
+            fixture = try Fixture(configure: { $0.webhookAllowPrivateDestinations = true; $0.webhookRetrySchedule = schedule })
             queue = DeliveryQueue(store: fixture.context.store, retrySchedule: schedule)
             admin = WebhookAdmin(store: fixture.context.store, allowPrivate: true, random: SystemRandom(), now: fixture.clock.now())
         }
@@ -294,7 +294,7 @@ import Testing
     @Test func resultsWhoseRecordingFailedAreRecordedLaterAndTheirSlotsFreed() throws {
         let s = try DeliveryTests.Setup()
         var configuration = s.fixture.context.configuration
-        configuration.webhookMaxConcurrent = 1
+        configuration.webhookMaxConcurrentDeliveries = 1
         let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
                                     clock: s.fixture.clock, pollMilliseconds: 5) { DeliveryWorkerIdleTests.Answers200() }
         let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
@@ -337,7 +337,7 @@ import Testing
     func acmeGetsThrough(perOrganization: Int) throws -> Bool {
         let s = try DeliveryTests.Setup()
         var configuration = s.fixture.context.configuration
-        configuration.webhookMaxConcurrent = 4
+        configuration.webhookMaxConcurrentDeliveries = 4
         configuration.webhookConcurrencyPerEndpoint = 2
         configuration.webhookConcurrencyPerOrganization = perOrganization
         let transport = SlowForSome()

@@ -74,7 +74,7 @@ final class Fixture {
         let admin = PGConnection(url: url)
         try admin.ensure()
         try admin.command("CREATE SCHEMA \(name)")
-        config.storeBackend = "postgres"
+        config.storeBackend = .postgres
         config.postgresURL = url + " options='-c search_path=\(name) -c synchronous_commit=off'"
         return name
     }

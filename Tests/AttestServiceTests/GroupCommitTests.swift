@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func heldRefreshesAreCommittedOnceAndAnsweredFromTheirOwnWrites() throws {
-        let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
+        let flow = try DeviceFlow(configure: { $0.requestLog = .all })
         try flow.enroll()
         var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
         let store = flow.context.store
@@ -53,7 +53,7 @@ import Testing
     /// `store.sync = interval`: the commit syncs nothing, but the worker still groups (one
     /// commit's page writes for the whole group); the answers leave after that commit.
     @Test func inIntervalModeRefreshesAreGroupedWithoutASync() throws {
-        let flow = try DeviceFlow(configure: { $0.sync = "interval"; $0.syncIntervalMs = 10_000 })
+        let flow = try DeviceFlow(configure: { $0.sync = .interval; $0.syncIntervalMs = 10_000 })
         try flow.enroll()
         var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
         let store = flow.context.store

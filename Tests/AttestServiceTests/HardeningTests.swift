@@ -255,7 +255,7 @@ import Testing
     // 6. The wall clock stepping back.
 
     @Test func aUsedChallengeStaysUsedWhenTheClockStepsBackWithinTheMargin() throws {
-        let flow = try DeviceFlow(configure: { $0.usedChallengeRetentionSeconds = 600 })
+        let flow = try DeviceFlow(configure: { $0.challengeUsedRetentionSeconds = 600 })
         let start = flow.fixture.clock.now()
         let challenge = try flow.fixture.challenge()
         try flow.enroll()

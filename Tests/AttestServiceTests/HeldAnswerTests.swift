@@ -90,7 +90,7 @@ import Testing
     /// With `server.requestLog = all`, a held answer logs one line: its own when it leaves, or
     /// the 503's that replaced it (never both).
     @Test func aHeldAnswerLogsOneLineWhenItLeaves() throws {
-        let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
+        let flow = try DeviceFlow(configure: { $0.requestLog = .all })
         var responder = ServiceResponder(endpoint: .validate, context: flow.context, holdsAnswers: true)
         _ = try flow.fixture.challenge()
         let before = flow.fixture.logs.count
@@ -105,7 +105,7 @@ import Testing
         #expect(flow.fixture.logs.count == before + 2)
         #expect(flow.fixture.logs.last?.hasPrefix("validate requestId=req-1 status=200 code=- us=") == true)
 
-        let second = try DeviceFlow(configure: { $0.requestLog = "all" })
+        let second = try DeviceFlow(configure: { $0.requestLog = .all })
         var other = ServiceResponder(endpoint: .validate, context: second.context, holdsAnswers: true)
         _ = respond(&other, second, .validate, body: try second.validateBody(challenge: try second.fixture.challenge()))
         let otherDeferral = other.deferral()

@@ -9,7 +9,7 @@ import Foundation
 import Testing
 
 /// Monthly-active-device accounting, plan limits and grace, heartbeat and the usage API
-/// (SPEC §2, §4, §8), with an injected clock.
+/// (docs/contract.md §2, §4, §8), with an injected clock.
 @Suite struct MonthlyUsageTests {
     /// A flow whose organization has `limit` monthly devices and `grace` days.
     func flow(limit: UInt32, grace: UInt16 = 0, configure: (inout Configuration) -> Void = { _ in }) throws -> DeviceFlow {

@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func withAllEverySuccessLogsOneLineToo() throws {
-        let flow = try DeviceFlow(configure: { $0.requestLog = "all" })
+        let flow = try DeviceFlow(configure: { $0.requestLog = .all })
         try flow.enroll()
         #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
         let lines = flow.fixture.logs

@@ -5,7 +5,7 @@ import AttestTesting
 import Foundation
 import Testing
 
-/// The risk model (README "Risk score"): one test per signal, the category boundaries, the
+/// The risk model (docs/tokens.md, "Risk score"): one test per signal, the category boundaries, the
 /// free tier's null score, and the events a category change queues.
 @Suite struct RiskModelTests {
     let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: Timestamp(seconds: 0))
@@ -60,13 +60,12 @@ import Testing
         #expect(try score(#"{"attestationCount":9,"recentAttestations":9,"failedAssertions":9,"forgedAssertions":9}"#).score == 100, "clamped")
     }
 
-    @Test func everySignalIsInTheReadmeTable() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test func everySignalIsInTheDocumentedTable() throws {
+        let readme = try DocumentationTests.document("docs/tokens.md")
         for signal in ["development_key", "key_churn", "attestation_burst", "failed_assertions", "forged_assertions",
                        "app_version_below_minimum", "os_version_below_minimum", "operator_jailbroken", "operator_blocked"] {
             let documented = readme.contains("| `\(signal)`")
-            #expect(documented, "README risk table row for \(signal)")
+            #expect(documented, "docs/tokens.md risk table row for \(signal)")
         }
     }
 

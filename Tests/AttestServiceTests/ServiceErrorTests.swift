@@ -4,7 +4,7 @@ import AttestCore
 import AttestStore
 import Testing
 
-/// Pins the code → status table of SPEC §2–§3.
+/// Pins the code → status table of docs/contract.md §2–§3.
 @Suite struct ServiceErrorTests {
     static let table: [(ServiceError.Code, Int)] = [
         (.badRequest, 400), (.challengeInvalid, 400), (.challengeExpired, 400), (.challengeAlreadyUsed, 400),

@@ -18,14 +18,14 @@ import Testing
 
         init(configure: (inout Configuration) -> Void) throws {
             flow = try DeviceFlow(configure: { c in
-                c.webhookTestsPerEndpointPerMinute = 0
-                c.webhookTestsPerOrganizationPerMinute = 0
+                c.webhookTestEventsPerEndpointPerMinute = 0
+                c.webhookTestEventsPerOrganizationPerMinute = 0
                 configure(&c)
             })
             evil = try WebhooksAPITests.API.makeKey(flow.fixture, org: "evil")
             acme = try WebhooksAPITests.API.makeKey(flow.fixture, org: "acme")
             let c = flow.context.configuration
-            queue = DeliveryQueue(store: flow.context.store, retrySchedule: c.webhookRetrySchedule, storedQuota: c.webhookStoredPerOrganization)
+            queue = DeliveryQueue(store: flow.context.store, retrySchedule: c.webhookRetrySchedule, storedQuota: c.webhookStoredDeliveriesPerOrganization)
         }
 
         var store: Store { flow.context.store }
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func aTenantHammeringTestEventsGets429AndTheStoreStaysBoundedWhileAnotherCarriesOn() throws {
-        let t = try Tenants { $0.webhookStoredPerOrganization = 40 }
+        let t = try Tenants { $0.webhookStoredDeliveriesPerOrganization = 40 }
         let evilHook = try t.endpoint(t.evil), acmeHook = try t.endpoint(t.acme)
         var statuses = [Int](), refusal: JSONValue = .null
         for i in 0..<200 {
@@ -97,7 +97,7 @@ import Testing
     @Test(.enabled(if: !Fixture.onPostgres, "LMDB's map")) func aSmallMapIsNotFilledByOneTenantsTestEvents() throws {
         let t = try Tenants {
             $0.durableMapSizeMiB = 2
-            $0.webhookStoredPerOrganization = 1_000
+            $0.webhookStoredDeliveriesPerOrganization = 1_000
         }
         let hook = try t.endpoint(t.evil)
         var queued = 0, last = (status: 0, body: JSONValue.null, headers: [String: String]())
@@ -119,8 +119,8 @@ import Testing
 
     @Test func testEventsAreRateLimitedPerEndpointAndPerOrganization() throws {
         let t = try Tenants {
-            $0.webhookTestsPerEndpointPerMinute = 3
-            $0.webhookTestsPerOrganizationPerMinute = 5
+            $0.webhookTestEventsPerEndpointPerMinute = 3
+            $0.webhookTestEventsPerOrganizationPerMinute = 5
         }
         let first = try t.endpoint(t.evil, "/a"), second = try t.endpoint(t.evil, "/b"), acmeHook = try t.endpoint(t.acme)
         let onFirst = (0..<4).map { _ in t.call("POST", "/\(first)/test", key: t.evil) }
@@ -158,7 +158,7 @@ import Testing
 
     @Test func otherEventsPastTheQuotaAreNotStoredAndPruningOrDeletingFreesIt() throws {
         let t = try Tenants {
-            $0.webhookStoredPerOrganization = 10
+            $0.webhookStoredDeliveriesPerOrganization = 10
             $0.webhookLogRetentionDays = 1
         }
         let hook = try t.endpoint(t.evil)
@@ -194,7 +194,7 @@ import Testing
     /// organization. Past its quota they are not stored; another organization notices nothing.
     @Test func outsidersFailingAttestationsFillOnlyTheirTargetsQuota() throws {
         let t = try Tenants {
-            $0.webhookStoredPerOrganization = 5
+            $0.webhookStoredDeliveriesPerOrganization = 5
             $0.validatePerIPPerMinute = 0
         }
         let acmeHook = try t.endpoint(t.acme), evilHook = try t.endpoint(t.evil)
@@ -225,7 +225,7 @@ import Testing
 
     /// A store written before the count existed: the first use counts what is there.
     @Test func anOrganizationWithoutARecordIsCountedFromItsDeliveries() throws {
-        let t = try Tenants { $0.webhookStoredPerOrganization = 5 }
+        let t = try Tenants { $0.webhookStoredDeliveriesPerOrganization = 5 }
         let hook = try t.endpoint(t.evil)
         for _ in 0..<4 { #expect(t.call("POST", "/\(hook)/test", key: t.evil).status == 202) }
         try t.queue.fanOut(limit: 2, now: t.flow.fixture.clock.now())
@@ -243,7 +243,7 @@ import Testing
     /// PostgreSQL (`ATTEST_TEST_STORE=postgres`): 4 connections, as 4 hosts, each queueing test
     /// events and fanning them out at once; the quota is exact and the count matches the store.
     @Test(.enabled(if: Fixture.onPostgres, "needs ATTEST_TEST_STORE=postgres")) func theQuotaIsExactUnderConcurrentHosts() throws {
-        let t = try Tenants { $0.webhookStoredPerOrganization = 30 }
+        let t = try Tenants { $0.webhookStoredDeliveriesPerOrganization = 30 }
         let hook = try t.endpoint(t.evil)
         let options = t.flow.context.configuration.storeOptions, directory = t.flow.fixture.data.storeDirectory
         final class Tally: @unchecked Sendable {
@@ -278,12 +278,12 @@ import Testing
         #expect(try t.store.check().isConsistent)
     }
 
-    /// The figures the README's quota table is made of (LMDB: pages used in the durable map,
+    /// The figures docs/webhooks.md's quota table is made of (LMDB: pages used in the durable map,
     /// branch pages and free pages included): a test event's delivery as queued, once
     /// delivered at the first attempt, and once failed after the default schedule's 4 attempts
     /// with full 256-byte excerpts.
     @Test(.enabled(if: !Fixture.onPostgres, "LMDB's map")) func bytesPerStoredDelivery() throws {
-        let t = try Tenants { $0.webhookStoredPerOrganization = 0 }
+        let t = try Tenants { $0.webhookStoredDeliveriesPerOrganization = 0 }
         let clock = t.flow.fixture.clock
         var admin = WebhookAdmin(store: t.store, allowPrivate: false, random: SystemRandom(), now: clock.now())
         admin.quotas.stored = 0
@@ -319,6 +319,6 @@ import Testing
         print("FIGURE: bytes of the LMDB map per stored test delivery: \(figures[0]) queued, \(figures[1]) delivered at the first attempt, "
               + "\(figures[2]) failed after 4 attempts with 256-byte excerpts")
         #expect(figures[0] > 0 && figures[0] <= 512 && figures[1] <= 768 && figures[2] <= 4_096,
-                "the README's table assumes these bounds: \(figures)")
+                "docs/webhooks.md's table assumes these bounds: \(figures)")
     }
 }

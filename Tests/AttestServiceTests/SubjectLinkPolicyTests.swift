@@ -136,7 +136,7 @@ import Testing
         #expect(try DeviceFlow.claims(forged)["subscription"]?["subject_id"]?.stringValue == "house-18", "a forged one is refused")
     }
 
-    // The format, and the README's code that makes it.
+    // The format, and the documented code that makes it.
 
     @Test func theFormatIsReadFromTheRight() throws {
         let mac = String(repeating: "A", count: 43)
@@ -150,18 +150,18 @@ import Testing
         #expect(SignedSubject("v1.\(String(repeating: "x", count: 64)).9999999999.\(mac)") != nil, "64 bytes and 10 digits fit")
     }
 
-    /// The README's Python and Node functions, run as written, with their value fed to validate.
+    /// docs/tokens.md's Python and Node functions, run as written, with their value fed to validate.
     @Test(arguments: ["python", "js"])
-    func theREADMEsMintingCodeMakesValuesTheServiceLinks(_ language: String) throws {
+    func theDocumentedMintingCodeMakesValuesTheServiceLinks(_ language: String) throws {
         guard let interpreter = Self.interpreter(language == "python" ? "python3" : "node") else {
             #expect(language == "js", "python3 is needed for this test"); return
         }
-        let code = try #require(Self.readmeBlock(language), "README has a ```\(language) block under Subjects and entitlements")
+        let code = try #require(Self.documentedBlock(language), "docs/tokens.md has a ```\(language) block under Subjects and entitlements")
         let flow = try flow(.signed)
         let call = language == "python" ? "\nimport os\nprint(signed_subject(\"house-17\", os.environ[\"SECRET\"]))\n"
                                         : "\nconsole.log(signedSubject(\"house-17\", process.env.SECRET));\n"
         let value = try Self.run(interpreter, code + call, secret: flow.fixture.subjectSecret)
-        // The README's code uses the real clock: the fixture's must be within its TTL.
+        // The documented code uses the real clock: the fixture's must be within its TTL.
         flow.fixture.clock.set(Timestamp(seconds: Int64(Date().timeIntervalSince1970)))
         let (subscription, stored) = try validate(flow, value)
         #expect(stored == "house-17" && subscription?["entitlements"] == ["premium"], "\(language): \(value)")
@@ -172,13 +172,13 @@ import Testing
             .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// The first fenced block in `language` of the README's "Subjects and entitlements".
-    static func readmeBlock(_ language: String) -> String? {
-        let readme = DocumentationTests.readme
-        guard let section = readme.range(of: "### Subjects and entitlements"),
-              let open = readme.range(of: "```\(language)\n", range: section.upperBound..<readme.endIndex),
-              let close = readme.range(of: "\n```", range: open.upperBound..<readme.endIndex) else { return nil }
-        return String(readme[open.upperBound..<close.lowerBound])
+    /// The first fenced block in `language` of docs/tokens.md's "Subjects and entitlements".
+    static func documentedBlock(_ language: String) -> String? {
+        guard let doc = try? DocumentationTests.document("docs/tokens.md"),
+              let section = doc.range(of: "## Subjects and entitlements"),
+              let open = doc.range(of: "```\(language)\n", range: section.upperBound..<doc.endIndex),
+              let close = doc.range(of: "\n```", range: open.upperBound..<doc.endIndex) else { return nil }
+        return String(doc[open.upperBound..<close.lowerBound])
     }
 
     static func run(_ interpreter: String, _ code: String, secret: String) throws -> String {

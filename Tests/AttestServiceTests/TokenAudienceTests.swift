@@ -14,7 +14,7 @@ import Testing
     /// Team B registers an app with team A's bundle ID in its own organization and enrolls a
     /// device; the token it gets must not carry A's audience.
     @Test func anotherTeamsAppWithTheSameBundleIDDoesNotGetThisAppsAudience() throws {
-        let flow = try DeviceFlow(configure: { $0.tokenAudience = "appId" })
+        let flow = try DeviceFlow(configure: { $0.tokenAudience = .appId })
         let tokenA = try #require(try flow.enroll()["token"]?.stringValue)
         try flow.context.store.write { txn in
             try txn.put(OrgRecord(name: "globex", tier: .pro, createdAt: flow.fixture.clock.now()))
@@ -38,11 +38,11 @@ import Testing
     /// heartbeating when the operator flips the setting (they are in the field until they
     /// expire).
     @Test func theBundleFormIsTheBundleIDAloneAndHeartbeatsAcceptBothForms() throws {
-        let flow = try DeviceFlow(configure: { $0.tokenAudience = "bundle" })
+        let flow = try DeviceFlow(configure: { $0.tokenAudience = .bundle })
         let old = try #require(try flow.enroll()["token"]?.stringValue)
         #expect(try JWT(compact: old).claims["aud"]?.stringValue == Fixture.bundleID)
         var flipped = flow.context.configuration
-        flipped.tokenAudience = "appId"
+        flipped.tokenAudience = .appId
         let after = try ServiceContext(configuration: flipped, store: flow.context.store, clock: flow.fixture.clock, random: SystemRandom(),
                                        challengeSecret: flow.fixture.data.challengeSecret(), trustAnchors: [flow.pki.rootCertificate],
                                        testRoots: [], keyRing: KeyRing(flow.fixture.data))
@@ -50,13 +50,13 @@ import Testing
         headers["Authorization"] = "Bearer " + old
         let request = Fixture.request("POST", HeartbeatEndpoint.path, body: HeartbeatStandingTests.body, headers: headers, remote: "127.0.0.1")
         #expect(Endpoint.mad.handle(request, after).status == 200, "a bundle-form token after the flip")
-        let new = try #require(try DeviceFlow(configure: { $0.tokenAudience = "appId" }).enroll()["token"]?.stringValue)
+        let new = try #require(try DeviceFlow(configure: { $0.tokenAudience = .appId }).enroll()["token"]?.stringValue)
         #expect(try JWT(compact: new).claims["aud"]?.stringValue == Fixture.appID)
     }
 
     /// An appId-form token heartbeats (its `aud` is not the bundle ID the headers name).
     @Test func anAppIDFormTokenHeartbeats() throws {
-        let flow = try DeviceFlow(configure: { $0.tokenAudience = "appId" })
+        let flow = try DeviceFlow(configure: { $0.tokenAudience = .appId })
         let token = try #require(try flow.enroll()["token"]?.stringValue)
         var headers = Fixture.appHeaders
         headers["Authorization"] = "Bearer " + token
@@ -64,13 +64,13 @@ import Testing
     }
 
     @Test func aConfigWithoutTheKeyMeansBundleAndANewDataDirectoryGetsAppID() throws {
-        #expect(try Configuration(jsonText: "{}").tokenAudience == "bundle", "an upgraded data directory keeps its audience")
+        #expect(try Configuration(jsonText: "{}").tokenAudience == .bundle, "an upgraded data directory keeps its audience")
         var template = Array("/tmp/attest-audience-test-XXXXXX".utf8CString)
         let root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         defer { try? FileManager.default.removeItem(atPath: root) }
         let data = DataDirectory(root + "/data")
         try data.initialise(now: Timestamp(iso8601: "2026-06-01T00:00:00Z")!)
-        #expect(try data.loadConfiguration().tokenAudience == "appId", "attestctl init's config.json")
+        #expect(try data.loadConfiguration().tokenAudience == .appId, "attestctl init's config.json")
         #expect(throws: Configuration.Problem.self) { try Configuration(jsonText: #"{"tokens":{"audience":"team"}}"#) }
     }
 }

@@ -119,7 +119,7 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         #expect(claims?["beta"]?.boolValue == true)
     }
 
-    // MARK: Error codes, in SPEC order.
+    // MARK: Error codes, in docs/contract.md §2 order.
 
     func expectError(_ flow: DeviceFlow, _ body: JSONValue, status: Int, code: String, headers: [String: String] = Fixture.appHeaders,
                      sourceLocation: SourceLocation = #_sourceLocation) {

@@ -5,7 +5,7 @@ import AttestTesting
 import Testing
 
 /// Validate and refresh queue the catalogue's events in the transactions of the changes they
-/// report (README "Webhooks"), and a transaction that fails leaves none behind.
+/// report (docs/webhooks.md), and a transaction that fails leaves none behind.
 @Suite struct WebhookEventTests {
     static func events(_ flow: DeviceFlow) throws -> [OutboxEvent] {
         try flow.context.store.read { try $0.outbox() }.map(\.event)
@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func queueEventsFalseQueuesNothing() throws {
-        let flow = try DeviceFlow(configure: { $0.queueWebhookEvents = false })
+        let flow = try DeviceFlow(configure: { $0.webhookQueueEvents = false })
         try flow.enroll()
         #expect(try Self.events(flow).isEmpty)
     }

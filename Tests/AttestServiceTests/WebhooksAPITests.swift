@@ -3,7 +3,7 @@ import AttestService
 import AttestStore
 import Testing
 
-/// The management API at /api/v1/org/webhooks (README "Webhooks"): bearer API keys, one
+/// The management API at /api/v1/org/webhooks (docs/webhooks.md): bearer API keys, one
 /// organization's endpoints only, 400 naming the field, the SSRF guard on URLs.
 @Suite struct WebhooksAPITests {
     final class API {
@@ -11,7 +11,7 @@ import Testing
         let key: String
 
         init(allowPrivate: Bool = false) throws {
-            fixture = try Fixture(configure: { $0.allowPrivateWebhookAddresses = allowPrivate })
+            fixture = try Fixture(configure: { $0.webhookAllowPrivateDestinations = allowPrivate })
             key = try API.makeKey(fixture, org: "acme")
         }
 

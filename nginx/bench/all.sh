@@ -338,7 +338,7 @@ for sync in $SYNCS; do
 done
 
 for n in $SCALES; do
-  # The map by the README's formula: 1 GiB + 2 KiB per device.
+  # The map by docs/storage.md's formula: 1 GiB + 2 KiB per device.
   map=$(( 1024 + n * 2 / 1024 ))
   DATA=$DIR/data-scale-$n
   echo "==> $n devices preloaded (store.sync=$SCALE_SYNC, map $map MiB)"
@@ -369,7 +369,7 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   echo "Written by \`nginx/bench/all.sh\` on $STARTED; reproduce with \`bash nginx/bench/all.sh\`"
   echo "(settings: WORKERS_LIST=\"$WORKERS_LIST\" SYNCS=\"$SYNCS\" SCALES=\"$SCALES\" DURATION=$DURATION VALIDATES=$VALIDATES REFRESHES=$REFRESHES DEVICES=$DEVICES, wrk -t$THREADS -c$CONNECTIONS)."
   echo "Every ratio divides figures measured in this run. One run: machine noise (other"
-  echo "processes on a shared box) moves single figures by several percent; see the README."
+  echo "processes on a shared box) moves single figures by several percent; see docs/performance.md."
   echo
   echo "## Machine"
   echo

@@ -42,7 +42,7 @@ IFS=';' read -r -a extra <<< "${SETTINGS:-}"
 bench_data "$BIN" "$DATA" "$TEAM" "$BUNDLE" "store.sync $SYNC" "rateLimits.validatePerIPPerMinute 0" "rateLimits.refreshPerIPPerMinute 0" "${extra[@]}"
 if [ "${PRELOAD:-0}" -gt 0 ]; then
   # Scaling: PRELOAD synthetic devices written straight into the store, the map by the
-  # README's formula (1 GiB + 2 KiB per device), as all.sh's scaling part does.
+  # docs/storage.md's formula (1 GiB + 2 KiB per device), as all.sh's scaling part does.
   "$BIN/attestctl" config set store.durableMapSizeMiB $(( 1024 + PRELOAD * 2 / 1024 )) --data "$DATA" > /dev/null
   "$BIN/attest-bench" store load --count "$PRELOAD" --app "$TEAM.$BUNDLE" --data "$DATA"
 fi

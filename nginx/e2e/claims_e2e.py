@@ -121,8 +121,7 @@ def run(s):
 
 def set_links(s, policy):
     """`org set --subject-links` as an operator would, then waits out the pools' cache of
-    organizations: on PostgreSQL a change made elsewhere is seen within a second (README,
-    Several hosts), and the next request must meet the new policy."""
+    organizations: on PostgreSQL a change made elsewhere is seen within a second (docs/several-hosts.md), and the next request must meet the new policy."""
     s.ctl("org", "set", "claims-org", "--subject-links", policy)
     time.sleep(1.1)
 

@@ -54,7 +54,7 @@ for k, v in body.items():
 header() { grep -i "^$2:" "$1" | head -1 | cut -d: -f2- | tr -d ' \r'; }
 fail() { echo "    $*" >&2; return 1; }
 expect_status() { [ "$STATUS" = "$1" ] || fail "expected HTTP $1, got $STATUS: $(head -c 300 "$BODY")"; }
-expect_json_error() { # STATUS CODE: the SPEC §3 envelope from nginx or a responder
+expect_json_error() { # STATUS CODE: the docs/contract.md §3 envelope from nginx or a responder
   expect_status "$1" || return 1
   [ "$(header "$HEADERS" Content-Type)" = application/json ] || fail "Content-Type is not application/json"
   parse_json "$BODY" || fail "body is not a JSON object: $(head -c 200 "$BODY")" || return 1

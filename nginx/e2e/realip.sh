@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's "behind a load balancer" set-up through real nginx: without realip a client's
-# X-Forwarded-For changes nothing; with the README's two lines the per-IP buckets follow the
+# docs/operations.md's "behind a load balancer" set-up through real nginx: without realip a client's
+# X-Forwarded-For changes nothing; with its two lines the per-IP buckets follow the
 # header from a trusted peer, and only from it. See realip_e2e.py.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The README's "Behind a load balancer or proxy" end to end, through real nginx and the refresh
+"""docs/operations.md's "Behind a load balancer or proxy" end to end, through real nginx and the refresh
 pool's per-IP bucket (`rateLimits.refreshPerIPPerMinute` at 3; a refresh with an empty body is
 a 400 that still charges the client's address, so the 4th from one address in a minute is 429):
 
 - `attestctl serve`'s nginx, which has no realip: X-Forwarded-For changes nothing, every
   request counts against the peer's address.
 - a second nginx, as a user with a system nginx would run it: `attestctl site` renders the
-  server block, included from an http block with the README's two lines, trusting 127.0.0.1.
+  server block, included from an http block with the documented two lines, trusting 127.0.0.1.
   Each forwarded address gets a bucket of its own; a request without the header counts as the
   peer; a peer not trusted (127.0.0.2) cannot choose its address with the header.
 
@@ -55,7 +55,7 @@ def without_realip(s):
 
 def start_realip_nginx(s):
     """A second nginx on another port: the rendered server block inside an http block with the
-    README's realip lines; returns (process, port, its directory)."""
+    documented realip lines; returns (process, port, its directory)."""
     d = os.path.join(s.dir, "realip")
     os.makedirs(d)
     subprocess.run([os.path.join(BIN, "attestctl"), "site", "--out", d, "--run-dir", os.path.join(s.data, "run"),

@@ -35,7 +35,7 @@ extension Configuration {
             throw Problem(message: "config.json: server.user must be a user name (ASCII letters, digits, '_', '-', '.'; not '-' first; "
                           + "at most 32), got \(serviceUser.debugDescription)")
         }
-        if storeBackend == "postgres" && postgresURL.isEmpty {
+        if storeBackend == .postgres && postgresURL.isEmpty {
             throw Problem(message: "config.json: store.backend is \"postgres\" but store.postgres.url is empty (set it first)")
         }
     }

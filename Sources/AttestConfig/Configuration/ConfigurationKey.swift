@@ -1,7 +1,9 @@
 import AttestCore
 
 /// One documented configuration key: its dotted name, what it means, its type and range, and
-/// how it reads and writes a `Configuration`.
+/// how it reads and writes a `Configuration`. `all` is the one place a key is described:
+/// `attestctl config show` prints it and docs/configuration.md is rendered from it
+/// (`ConfigurationReference`).
 public struct ConfigurationKey: Sendable {
     public enum Kind: Sendable {
         case integer(ClosedRange<Int>)
@@ -49,85 +51,256 @@ public struct ConfigurationKey: Sendable {
                 return "must be an array of strings"
             }
         case .integerList(let range):
+            let inRange = { (n: Int64) in n >= Int64(range.lowerBound) && n <= Int64(range.upperBound) }
             guard let items = value.arrayValue, items.count <= 16,
-                  items.allSatisfy({ $0.intValue.map { $0 >= Int64(range.lowerBound) && $0 <= Int64(range.upperBound) } ?? false }) else {
+                  items.allSatisfy({ $0.intValue.map(inRange) ?? false }) else {
                 return "must be an array of at most 16 whole numbers in \(range.lowerBound)...\(range.upperBound)"
             }
         }
         return nil
     }
 
-    static func int(_ name: String, _ doc: String, _ range: ClosedRange<Int>, _ keyPath: WritableKeyPath<Configuration, Int>) -> ConfigurationKey {
+    /// A key over the stored property at `keyPath`; `problem(with:)` has checked what `set` gets.
+    static func key<Value>(_ name: String, _ kind: Kind, _ keyPath: WritableKeyPath<Configuration, Value>,
+                           _ doc: String,
+                           get: @escaping @Sendable (Value) -> JSONValue,
+                           set: @escaping @Sendable (JSONValue) -> Value) -> ConfigurationKey {
         nonisolated(unsafe) let path = keyPath  // key paths to stored properties of a value type are immutable
-        return ConfigurationKey(name: name, doc: doc, kind: .integer(range), get: { .int(Int64($0[keyPath: path])) },
-                                set: { $0[keyPath: path] = Int($1.intValue!) })
+        return ConfigurationKey(name: name, doc: doc, kind: kind, get: { get($0[keyPath: path]) },
+                                set: { $0[keyPath: path] = set($1) })
     }
 
-    static func text(_ name: String, _ doc: String, _ kind: Kind = .string, _ keyPath: WritableKeyPath<Configuration, String>) -> ConfigurationKey {
-        nonisolated(unsafe) let path = keyPath
-        return ConfigurationKey(name: name, doc: doc, kind: kind, get: { .string($0[keyPath: path]) },
-                                set: { $0[keyPath: path] = $1.stringValue! })
+    static func int(_ name: String, _ range: ClosedRange<Int>, _ keyPath: WritableKeyPath<Configuration, Int>,
+                    _ doc: String) -> ConfigurationKey {
+        key(name, .integer(range), keyPath, doc, get: { .int(Int64($0)) }, set: { Int($0.intValue!) })
     }
 
-    /// Every key, in the order `attestctl config show` prints them.
+    static func status(_ name: String, _ options: [Int], _ keyPath: WritableKeyPath<Configuration, Int>,
+                       _ doc: String) -> ConfigurationKey {
+        key(name, .integerChoice(options), keyPath, doc, get: { .int(Int64($0)) }, set: { Int($0.intValue!) })
+    }
+
+    static func text(_ name: String, _ kind: Kind = .string, _ keyPath: WritableKeyPath<Configuration, String>,
+                     _ doc: String) -> ConfigurationKey {
+        key(name, kind, keyPath, doc, get: { .string($0) }, set: { $0.stringValue! })
+    }
+
+    /// A choice-valued key: the allowed spellings are the enum's raw values.
+    static func choice<Value: RawRepresentable & CaseIterable>(
+        _ name: String, _ keyPath: WritableKeyPath<Configuration, Value>, _ doc: String
+    ) -> ConfigurationKey where Value.RawValue == String {
+        key(name, .choice(Value.allCases.map(\.rawValue)), keyPath, doc,
+            get: { .string($0.rawValue) }, set: { Value(rawValue: $0.stringValue!)! })
+    }
+
+    static func flag(_ name: String, _ keyPath: WritableKeyPath<Configuration, Bool>,
+                     _ doc: String) -> ConfigurationKey {
+        key(name, .bool, keyPath, doc, get: { .bool($0) }, set: { $0.boolValue! })
+    }
+
+    static func texts(_ name: String, _ keyPath: WritableKeyPath<Configuration, [String]>,
+                      _ doc: String) -> ConfigurationKey {
+        key(name, .stringList, keyPath, doc, get: { .array($0.map { .string($0) }) },
+            set: { $0.arrayValue!.map { $0.stringValue! } })
+    }
+
+    static func ints(_ name: String, _ range: ClosedRange<Int>, _ keyPath: WritableKeyPath<Configuration, [Int]>,
+                     _ doc: String) -> ConfigurationKey {
+        key(name, .integerList(range), keyPath, doc, get: { .array($0.map { .int(Int64($0)) }) },
+            set: { $0.arrayValue!.map { Int($0.intValue!) } })
+    }
+
+    /// Every key, in the order `attestctl config show` and docs/configuration.md list them.
     public static let all: [ConfigurationKey] = [
-        .text("server.listen", "Address nginx listens on: HOST:PORT (HOST an IPv4 address, [IPv6], a host name or *), optionally followed by \" reuseport\"; nothing else (see ListenAddress).", .string, \.listen),
-        .int("server.workers", "Worker processes per endpoint pool.", 1...64, \.workers),
-        .int("server.bodyLimitBytes", "Largest request body accepted (larger: 413 payload_too_large).", 1024...1_048_576, \.bodyLimitBytes),
-        .text("server.user", "Unprivileged user nginx and the pools run as when attestctl serve starts as root (\"attestedge\" is created if missing). Once the data directory belongs to an account, naming another here (root included) is refused: attestctl serve --user chooses.", .string, \.serviceUser),
-        .text("server.requestLog", "\"errors\": the pools log a line per refused request (requestId, endpoint, status, code, µs, detail). \"all\": also a line per success (host installs, where journald is the request log).", .choice(["errors", "all"]), \.requestLog),
-        .int("server.keyCacheEntries", "Parsed device keys each worker keeps for refresh (about 3 KB each); 0 parses the key on every refresh.", 0...1_000_000, \.keyCacheEntries),
-        .int("server.tokenCacheEntries", "Heartbeat tokens each worker remembers as verified (8.4 MB a worker when 96000 are kept): a device's later heartbeats with the same token skip the signature check, not the expiry, app, device and key checks; 0 checks every heartbeat's signature.", 0...10_000_000, \.tokenCacheEntries),
-        .int("server.maxHeldAnswers", "Answers a pool worker holds while it serves queued requests (with store.sync \"commit\", until their commit reaches the disk); also the largest group of validate and refresh writes committed together. Lower trades commits (throughput) for tail latency; 1 holds none.", 1...64, \.maxHeldAnswers),
-        .int("server.logMaxMiB", "attestctl serve rotates each of its logs past this size, keeping one previous file (NAME.1).", 1...65_536, \.logMaxMiB),
-        .text("store.backend", "\"lmdb\": the embedded store under the data directory (one host). \"postgres\": a PostgreSQL-protocol database shared by several hosts (store.postgres.url; run 'attestctl store migrate').", .choice(["lmdb", "postgres"]), \.storeBackend),
-        .text("store.postgres.url", "libpq connection string or URI of the shared database, e.g. \"host=db1 dbname=attestedge user=attestedge\" (keep passwords in ~/.pgpass or passfile=, not here).", .optionalString, \.postgresURL),
-        .int("store.postgres.maxRetries", "How many times a transaction that lost a serialization conflict (to another host or worker) runs again. A run after 3 lost conflicts, and the last one, runs alone (every other writer held off), so conflicts alone do not end in 503.", 0...1000, \.postgresMaxRetries),
-        .int("store.durableMapSizeMiB", "Size limit of the durable LMDB environment (devices, apps…).", 1...1_048_576, \.durableMapSizeMiB),
-        .int("store.ephemeralMapSizeMiB", "Size limit of the ephemeral LMDB environment (used challenges, rate windows); reserved on disk when the store opens (ext4, XFS, tmpfs).", 1...65_536, \.ephemeralMapSizeMiB),
-        .text("store.sync", "\"commit\": fsync every commit. \"interval\": fsync every store.syncIntervalMs in the background (nothing lost if a process dies; on power loss up to that window, and the store can be left corrupt: see the README).", .choice(["commit", "interval"]), \.sync),
-        .int("store.syncIntervalMs", "With store.sync \"interval\": how long after a process's first unsynced commit its background sync runs.", 1...10_000, \.syncIntervalMs),
-        .int("challenge.ttlSeconds", "How long a challenge stays valid.", 10...3600, \.challengeTTLSeconds),
-        .int("challenge.usedRetentionSeconds", "How long a used challenge is remembered past its expiry (a wall clock stepping back by up to this much cannot revive it).", 0...86_400, \.usedChallengeRetentionSeconds),
-        .text("tokens.issuer", "The iss claim of issued tokens.", .string, \.tokenIssuer),
-        .int("tokens.lifetimeSeconds", "Token lifetime unless the app sets its own (at least 600: the iOS SDK renews 300 s before expiry).", Configuration.minimumTokenLifetimeSeconds...2_592_000, \.tokenLifetimeSeconds),
-        .text("tokens.algorithm", "Signing algorithm for new keys: ES256 or RS256.", .choice(["ES256", "RS256"]), \.tokenAlgorithm),
-        .text("tokens.audience", "The aud claim: \"appId\" (TEAMID.bundleId, what attestctl init writes) or \"bundle\" (the bundle ID alone, the hosted service's form and what a config.json without this key means: two teams' apps with one bundle ID then share an audience, so relying parties must check team_id too).", .choice(Configuration.tokenAudiences), \.tokenAudience),
-        .int("tokens.rotationOverlapSeconds", "How long a rotated-out key stays in the JWKS after it stops signing.", 0...31_536_000, \.rotationOverlapSeconds),
-        .int("tokens.publicationDelaySeconds", "How long 'keys rotate' publishes a new key in the JWKS before it signs (at least the JWKS max-age, 300 s; 'keys rotate --now' skips it).", 300...2_592_000, \.publicationDelaySeconds),
-        ConfigurationKey(name: "trust.testRoots", doc: "PEM files of test CAs trusted besides Apple's root (test devices only; logged loudly).",
-                         kind: .stringList, get: { .array($0.testRoots.map { .string($0) }) },
-                         set: { c, v in c.testRoots = v.arrayValue!.map { $0.stringValue! } }),
-        .int("rateLimits.validatePerIPPerMinute", "Validate requests per client IP per minute (0: no limit).", 0...1_000_000, \.validatePerIPPerMinute),
-        .int("rateLimits.refreshPerIPPerMinute", "Refresh requests per client IP per minute (0: no limit).", 0...1_000_000, \.refreshPerIPPerMinute),
-        .int("rateLimits.challengePerIPPerSecond", "Challenge requests per client IP per second, enforced by nginx (site.conf).", 1...1_000_000, \.challengePerIPPerSecond),
-        .int("rateLimits.challengeBurst", "Challenge requests per client IP served at once above the rate (nginx burst; at least 1: nginx refuses burst=0).", 1...1_000_000, \.challengeBurst),
-        ConfigurationKey(name: "compat.unknownKeyStatus", doc: "Refresh with an unknown keyId: 404 not_found (contract) or 409 reattest_required (the shipping SDK then re-attests by itself).",
-                         kind: .integerChoice([404, 409]), get: { .int(Int64($0.unknownKeyStatus)) },
-                         set: { c, v in c.unknownKeyStatus = Int(v.intValue!) }),
-        ConfigurationKey(name: "compat.madLimitStatus", doc: "A new device over the monthly limit: 402 quota_exceeded (contract) or 429 with error \"mad_limit_exceeded\" (what the shipping SDK recognises).",
-                         kind: .integerChoice([402, 429]), get: { .int(Int64($0.madLimitStatus)) },
-                         set: { c, v in c.madLimitStatus = Int(v.intValue!) }),
-        .int("heartbeat.intervalSeconds", "Seconds between heartbeats the server asks for (interval, nextHeartbeatSeconds).", 10...86_400, \.heartbeatIntervalSeconds),
-        .int("usage.apiKeyDevicesPerMonth", "Devices an organization's API keys may report (heartbeat with deviceId) per month; a new one beyond it is 429 until the month ends (0: no cap). They are never billed: the cap bounds what a leaked key can write.", 0...100_000_000, \.apiKeyDevicesPerMonth),
-        ConfigurationKey(name: "webhooks.allowPrivateDestinations", doc: "Lift the webhook SSRF guard: allow http:// and URLs on loopback, private, link-local or multicast addresses (tests with a local receiver; also 'attestctl serve --allow-private-webhooks').",
-                         kind: .bool, get: { .bool($0.allowPrivateWebhookAddresses) },
-                         set: { c, v in c.allowPrivateWebhookAddresses = v.boolValue! }),
-        ConfigurationKey(name: "webhooks.queueEvents", doc: "Queue webhook events in the outbox (false: none at all, for deployments without webhooks).",
-                         kind: .bool, get: { .bool($0.queueWebhookEvents) }, set: { c, v in c.queueWebhookEvents = v.boolValue! }),
-        ConfigurationKey(name: "webhooks.retrySchedule", doc: "Seconds before each retry of a failed delivery (non-2xx, timeout, refused); after the last the delivery is marked failed.",
-                         kind: .integerList(1...604_800), get: { .array($0.webhookRetrySchedule.map { .int(Int64($0)) }) },
-                         set: { c, v in c.webhookRetrySchedule = v.arrayValue!.map { Int($0.intValue!) } }),
-        .int("webhooks.timeoutSeconds", "Time limit of one delivery attempt (connect, send, answer).", 1...60, \.webhookTimeoutSeconds),
-        .int("webhooks.concurrencyPerEndpoint", "Delivery attempts in flight to one endpoint at most (a slow endpoint holds no more than this).", 1...64, \.webhookConcurrencyPerEndpoint),
-        .int("webhooks.maxConcurrentDeliveries", "Delivery attempts in flight in all (the sender's threads).", 1...256, \.webhookMaxConcurrent),
-        .int("webhooks.concurrencyPerOrganization", "Delivery attempts in flight to one organization's endpoints at most, all together: slow endpoints of one organization leave the other threads to others (0: no limit).", 0...256, \.webhookConcurrencyPerOrganization),
-        .int("webhooks.writesPerOrganizationPerMinute", "Changes (create, update, delete) one organization may make to its webhook endpoints per minute through the management API (more: 429 rate_limited; 0: no limit).", 0...1_000_000, \.webhookWritesPerOrganizationPerMinute),
-        .int("webhooks.logRetentionDays", "Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the deliverer removes older ones (0: keep them until the endpoint is deleted).", 0...3_650, \.webhookLogRetentionDays),
-        .int("webhooks.endpointsPerOrganization", "Webhook endpoints one organization may register (more: 429 store_quota_exceeded).", 1...10_000, \.webhookEndpointsPerOrganization),
-        .int("webhooks.storedDeliveriesPerOrganization", "Webhook deliveries (pending and in the log) plus queued test events one organization may keep in the store: past it, its test events are 429 store_quota_exceeded and its other events are not stored (0: no limit; the README shows what it means for the map size).", 0...100_000_000, \.webhookStoredPerOrganization),
-        .int("webhooks.testEventsPerEndpointPerMinute", "Test events (POST /api/v1/org/webhooks/:id/test) one endpoint may be sent per minute (more: 429 rate_limited; 0: no limit).", 0...1_000_000, \.webhookTestsPerEndpointPerMinute),
-        .int("webhooks.testEventsPerOrganizationPerMinute", "Test events one organization may queue per minute, all its endpoints together (more: 429 rate_limited; 0: no limit).", 0...1_000_000, \.webhookTestsPerOrganizationPerMinute),
+        .text("server.listen", .string, \.listen, """
+            Address nginx listens on: HOST:PORT, HOST an IPv4 address, [IPv6], a host name or *, optionally \
+            followed by " reuseport"; nothing else is accepted (root writes it into nginx's configuration, so \
+            'config set', start-up and the renderer all refuse any other form with a message naming the key; \
+            see ListenAddress).
+            """),
+        .int("server.workers", 1...64, \.workers, "Worker processes per endpoint pool."),
+        .int("server.bodyLimitBytes", 1024...1_048_576, \.bodyLimitBytes, """
+            Largest request body accepted (larger: 413 payload_too_large); the nginx site also caps bodies \
+            at 64 KiB.
+            """),
+        .text("server.user", .string, \.serviceUser, """
+            Unprivileged user nginx and the pools run as when attestctl serve starts as root ("attestedge" \
+            is created if missing). Once the data directory belongs to an account, naming another here (root \
+            included) is refused: attestctl serve --user NAME chooses. 1 to 32 ASCII letters, digits, _, - \
+            or . (not - first).
+            """),
+        .choice("server.requestLog", \.requestLog, """
+            "errors": the pools log one line per refused request (ENDPOINT requestId= status= code= us= \
+            detail=). "all": one line per request, successes too (host installs, where journald is then the \
+            request log).
+            """),
+        .int("server.keyCacheEntries", 0...1_000_000, \.keyCacheEntries, """
+            Parsed device keys each worker keeps for refresh, about 3 KB each (OpenSSL's key and verify \
+            context), so about 30 MB per refresh worker when full; when full the cache starts again empty. A \
+            key not in the cache costs about 15 µs more (a P-256 verify is 80–120 µs on the development box); \
+            0 parses the key on every refresh.
+            """),
+        .int("server.tokenCacheEntries", 0...10_000_000, \.tokenCacheEntries, """
+            Heartbeat tokens each worker remembers as verified: a device sends the same token with every \
+            heartbeat (every 120 s) until it refreshes, and only its first heartbeat at each worker checks the \
+            signature (four fifths of a heartbeat's cost); the expiry, the app, the device (revoked is \
+            refused) and the key are checked on every heartbeat, and a key leaving jwks.json empties the set. \
+            Two tables of half the entries each, 8.4 MB per worker when full; a token unused while half the \
+            capacity of others arrive is forgotten and checked again. 0 checks every signature.
+            """),
+        .int("server.maxHeldAnswers", 1...64, \.maxHeldAnswers, """
+            Answers a pool worker holds while it serves queued requests (with store.sync "commit", until \
+            their commit reaches the disk), and so the largest group of validate and refresh writes committed \
+            together (with one commit and, in commit mode, one sync: see docs/storage.md). Lower trades \
+            commits, and so throughput, for tail latency; 1 holds none.
+            """),
+        .int("server.logMaxMiB", 1...65_536, \.logMaxMiB, """
+            attestctl serve rotates each log in DATA/log past this size, keeping one previous file (NAME.1); \
+            a pool's log copied to NAME.1 keeps its newest logMaxMiB (what it held before them is dropped).
+            """),
+        .choice("store.backend", \.storeBackend, """
+            "lmdb": the embedded store under the data directory, one host. "postgres": a PostgreSQL-protocol \
+            database shared by several hosts (store.postgres.url; run 'attestctl store migrate'; see \
+            docs/several-hosts.md).
+            """),
+        .text("store.postgres.url", .optionalString, \.postgresURL, """
+            libpq connection string or URI of the shared database, e.g. "host=db1 dbname=attestedge \
+            user=attestedge"; keep passwords in ~/.pgpass or passfile=, not in config.json.
+            """),
+        .int("store.postgres.maxRetries", 0...1000, \.postgresMaxRetries, """
+            How many times a transaction that lost a serialization conflict (to another host or worker) runs \
+            again. A run after 3 lost conflicts, and the last one, runs alone (every other writer held off), \
+            so conflicts alone do not end in 503.
+            """),
+        .int("store.durableMapSizeMiB", 1...1_048_576, \.durableMapSizeMiB, """
+            Size limit of the durable LMDB environment (devices, apps…; how to size it: docs/storage.md, \
+            "Map size").
+            """),
+        .int("store.ephemeralMapSizeMiB", 1...65_536, \.ephemeralMapSizeMiB, """
+            Size limit of the ephemeral LMDB environment (used challenges, rate windows). On ext4, XFS and \
+            tmpfs the whole map is reserved on disk when the store opens, and its commits store through \
+            memory instead of pwrite (where it cannot be reserved, it writes with pwrite).
+            """),
+        .choice("store.sync", \.sync, """
+            "commit": every answer waits for an fdatasync that covers what it wrote or read (group commit \
+            across processes). "interval": commit without fsync, a background sync every store.syncIntervalMs; \
+            nothing is lost if a process dies, but a power cut loses up to that window and can leave the store \
+            corrupt (see docs/storage.md).
+            """),
+        .int("store.syncIntervalMs", 1...10_000, \.syncIntervalMs, """
+            With store.sync "interval": how long after a process's first unsynced commit its background sync \
+            runs (none while it writes nothing; one process's sync spares the others theirs).
+            """),
+        .int("challenge.ttlSeconds", 10...3600, \.challengeTTLSeconds, "How long a challenge stays valid."),
+        .int("challenge.usedRetentionSeconds", 0...86_400, \.challengeUsedRetentionSeconds, """
+            How long a used challenge is remembered past its expiry (a wall clock stepping back by up to this \
+            much cannot revive it).
+            """),
+        .text("tokens.issuer", .string, \.tokenIssuer, "The iss claim of issued tokens."),
+        .int("tokens.lifetimeSeconds", Configuration.minimumTokenLifetimeSeconds...2_592_000,
+             \.tokenLifetimeSeconds, """
+            Token lifetime unless the app sets its own (at least 600: the iOS SDK renews 300 s before expiry).
+            """),
+        .choice("tokens.algorithm", \.tokenAlgorithm, "Signing algorithm of new keys: ES256 or RS256."),
+        .choice("tokens.audience", \.tokenAudience, """
+            The aud claim: "appId" (TEAMID.bundleId, what attestctl init writes for a new data directory) or \
+            "bundle" (the bundle ID alone, the hosted service's form and what a config.json without this key \
+            means: two teams' apps with one bundle ID then share an audience, so relying parties must check \
+            team_id too). See docs/tokens.md.
+            """),
+        .int("tokens.rotationOverlapSeconds", 0...31_536_000, \.rotationOverlapSeconds, """
+            How long a rotated-out key stays in the JWKS after it stops signing ('keys rotate' keeps it for \
+            the longest token lifetime in use if that is longer).
+            """),
+        .int("tokens.publicationDelaySeconds", 300...2_592_000, \.publicationDelaySeconds, """
+            How long 'keys rotate' publishes a new key in the JWKS before it signs (at least the JWKS max-age, \
+            300 s; 'keys rotate --now' skips it).
+            """),
+        .texts("trust.testRoots", \.testRoots, """
+            PEM files of test CAs trusted besides Apple's root: test devices only, logged loudly at start; \
+            trusted for every organization's apps (see docs/api.md, "Test roots").
+            """),
+        .int("rateLimits.validatePerIPPerMinute", 0...1_000_000, \.validatePerIPPerMinute, """
+            Validate requests per client IP per minute (0: no limit); IPv6 clients count per /64.
+            """),
+        .int("rateLimits.refreshPerIPPerMinute", 0...1_000_000, \.refreshPerIPPerMinute, """
+            Refresh requests per client IP per minute (0: no limit); IPv6 clients count per /64.
+            """),
+        .int("rateLimits.challengePerIPPerSecond", 1...1_000_000, \.challengePerIPPerSecond, """
+            Challenge requests per client IP per second, enforced by nginx (rendered into site.conf); IPv6 \
+            clients count per /64, like the pools' limits.
+            """),
+        .int("rateLimits.challengeBurst", 1...1_000_000, \.challengeBurst, """
+            Challenge requests per client IP served at once above the rate (nginx burst; at least 1: nginx \
+            refuses burst=0 and would not start).
+            """),
+        .status("compat.unknownKeyStatus", [404, 409], \.unknownKeyStatus, """
+            Refresh with an unknown keyId: 404 not_found (contract) or 409 reattest_required (the shipping \
+            SDK then re-attests by itself).
+            """),
+        .status("compat.madLimitStatus", [402, 429], \.madLimitStatus, """
+            A new device over the monthly limit: 402 quota_exceeded (contract) or 429 with error \
+            "mad_limit_exceeded" (what the shipping SDK recognises, as its limitExceeded error).
+            """),
+        .int("heartbeat.intervalSeconds", 10...86_400, \.heartbeatIntervalSeconds, """
+            Seconds between heartbeats the server asks for (heartbeat's interval and nextHeartbeatSeconds).
+            """),
+        .int("usage.apiKeyDevicesPerMonth", 0...100_000_000, \.apiKeyDevicesPerMonth, """
+            Devices an organization's API keys may report (heartbeat with deviceId) per month; a new one \
+            beyond it is 429 until the month ends (0: no cap). They are never billed: the cap bounds what a \
+            leaked key can write.
+            """),
+        .flag("webhooks.allowPrivateDestinations", \.webhookAllowPrivateDestinations, """
+            Lift the webhook SSRF guard: allow http:// and URLs on loopback, private, link-local or multicast \
+            addresses (tests with a local receiver; 'attestctl serve --allow-private-webhooks' does it for one \
+            run). Replaces the earlier webhooks.allowPrivateAddresses, which is gone (a config.json naming it \
+            is refused at start, naming it).
+            """),
+        .flag("webhooks.queueEvents", \.webhookQueueEvents, """
+            Queue webhook events in the outbox (false: none at all, for deployments without webhooks).
+            """),
+        .ints("webhooks.retrySchedule", 1...604_800, \.webhookRetrySchedule, """
+            Seconds before each retry of a failed delivery (non-2xx, timeout, refused; due times are whole \
+            seconds: up to 1 s sooner); after the last the delivery is marked failed.
+            """),
+        .int("webhooks.timeoutSeconds", 1...60, \.webhookTimeoutSeconds, """
+            Time limit of one delivery attempt in all (connect, send, answer).
+            """),
+        .int("webhooks.concurrencyPerEndpoint", 1...64, \.webhookConcurrencyPerEndpoint, """
+            Delivery attempts in flight to one endpoint at most (a slow endpoint holds no more than this).
+            """),
+        .int("webhooks.maxConcurrentDeliveries", 1...256, \.webhookMaxConcurrentDeliveries, """
+            Delivery attempts in flight in all (the sender's threads).
+            """),
+        .int("webhooks.concurrencyPerOrganization", 0...256, \.webhookConcurrencyPerOrganization, """
+            Delivery attempts in flight to one organization's endpoints at most, all together: slow endpoints \
+            of one organization leave the other threads to others (0: no limit).
+            """),
+        .int("webhooks.writesPerOrganizationPerMinute", 0...1_000_000, \.webhookWritesPerOrganizationPerMinute, """
+            Changes (create, update, delete) one organization may make to its webhook endpoints per minute \
+            through the management API (more: 429 rate_limited; 0: no limit).
+            """),
+        .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
+            Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \
+            deliverer removes older ones (0: keep them until the endpoint is deleted).
+            """),
+        .int("webhooks.endpointsPerOrganization", 1...10_000, \.webhookEndpointsPerOrganization, """
+            Webhook endpoints one organization may register (more: 429 store_quota_exceeded).
+            """),
+        .int("webhooks.storedDeliveriesPerOrganization", 0...100_000_000, \.webhookStoredDeliveriesPerOrganization, """
+            Webhook deliveries (pending and in the log) plus queued test events one organization may keep in \
+            the store: past it, its test events are 429 store_quota_exceeded and its other events are not \
+            stored (0: no limit). What it means for the map size: docs/webhooks.md, "Quotas".
+            """),
+        .int("webhooks.testEventsPerEndpointPerMinute", 0...1_000_000, \.webhookTestEventsPerEndpointPerMinute, """
+            Test events (POST /api/v1/org/webhooks/:id/test) one endpoint may be sent per minute (more: 429 \
+            rate_limited; 0: no limit).
+            """),
+        .int("webhooks.testEventsPerOrganizationPerMinute", 0...1_000_000,
+             \.webhookTestEventsPerOrganizationPerMinute, """
+            Test events one organization may queue per minute, all its endpoints together (more: 429 \
+            rate_limited; 0: no limit).
+            """),
     ]
 
     public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }

@@ -34,7 +34,7 @@ extension DataDirectory {
         let config = try loadConfiguration()
         if !ring.entries.contains(where: { $0.state(at: now) == .active || $0.state(at: now) == .pending }) {
             // Nothing signs now or will: the new key is active at once (rotate's rule).
-            let entry = try ring.rotate(algorithm: config.tokenAlgorithm, now: now,
+            let entry = try ring.rotate(algorithm: config.tokenAlgorithm.rawValue, now: now,
                                         publicationDelay: Int64(config.publicationDelaySeconds),
                                         overlap: Int64(config.rotationOverlapSeconds))
             created.append(keysDirectory + "/" + entry.file)

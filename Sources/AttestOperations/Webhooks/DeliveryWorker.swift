@@ -45,9 +45,9 @@ public final class DeliveryWorker {
     public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(), pollMilliseconds: Int = 50,
                 transport: @escaping @Sendable () -> any WebhookTransport) {
         queue = DeliveryQueue(store: store, retrySchedule: configuration.webhookRetrySchedule,
-                              storedQuota: configuration.webhookStoredPerOrganization)
+                              storedQuota: configuration.webhookStoredDeliveriesPerOrganization)
         self.clock = clock
-        threads = configuration.webhookMaxConcurrent
+        threads = configuration.webhookMaxConcurrentDeliveries
         perEndpoint = configuration.webhookConcurrencyPerEndpoint
         perOrganization = configuration.webhookConcurrencyPerOrganization
         timeoutSeconds = configuration.webhookTimeoutSeconds

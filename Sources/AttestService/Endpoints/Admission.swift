@@ -3,7 +3,7 @@ import AttestStore
 import FastCGI
 
 /// Rate limits and single use of challenges for validate and refresh, in the order that keeps
-/// outsiders from hurting a tenant (README, "Decisions"):
+/// outsiders from hurting a tenant (docs/api.md, "Decisions"):
 ///
 /// 1. Everything up to and including the challenge's HMAC check needs no store. A request that
 ///    fails there (unknown app, bad JSON, a forged or expired challenge, …) charges only the
@@ -81,7 +81,7 @@ enum Admission {
         var buckets = [(name: String, limit: UInt32)]()
         if let ip = RateLimits.ipBucket(request, endpoint, ctx.configuration) { buckets.append(ip) }
         if org.ratePerMinute > 0 { buckets.append(("org:" + org.name, org.ratePerMinute)) }
-        let retention = Int64(ctx.configuration.usedChallengeRetentionSeconds)
+        let retention = Int64(ctx.configuration.challengeUsedRetentionSeconds)
         // A failing `read` must not abort the charge and the consumption: it is rethrown after the commit.
         typealias Admitted = (RateLimits.Charged, Bool, Result<T, any Error>?)
         let (charged, fresh, value) = try ctx.store.write([.ephemeral]) { txn -> Admitted in

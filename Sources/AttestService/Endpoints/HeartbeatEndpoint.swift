@@ -2,7 +2,7 @@ import AttestCore
 import AttestStore
 import FastCGI
 
-/// `POST /api/v1/heartbeat`: marks a device active for the month (SPEC §2, §4), as the shipping
+/// `POST /api/v1/heartbeat`: marks a device active for the month (docs/contract.md §2, §4), as the shipping
 /// SDK sends it.
 ///
 /// ```

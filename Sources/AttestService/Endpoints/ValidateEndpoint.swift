@@ -13,7 +13,7 @@ import FastCGI
 ///                               "jailbreakDetected", "attestationCount", "lastAttestationDate"},
 ///        "customClaims": {string: string}}
 /// ```
-/// Steps in SPEC §2 order, each with its code: the app, every field decoded and checked
+/// Steps in docs/contract.md §2 order, each with its code: the app, every field decoded and checked
 /// (`key_id_invalid`, `attestation_object_invalid`, `client_data_hash_invalid`, 400 for a
 /// field of the wrong type or past its length limit), the challenge's HMAC (these charge only
 /// the client IP's bucket); then one ephemeral write charging the IP and organization buckets

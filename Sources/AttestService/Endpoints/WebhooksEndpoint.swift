@@ -2,7 +2,7 @@ import AttestCore
 import AttestStore
 import FastCGI
 
-/// The webhook management API (SPEC §7), `Authorization: Bearer aat_…` (an organization API key;
+/// The webhook management API (docs/contract.md §7), `Authorization: Bearer aat_…` (an organization API key;
 /// 401 `unauthorized` otherwise). Only the key's organization's endpoints exist for it: any
 /// other id is 404 `not_found`.
 ///
@@ -35,7 +35,7 @@ public enum WebhooksEndpoint {
             throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
         }
         let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
-        var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.allowPrivateWebhookAddresses,
+        var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.webhookAllowPrivateDestinations,
                                  random: ctx.random, now: ctx.clock.now())
         admin.quotas = .init(ctx.configuration)
         let rest = request.path.hasPrefix(path) ? request.path.dropFirst(path.count) : ""

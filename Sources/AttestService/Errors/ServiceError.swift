@@ -91,7 +91,7 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue): \(message)\(logDetail.isEmpty ? "" : " [\(logDetail)]")" }
 
-    /// The JSON error envelope of SPEC §3.
+    /// The JSON error envelope of docs/contract.md §3.
     public func body(requestID: String) -> JSONValue {
         var members: [(String, JSONValue)] = [("error", .string(compatErrorMember ?? message)), ("code", .string(code.rawValue))]
         if let hint { members.append(("hint", .string(hint))) }

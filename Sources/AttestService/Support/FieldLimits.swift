@@ -1,5 +1,5 @@
 /// The longest value, in UTF-8 bytes, stored for each client-supplied text field. Longer values
-/// are refused with 400 `bad_request` naming the field (README, "Decisions"); nothing a client
+/// are refused with 400 `bad_request` naming the field (docs/api.md, "Decisions"); nothing a client
 /// sends is stored unbounded.
 ///
 /// | field | bytes |

@@ -23,7 +23,7 @@ import FastCGI
 /// signature checks) runs when the request arrives; a write that fails in the group is rolled
 /// back alone and answers as it would have alone. If the group's commit fails, every held
 /// answer is a 503 (as a failed sync is). An answer leaves only after the group's commit (in
-/// `commit` mode: after it is durable), so the README's durability argument holds for it as for
+/// `commit` mode: after it is durable), so docs/storage.md's durability argument holds for it as for
 /// any other.
 ///
 /// An answer that needs no grouped write but read or wrote something not yet durable is held

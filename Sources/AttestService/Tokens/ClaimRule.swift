@@ -1,6 +1,6 @@
 import AttestCore
 
-/// One custom claim of an app (SPEC §6): `key` gets `value` (any JSON), always or only when
+/// One custom claim of an app (docs/contract.md §6): `key` gets `value` (any JSON), always or only when
 /// its condition holds. An app's claims are an ordered list; a later claim with the same key
 /// wins (`CustomClaims.evaluate`).
 ///

@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// An app's custom claims (SPEC §6): an ordered list of `ClaimRule`s stored as JSON text in
+/// An app's custom claims (docs/contract.md §6): an ordered list of `ClaimRule`s stored as JSON text in
 /// `AppRecord.customClaimsJSON` (both the current and the earlier format are read; `encode`
 /// writes the current one). Evaluated afresh at every validate and refresh; a later claim
 /// with the same key replaces an earlier one.

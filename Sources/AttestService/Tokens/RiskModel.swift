@@ -1,7 +1,7 @@
 import AttestStore
 
 /// The risk score: a documented, deterministic sum of signals the server can observe
-/// (README, "Risk score"; the table is pinned by `RiskModelTests`).
+/// (docs/tokens.md, "Risk score"; the table is pinned by `RiskModelTests`).
 ///
 /// | signal | points |
 /// |---|---|
@@ -15,7 +15,7 @@ import AttestStore
 /// | `operator_jailbroken`: operator flag | the score becomes at least 80 |
 /// | `operator_blocked`: operator flag | the score becomes 100 |
 ///
-/// Clamped to 0…100. Categories (SPEC §5): `trusted` 0–20, `suspicious` 21–75, `blocked` 76–100.
+/// Clamped to 0…100. Categories (docs/contract.md §5): `trusted` 0–20, `suspicious` 21–75, `blocked` 76–100.
 /// Forged assertions can come from anyone who knows a keyId, so alone they keep a device
 /// `trusted`. App Attest cannot see a jailbreak: `jailbreakDetected` is true only when an
 /// operator flags the device.

@@ -11,7 +11,7 @@ struct IssuedToken {
     let customClaims: [(String, JSONValue)]
 }
 
-/// Builds and signs a device token (SPEC §5) with the signing key active now (`SigningKeys`).
+/// Builds and signs a device token (docs/contract.md §5) with the signing key active now (`SigningKeys`).
 ///
 /// ```
 /// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
@@ -64,7 +64,7 @@ extension Configuration {
     /// `bundle` its bundle ID alone (then a team's `aud` is another team's with the same
     /// bundle ID: only `team_id` tells them apart).
     func audience(of app: AppRecord) -> String {
-        tokenAudience == "bundle" ? app.bundleID : app.appID
+        tokenAudience == .bundle ? app.bundleID : app.appID
     }
 }
 

@@ -2,7 +2,7 @@ import AttestCore
 import AttestStore
 import FastCGI
 
-/// Organization API keys (`aat_…`, SPEC §8): shown once when created, stored as SHA-256.
+/// Organization API keys (`aat_…`, docs/contract.md §8): shown once when created, stored as SHA-256.
 ///
 /// ```
 /// key = "aat_" ‖ base64url(24 random bytes)     (36 characters; the first 12 are its id)

@@ -13,7 +13,7 @@ enum MonthlyAdmission: Equatable {
     case apiKeyDevicesCapped(limit: Int)
 }
 
-/// Monthly-active-device admission and counting (SPEC §4), run inside the write transaction
+/// Monthly-active-device admission and counting (docs/contract.md §4), run inside the write transaction
 /// of the change it accompanies (validate, refresh, heartbeat), so the count, the admission
 /// decision and any event commit together: exact under concurrency, nothing lost on a crash.
 ///

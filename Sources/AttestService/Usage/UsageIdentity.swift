@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// Who a monthly-active-device count is for (SPEC §4): 16 bytes of SHA-256 over a labelled
+/// Who a monthly-active-device count is for (docs/contract.md §4): 16 bytes of SHA-256 over a labelled
 /// identity, so records stay small and no client string is used as a key.
 ///
 /// - `deviceFingerprint` when the device sent one, scoped to its app: a device whose App

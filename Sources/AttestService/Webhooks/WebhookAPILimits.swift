@@ -29,7 +29,7 @@ extension ServiceContext {
     /// Charges one test event to the endpoint's bucket, then (if that is within its limit) the
     /// organization's. - Throws: 429 `rate_limited` with `Retry-After` when either is spent.
     func chargeTestEvent(org: String, endpoint: String, now: Timestamp) throws {
-        let perEndpoint = configuration.webhookTestsPerEndpointPerMinute, perOrg = configuration.webhookTestsPerOrganizationPerMinute
+        let perEndpoint = configuration.webhookTestEventsPerEndpointPerMinute, perOrg = configuration.webhookTestEventsPerOrganizationPerMinute
         var buckets = [(name: String, limit: UInt32)]()
         if perEndpoint > 0 { buckets.append(("webhook-test:" + endpoint, UInt32(perEndpoint))) }
         if perOrg > 0 { buckets.append(("webhook-test-org:" + org, UInt32(perOrg))) }

@@ -25,7 +25,7 @@ public struct WebhookAdmin {
 
         public init(_ configuration: Configuration) {
             endpoints = configuration.webhookEndpointsPerOrganization
-            stored = configuration.webhookStoredPerOrganization
+            stored = configuration.webhookStoredDeliveriesPerOrganization
         }
     }
 

@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// The webhook event catalogue (SPEC §7; README "Webhooks" lists each trigger and its `data`).
+/// The webhook event catalogue (docs/contract.md §7; docs/webhooks.md lists each trigger and its `data`).
 /// Every event is queued in the outbox inside the write transaction of the change that caused
 /// it (`ServiceContext.queueEvent`), except the two failures that change nothing stored
 /// (`device.attestation_failed`, a forged assertion's `attestation.anomaly`), which are the
@@ -36,7 +36,7 @@ extension ServiceContext {
     /// endpoint (`webhook.test`). Nothing is queued when `webhooks.queueEvents` is false.
     public func queueEvent(_ event: WebhookEvent, org: String, in txn: Transaction, now: Timestamp,
                            data: [(String, JSONValue)], target: String = "") throws {
-        guard configuration.queueWebhookEvents else { return }
+        guard configuration.webhookQueueEvents else { return }
         try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event.rawValue, org: org, createdAt: now,
                                     dataJSON: JSONValue.object(data).jsonText, target: target))
     }

@@ -1,7 +1,7 @@
 import AttestCore
 import AttestStore
 
-/// What a delivery sends: the body and its signature headers (SPEC §7).
+/// What a delivery sends: the body and its signature headers (docs/contract.md §7).
 ///
 /// ```
 /// POST <url>

@@ -1,4 +1,4 @@
-/// A webhook endpoint URL, checked when an endpoint is created or changed (SPEC §7, the SSRF
+/// A webhook endpoint URL, checked when an endpoint is created or changed (docs/contract.md §7, the SSRF
 /// guard): `https://host[:port][/path][?query]`, at most 2048 bytes, no user info, no fragment;
 /// the host is a name, an IPv4 literal or a bracketed IPv6 literal, and a literal must be a
 /// public unicast address (`IPAddress.restriction`). With `webhooks.allowPrivateDestinations`

@@ -6,7 +6,7 @@ import AttestCore
 /// ```
 /// u8 1 | teamID string | bundleID string | org string | policy u8 (0 production, 1 development, 2 both)
 ///      | enabled u8 | tokenLifetime u32 (seconds; 0 = deployment default)
-///      | customClaims string (JSON array, see SPEC §6) | minAppVersion string | minOSVersion string
+///      | customClaims string (JSON array, see docs/contract.md §6) | minAppVersion string | minOSVersion string
 ///      | createdAt i64
 /// ```
 public struct AppRecord: StoreRecord, Hashable {

@@ -2,7 +2,7 @@ import AttestCore
 
 /// What the server knows about one physical device across its App Attest keys: the keys
 /// attested for one `deviceFingerprint` within an app, the operator's flags on it, and the
-/// assertion failures of the last 24 hours (risk signals, see the README's risk table).
+/// assertion failures of the last 24 hours (risk signals, see the risk table in docs/tokens.md).
 ///
 /// Stored in `fingerprints` (see `LineageKey`). Layout v2:
 /// ```

@@ -30,7 +30,7 @@ public enum Tier: String, Sendable, CaseIterable, Codable {
         }
     }
 
-    /// Most custom claims an app of this tier may define (SPEC §6).
+    /// Most custom claims an app of this tier may define (docs/contract.md §6).
     public var customClaimLimit: Int {
         switch self {
         case .free: return 1

@@ -1,6 +1,6 @@
 import AttestCore
 
-/// A subject (SPEC §6): an opaque family or household id sent by devices as `subjectId`,
+/// A subject (docs/contract.md §6): an opaque family or household id sent by devices as `subjectId`,
 /// scoped to an organization, holding the entitlements the operator granted.
 ///
 /// Key in `subjects`: org ‖ 0x00 ‖ subjectID (UTF-8; organization names hold no NUL, so the

@@ -1,6 +1,6 @@
 import AttestCore
 
-/// An organization's webhook endpoint (SPEC §7). The secret is kept in clear (the sender signs
+/// An organization's webhook endpoint (docs/contract.md §7). The secret is kept in clear (the sender signs
 /// with it); it is shown to the API caller once, when the endpoint is created.
 ///
 /// Key in `webhooks`: the id (`wh_` + 8 hex of a creation counter + 12 random hex, UTF-8). Layout v1:
