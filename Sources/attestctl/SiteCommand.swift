@@ -12,7 +12,7 @@ let siteCommand = Command(
         symlink in /etc/nginx/sites-enabled) and DIR/fastcgi_params, with the pools' sockets in
         --run-dir (default /run/attestedge, where the systemd units put them), the listen
         address and challenge limit from the configuration, and DATA/jwks.json served by nginx.
-        nginx/install.sh runs this.
+        nginx/deploy/install.sh runs this.
 
         example: attestctl site --out /etc/nginx/attestedge --data /var/lib/attestedge
         """,

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 DURATION=${DURATION:-10}
 THREADS=${THREADS:-2}

@@ -4,9 +4,9 @@ import AttestService
 import Glibc
 #endif
 
-/// Renders the deployment files of `nginx/` (nginx.conf, site.conf, fastcgi_params) into a
+/// Renders the deployment files of `nginx/conf/` (nginx.conf, site.conf, fastcgi_params) into a
 /// data directory, replacing their `@NAME@` placeholders. The templates are the repository's
-/// own files, found beside the binaries (`.build/<config>/` → `nginx/`), under
+/// own files, found beside the binaries (`.build/<config>/` → `nginx/conf/`), under
 /// /usr/local/share/attestedge/nginx, or where `--nginx-templates` says.
 struct NginxSite {
     static let files = ["nginx.conf", "site.conf", "fastcgi_params"]
@@ -17,12 +17,12 @@ struct NginxSite {
         var candidates = [String]()
         if let explicit { candidates.append(explicit) }
         let exe = executableDirectory()
-        candidates += [exe + "/../../nginx", exe + "/../../../nginx", exe + "/../share/attestedge/nginx",
+        candidates += [exe + "/../../nginx/conf", exe + "/../../../nginx/conf", exe + "/../share/attestedge/nginx",
                        "/usr/local/share/attestedge/nginx", "/usr/share/attestedge/nginx"]
         for dir in candidates where files.allSatisfy({ FileIO.exists(dir + "/" + $0) }) {
             return NginxSite(templates: dir)
         }
-        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/)")
+        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/conf/)")
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.

@@ -70,7 +70,7 @@ bench_data() {
 
 bench_render_nginx() {
   local dir=$1 port=$2 src user
-  src="$(bench_root)/nginx"
+  src="$(bench_root)/nginx/conf"
   mkdir -p "$dir/conf" "$dir/logs" "$dir/run" "$dir/data"
   user=$(id -un)
   local subst=(-e "s|@LISTEN@|127.0.0.1:$port|g" -e "s|@RUN_DIR@|$dir/run|g" -e "s|@LOG_DIR@|$dir/logs|g"

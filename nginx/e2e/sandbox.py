@@ -18,7 +18,8 @@ REAL_BIN = os.environ.get("ATTEST_BIN", os.path.join(HERE, "..", "..", ".build",
 SANDBOXED_BIN = tempfile.mkdtemp(prefix="attestedge-sandbox-bin-")
 os.environ["ATTEST_BIN"] = SANDBOXED_BIN
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from stack import Stack, Tally  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import Stack  # noqa: E402
 
 T = Tally()
 
@@ -125,7 +126,7 @@ def main():
         s.stop()
         s.remove_if_passed(T)
         shutil.rmtree(SANDBOXED_BIN, ignore_errors=True)
-    return T.summary("sandbox end-to-end")
+    return T.summary("sandbox")
 
 
 if __name__ == "__main__":
