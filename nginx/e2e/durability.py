@@ -61,7 +61,7 @@ def main():
     # The stack, started by nginx/bench/lib.sh in a bash child that prints pids and then waits.
     driver = subprocess.Popen(["bash", "-c", f"""
         source nginx/bench/lib.sh
-        PORT=$(bench_free_port); BENCH_NO_RATE_LIMIT=1 bench_render_nginx {work} $PORT
+        PORT=$(bench_free_port); BENCH_ATTESTCTL={BIN}/attestctl BENCH_NO_RATE_LIMIT=1 bench_render_nginx {work} $PORT
         bench_start_nginx {work}
         for e in challenge validate refresh; do
           bench_start_pool P {work}/logs/$e.log {BIN}/attest-$e --socket {work}/run/$e.sock --workers 2 --data {data}

@@ -10,7 +10,9 @@ source nginx/scripts/deps.sh
 source nginx/bench/lib.sh
 source nginx/e2e/lib/check.sh
 
+# attestctl renders the nginx configuration (bench_render_nginx).
 swift build -c release --product attest-fcgi-bench 2>&1 | tail -1
+swift build -c release --product attestctl 2>&1 | tail -1
 BIN=$PWD/.build/release/attest-fcgi-bench
 
 DIR=$(mktemp -d /tmp/attestedge-fcgi-e2e.XXXXXX)

@@ -48,13 +48,24 @@ struct NginxSite {
 
     /// The files a system nginx includes (site.conf, fastcgi_params) for a host install:
     /// sockets in `runDirectory`, the data directory's jwks.json served from `data`, and the
-    /// site's `include` of fastcgi_params pointing at `outputDirectory`.
-    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
-        let values = [
-            "@LISTEN@": try Self.listenAddress(c).description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
+    /// site's `include` of fastcgi_params pointing at `outputDirectory`. With `logDirectory`,
+    /// also nginx.conf, for an nginx of its own rather than the system's (the benchmarks' and
+    /// nginx/e2e/fastcgi.sh's): its logs there, its workers as the invoking user.
+    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String,
+                       logDirectory: String? = nil) throws {
+        let listen = try Self.listenAddress(c)
+        var values = [
+            "@LISTEN@": listen.description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [], into: outputDirectory)
+        guard let logDirectory else {
+            return try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [], into: outputDirectory)
+        }
+        values["@LOG_DIR@"] = logDirectory
+        values["@USER@"] = Self.currentUser()
+        values["@START_ID@"] = Self.newStartID()
+        try render(Self.files, values: values, overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
+                   absentPools: [], into: outputDirectory)
     }
 
     /// `server.listen` parsed against `ListenAddress`'s grammar: config.json is the service
