@@ -10,9 +10,9 @@ source nginx/scripts/deps.sh
 source nginx/bench/lib.sh
 source nginx/e2e/lib/check.sh
 
-# attestctl renders the nginx configuration (bench_render_nginx).
+# attestctl, which renders nginx's files (bench_render_nginx), comes from the release build
+# (nginx/scripts/test.sh makes it first): a second `swift build` here would cost 3 s per run.
 swift build -c release --product attest-fcgi-bench 2>&1 | tail -1
-swift build -c release --product attestctl 2>&1 | tail -1
 BIN=$PWD/.build/release/attest-fcgi-bench
 
 DIR=$(mktemp -d /tmp/attestedge-fcgi-e2e.XXXXXX)
