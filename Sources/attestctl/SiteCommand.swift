@@ -20,7 +20,8 @@ let siteCommand = Command(
         example: attestctl site --out /etc/nginx/attestedge --data /var/lib/attestedge
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "out", "run-dir", "nginx-templates", "listen", "log-dir"], switches: [])
+        let args = try Arguments(argv, valued: ["data", "out", "run-dir", "nginx-templates", "listen", "log-dir"],
+                                 switches: [])
         guard let out = args.value("out") else { throw UsageError("--out DIR is required") }
         let data = dataDirectory(args)
         var config = try data.loadConfiguration()

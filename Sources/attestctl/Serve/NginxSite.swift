@@ -22,7 +22,8 @@ struct NginxSite {
         for dir in candidates where files.allSatisfy({ FileIO.exists(dir + "/" + $0) }) {
             return NginxSite(templates: dir)
         }
-        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/conf/)")
+        throw CommandFailure("cannot find the nginx templates (\(files.joined(separator: ", "))); "
+                             + "pass --nginx-templates DIR (the repository's nginx/conf/)")
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
@@ -51,21 +52,24 @@ struct NginxSite {
     /// site's `include` of fastcgi_params pointing at `outputDirectory`. With `logDirectory`,
     /// also nginx.conf, for an nginx of its own rather than the system's (the benchmarks' and
     /// nginx/e2e/fastcgi.sh's): its logs there, its workers as the invoking user.
-    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String,
-                       logDirectory: String? = nil) throws {
+    func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String,
+                       into outputDirectory: String, logDirectory: String? = nil) throws {
         let listen = try Self.listenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
+            "@LISTEN@": listen.description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
+            "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
         guard let logDirectory else {
-            return try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [], into: outputDirectory)
+            return try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [],
+                              into: outputDirectory)
         }
         values["@LOG_DIR@"] = logDirectory
         values["@USER@"] = Self.currentUser()
         values["@START_ID@"] = Self.newStartID()
-        try render(Self.files, values: values, overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
-                   absentPools: [], into: outputDirectory)
+        let readiness = ["@LISTEN@": listen.directive(socketOptions: false)]
+        try render(Self.files, values: values, overrides: ["nginx.conf": readiness], absentPools: [],
+                   into: outputDirectory)
     }
 
     /// `server.listen` parsed against `ListenAddress`'s grammar: config.json is the service
