@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
-        // Fuzz targets (one file each) and the seed corpus builder; nginx/fuzz.sh builds
+        // Fuzz targets (one file each) and the seed corpus builder; nginx/scripts/fuzz.sh builds
         // attest-fuzz with -sanitize=fuzzer, plain builds replay inputs (Tests/FuzzCorpus).
         .target(name: "AttestFuzz", dependencies: [
             "AttestConfig", "AttestCore", "AttestOperations", "AttestStore", "AttestService", "AttestTesting",

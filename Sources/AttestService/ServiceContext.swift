@@ -123,7 +123,7 @@ public final class ServiceContext {
 
     /// Counts the synthetic devices `bench-<i>` for `i` in `range` as devices of `appID`, in
     /// write transactions of `batch` each, through the same admission code as requests
-    /// (`attestctl bench usage`). Returns how many were admitted.
+    /// (`attest-bench usage`). Returns how many were admitted.
     public func countSyntheticDevices(org: OrgRecord, appID: String, range: Range<Int>, batch: Int,
                                       now: Timestamp) throws -> Int {
         var admitted = 0

@@ -5,9 +5,9 @@ import CLISupport
 import Glibc
 #endif
 
-/// Renders the deployment files of `nginx/` (nginx.conf, site.conf, fastcgi_params) into a
+/// Renders the deployment files of `nginx/conf/` (nginx.conf, site.conf, fastcgi_params) into a
 /// data directory, replacing their `@NAME@` placeholders. The templates are the repository's
-/// own files, found beside the binaries (`.build/<config>/` → `nginx/`), under
+/// own files, found beside the binaries (`.build/<config>/` → `nginx/conf/`), under
 /// /usr/local/share/attestedge/nginx, or where `--nginx-templates` says.
 package struct NginxSite {
     static let files = ["nginx.conf", "site.conf", "fastcgi_params"]
@@ -18,12 +18,13 @@ package struct NginxSite {
         var candidates = [String]()
         if let explicit { candidates.append(explicit) }
         let exe = executableDirectory()
-        candidates += [exe + "/../../nginx", exe + "/../../../nginx", exe + "/../share/attestedge/nginx",
+        candidates += [exe + "/../../nginx/conf", exe + "/../../../nginx/conf", exe + "/../share/attestedge/nginx",
                        "/usr/local/share/attestedge/nginx", "/usr/share/attestedge/nginx"]
         for dir in candidates where files.allSatisfy({ FileIO.exists(dir + "/" + $0) }) {
             return NginxSite(templates: dir)
         }
-        throw SupervisorError(.nginxSite, "cannot find the nginx templates (\(files.joined(separator: ", "))); pass --nginx-templates DIR (the repository's nginx/)")
+        throw SupervisorError(.nginxSite, "cannot find the nginx templates (\(files.joined(separator: ", "))); "
+                              + "pass --nginx-templates DIR (the repository's nginx/conf/)")
     }
 
     /// Writes the rendered files into `data.nginxDirectory`; returns the nginx.conf path.
@@ -49,13 +50,27 @@ package struct NginxSite {
 
     /// The files a system nginx includes (site.conf, fastcgi_params) for a host install:
     /// sockets in `runDirectory`, the data directory's jwks.json served from `data`, and the
-    /// site's `include` of fastcgi_params pointing at `outputDirectory`.
-    package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String, into outputDirectory: String) throws {
-        let values = [
-            "@LISTEN@": try Self.listenAddress(c).description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory, "@DATA_DIR@": data.path,
+    /// site's `include` of fastcgi_params pointing at `outputDirectory`. With `logDirectory`,
+    /// also nginx.conf, for an nginx of its own rather than the system's (the benchmarks' and
+    /// nginx/e2e/fastcgi.sh's): its logs there, its workers as the invoking user.
+    package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String,
+                       into outputDirectory: String, logDirectory: String? = nil) throws {
+        let listen = try Self.listenAddress(c)
+        var values = [
+            "@LISTEN@": listen.description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
+            "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [], into: outputDirectory)
+        guard let logDirectory else {
+            return try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [],
+                              into: outputDirectory)
+        }
+        values["@LOG_DIR@"] = logDirectory
+        values["@USER@"] = Self.currentUser()
+        values["@START_ID@"] = Self.newStartID()
+        let readiness = ["@LISTEN@": listen.directive(socketOptions: false)]
+        try render(Self.files, values: values, overrides: ["nginx.conf": readiness], absentPools: [],
+                   into: outputDirectory)
     }
 
     /// `server.listen` parsed against `ListenAddress`'s grammar: config.json is the service

@@ -1,7 +1,7 @@
 /// One request as the web server passed it over FastCGI.
 ///
 /// nginx sends the request as CGI-style parameters (`NAME=value` pairs, see
-/// `nginx/fastcgi_params`) followed by the body on the FastCGI stdin stream. Request headers
+/// `nginx/conf/fastcgi_params`) followed by the body on the FastCGI stdin stream. Request headers
 /// arrive as `HTTP_*` parameters: `X-Bundle-ID: x` becomes `HTTP_X_BUNDLE_ID=x`, except
 /// `Content-Type` and `Content-Length`, which CGI names `CONTENT_TYPE` and `CONTENT_LENGTH`.
 public struct Request: Sendable {

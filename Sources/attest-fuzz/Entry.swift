@@ -2,7 +2,7 @@ import AttestFuzz
 import Glibc
 
 #if FUZZING
-// Built with `-sanitize=fuzzer -D FUZZING` (nginx/fuzz.sh): libFuzzer drives the target
+// Built with `-sanitize=fuzzer -D FUZZING` (nginx/scripts/fuzz.sh): libFuzzer drives the target
 // named by ATTEST_FUZZ_TARGET. SwiftPM links an executable's entry point under the name
 // `<module>_main`, so that is where libFuzzer's driver is started.
 

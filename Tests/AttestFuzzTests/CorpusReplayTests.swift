@@ -3,7 +3,7 @@ import Testing
 
 /// Every input kept in `Tests/FuzzCorpus/<target>/` (the seeds and every crash the fuzzers
 /// found) runs through its target on each `swift test`: a regression traps here as it did
-/// under libFuzzer, and under the sanitizers in `nginx/sanitize.sh`.
+/// under libFuzzer, and under the sanitizers in `nginx/scripts/sanitize.sh`.
 @Suite struct CorpusReplayTests {
     static let corpus = String(#filePath.prefix { _ in true }.split(separator: "/").dropLast(2).joined(separator: "/"))
 

@@ -57,7 +57,7 @@ final class Fixture {
 
     /// With `ATTEST_TEST_STORE=postgres` (and `ATTEST_TEST_POSTGRES_URL`), every fixture gets
     /// a fresh schema in that database and the whole service suite runs on the PostgreSQL
-    /// backend (`nginx/test.sh` runs it both ways).
+    /// backend (`nginx/scripts/test.sh` runs it both ways).
     private let schema: String?
 
     /// Whether this run puts the fixtures in PostgreSQL; tests of LMDB's own failure modes

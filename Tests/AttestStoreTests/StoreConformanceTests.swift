@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// What every store backend must do, run against each: LMDB always, PostgreSQL when
-/// `ATTEST_TEST_POSTGRES_URL` names a server (`nginx/test.sh` starts one; with
+/// `ATTEST_TEST_POSTGRES_URL` names a server (`nginx/scripts/test.sh` starts one; with
 /// `ATTEST_REQUIRE_POSTGRES=1` a missing URL fails instead of skipping).
 ///
 /// The typed operations are written once over `StoreTransaction`, so what differs between

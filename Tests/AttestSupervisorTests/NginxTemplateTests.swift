@@ -6,7 +6,7 @@ import Testing
 /// The repository's nginx templates as `attestctl serve` renders them.
 @Suite("nginx templates") struct NginxTemplateTests {
     static let templates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("nginx").path
+        .deletingLastPathComponent().appendingPathComponent("nginx/conf").path
     static let site = (try? String(contentsOfFile: templates + "/site.conf", encoding: .utf8)) ?? ""
 
     /// Every status nginx itself can answer with (ngx_http_special_response.c, HTTP/1.x).

@@ -27,7 +27,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 VARIANTS=(${VARIANTS:-base no-token no-write no-admit no-token,no-write,no-admit no-verify})
 ROUNDS=${ROUNDS:-4}

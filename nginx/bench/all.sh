@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ATTEST_NEED_PYATTEST=1 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 WORKERS_LIST=${WORKERS_LIST:-1 2 4}
 SYNCS=${SYNCS-commit interval postgres}

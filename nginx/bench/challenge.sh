@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 DURATION=${DURATION:-8}
 ROUNDS=${ROUNDS:-3}

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 VALIDATES=${VALIDATES:-3000}
 REFRESHES=${REFRESHES:-20000}

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 DURATION=${DURATION:-10}
 THREADS=${THREADS:-2}
@@ -18,6 +18,7 @@ MODES=${MODES:-trivial}
 
 echo "==> release build"
 swift build -c release --product attest-fcgi-bench 2>&1 | tail -1
+swift build -c release --product attestctl 2>&1 | tail -1  # renders nginx's files (bench_render_nginx)
 BIN=$PWD/.build/release/attest-fcgi-bench
 
 DIR=$(mktemp -d /tmp/attestedge-fcgi-bench.XXXXXX)

@@ -40,7 +40,7 @@ measure() {  # measure LABEL BIN: starts serve from BIN, prints per-process RSS/
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   "$bin/attestctl" init --data "$dir/data" --test-ca > /dev/null
   "$bin/attestctl" config set rateLimits.challengePerIPPerSecond 1000000 --data "$dir/data" > /dev/null
-  "$bin/attestctl" serve --data "$dir/data" --listen "127.0.0.1:$port" --workers 2 --nginx-templates nginx > "$dir/serve.out" 2>&1 &
+  "$bin/attestctl" serve --data "$dir/data" --listen "127.0.0.1:$port" --workers 2 --nginx-templates nginx/conf > "$dir/serve.out" 2>&1 &
   serve=$!
   for _ in $(seq 1 100); do grep -q "AttestEdge is up" "$dir/serve.out" && break; sleep 0.1; done
   sleep 2

@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ATTEST_EXTRA_PACKAGES="linux-perf valgrind" source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 ENDPOINT=${ENDPOINT:-refresh}
 SYNC=${SYNC:-interval}

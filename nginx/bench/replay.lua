@@ -11,7 +11,7 @@
 -- OK_MARKER (default "token"): the JSON key a 200 answer must contain to count as ok
 -- (a benchmark floor handler answers {"ok":true}: pass ok). CLIENTS (default 0): when above
 -- 0, body n is sent with X-Forwarded-For 10.x.y.z, client n mod CLIENTS, so per-IP rate
--- limits see that many clients (nginx must trust the header from loopback: bench-lib.sh's
+-- limits see that many clients (nginx must trust the header from loopback: nginx/bench/lib.sh's
 -- BENCH_CLIENT_ADDRESSES).
 local ffi = require("ffi")
 ffi.cdef [[

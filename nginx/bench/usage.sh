@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-source nginx/scripts/bench-lib.sh
+source nginx/bench/lib.sh
 
 BASE_REV=${BASE_REV:-3a0f78091bb149f4c6f5abed7c5bb76be225f8f0}
 ROUNDS=${ROUNDS:-2}

@@ -6,4 +6,4 @@
 # Needs the release build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/claims_e2e.py
+exec python3 nginx/e2e/claims.py

@@ -6,8 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${ATTEST_BIN:-$PWD/.build/release}/attestctl
 BENCH=${ATTEST_BIN:-$PWD/.build/release}/attest-bench
-PASS=0 FAIL=0
-check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1${3:+ -- $3}"; fi; }
+source nginx/e2e/lib/check.sh
 D=$(mktemp -d /tmp/attestedge-cli.XXXXXX)
 trap "rm -rf \"$D\"" EXIT
 export ATTEST_EDGE_DATA=$D/data
@@ -92,5 +91,4 @@ out=$("$B" store check 2>&1); rc=$?
 check "the loaded store passes store check" '[ $rc = 0 ]' "$out"
 out=$("$B" device list --app BULK000001.com.example.bulk --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("devices", [])))' 2>&1)
 check "the loaded devices are listed after the compaction (at least one page of them)" '[ "${out:-0}" -gt 0 ] 2>/dev/null' "$out"
-echo "cli: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_summary cli

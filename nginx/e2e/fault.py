@@ -29,7 +29,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 import load  # noqa: E402
-from stack import Stack, Tally, app_headers  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import Stack, app_headers  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -206,7 +207,7 @@ def main():
     fault_store.run(T, faults, setup, consistent, batch)
     print(f"fault: {faults['tried']} faults injected in {time.time() - started:.1f}s; nothing acknowledged was lost: "
           f"{'yes' if not T.failed else 'see failures'}")
-    return T.counts_line("fault")
+    return T.summary("fault")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-import rawhttp  # noqa: E402
-from stack import Stack, Tally, app_headers, b64, cbor_map_of_bytes, sha256  # noqa: E402
+import raw_http  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import Stack, app_headers, b64, cbor_map_of_bytes, sha256  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -41,7 +42,7 @@ def setup(stack):
 def envelope(r, status, codes):
     """(ok, detail): r is the JSON error envelope with `status` and a code in `codes`."""
     j = r.json if isinstance(r.json, dict) else {}
-    ctype = (r.header("content-type") if hasattr(r, "header") else r.headers.get("content-type")) or ""
+    ctype = r.header("content-type") or ""
     ok = (r.status == status and ctype.startswith("application/json") and j.get("code") in codes
           and isinstance(j.get("error"), str) and j.get("reason") == j.get("error")
           and isinstance(j.get("requestId"), str) and len(j["requestId"]) > 0 and b"<html" not in r.body.lower())
@@ -51,7 +52,7 @@ def envelope(r, status, codes):
 def send(s, name, method, path, headers, body, status, codes):
     """One hostile request through raw HTTP; checks the envelope."""
     tried["inputs"] += 1
-    r = rawhttp.request(s.port, rawhttp.build(method, path, headers, body))
+    r = raw_http.request(s.port, raw_http.build(method, path, headers, body))
     ok, detail = envelope(r, status, codes)
     T.check(f"{name}: {status} {'/'.join(sorted(codes)) if len(codes) < 3 else 'a 400 code'}", ok, detail)
     return r
@@ -127,7 +128,7 @@ def headers(s, refresh):
         ep = path.rsplit("/", 1)[1]
         if path == CHALLENGE:
             tried["inputs"] += 1
-            r = rawhttp.request(s.port, rawhttp.build(method, path, [], None))
+            r = raw_http.request(s.port, raw_http.build(method, path, [], None))
             T.check("challenge: no app headers: 200, an unbound challenge (refused by validate and refresh)", r.status == 200, repr(r))
         for name, hs in (("no app headers", []) if path != CHALLENGE else ("an empty X-Team-ID", [("X-Team-ID", ""), ("X-Bundle-ID", "com.example.app")]),
                          ("no X-Bundle-ID", [("X-Team-ID", "ABCDE12345")]),
@@ -149,7 +150,7 @@ def headers(s, refresh):
     # the named error locations cannot run for it (issue 13 report; the serve work owns the
     # error pages).
     tried["inputs"] += 1
-    r = rawhttp.request(s.port, b"FROB " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    r = raw_http.request(s.port, b"FROB " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     ok, detail = envelope(r, 405, {"method_not_allowed"})
     T.check("an unknown method (FROB): 405 method_not_allowed", ok, detail)
     for name, raw in (("Content-Length and Transfer-Encoding", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
@@ -163,7 +164,7 @@ def headers(s, refresh):
                       ("a chunked body over the limit", b"POST " + REFRESH.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                        + b"".join(b"8000\r\n" + b" " * 0x8000 + b"\r\n" for _ in range(3)) + b"0\r\n\r\n")):
         tried["inputs"] += 1
-        r = rawhttp.request(s.port, raw)
+        r = raw_http.request(s.port, raw)
         status = 413 if "over the limit" in name else 400
         ok, detail = envelope(r, status, {"payload_too_large"} if status == 413 else {"bad_request"})
         T.check(f"malformed HTTP, {name}: {status}", ok, detail)
@@ -172,7 +173,7 @@ def headers(s, refresh):
 def send_any(s, name, method, path, headers_, body, allowed):
     """Like send, for inputs with more than one documented answer (status -> codes)."""
     tried["inputs"] += 1
-    r = rawhttp.request(s.port, rawhttp.build(method, path, headers_, body))
+    r = raw_http.request(s.port, raw_http.build(method, path, headers_, body))
     ok, detail = envelope(r, r.status, allowed.get(r.status, set()))
     T.check(f"{name}: {'/'.join(str(k) for k in allowed)}", ok, detail)
     return r
@@ -183,7 +184,7 @@ def slow_bodies(s):
     stop = threading.Event()
 
     def dribble():
-        head = rawhttp.build("POST", VALIDATE, hdrs(), None, content_length=False).rstrip(b"\r\n") + b"\r\nContent-Length: 1000\r\n\r\n"
+        head = raw_http.build("POST", VALIDATE, hdrs(), None, content_length=False).rstrip(b"\r\n") + b"\r\nContent-Length: 1000\r\n\r\n"
         import socket
         sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
         try:
@@ -203,7 +204,7 @@ def slow_bodies(s):
     started, slowest, answers = time.time(), 0.0, []
     while time.time() - started < 4:
         t0 = time.time()
-        answers.append(rawhttp.request(s.port, rawhttp.build("POST", REFRESH, hdrs(), b"[]")))
+        answers.append(raw_http.request(s.port, raw_http.build("POST", REFRESH, hdrs(), b"[]")))
         slowest = max(slowest, time.time() - t0)
         time.sleep(0.05)
     stop.set()
@@ -218,7 +219,7 @@ def many_connections(s, refresh):
     bad = json.dumps({**refresh, "keyId": 1}).encode()
     jobs = [("POST", VALIDATE, bad, 400), ("POST", REFRESH, bad, 400), ("GET", CHALLENGE, None, 200)] * 100
     with concurrent.futures.ThreadPoolExecutor(max_workers=300) as pool:
-        answers = list(pool.map(lambda j: (j, rawhttp.request(s.port, rawhttp.build(j[0], j[1], hdrs(), j[2]))), jobs))
+        answers = list(pool.map(lambda j: (j, raw_http.request(s.port, raw_http.build(j[0], j[1], hdrs(), j[2]))), jobs))
     tried["inputs"] += len(jobs)
     wrong = [(j[1], r) for j, r in answers if r.status != j[3] or (j[3] == 400 and not envelope(r, 400, {"bad_request"})[0])]
     T.check(f"300 concurrent connections: every answer as documented", not wrong, str(wrong[:3]))
@@ -252,7 +253,7 @@ def main():
         s.remove()
     print(f"hostile: {tried['inputs']} inputs tried in {time.time() - started:.1f}s; store unchanged and no worker died: "
           f"{'yes' if not T.failed else 'see failures'}")
-    return T.counts_line("hostile")
+    return T.summary("hostile")
 
 
 if __name__ == "__main__":

@@ -7,4 +7,4 @@
 # else starts its own cluster (nginx/scripts/postgres.sh). Needs the release build; ~1 min.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/hosts_e2e.py "$@"
+exec python3 nginx/e2e/hosts.py "$@"

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# nginx/install.sh against a temporary prefix: what it writes, nginx -t on the written site,
+# nginx/deploy/install.sh against a temporary prefix: what it writes, nginx -t on the written site,
 # systemd-analyze verify on the units (where available), a second run changes nothing, an
 # upgrade re-installs only what changed, uninstall.sh removes its files and keeps the data.
 # As root, also what the service user can plant in DATA (issue 37): links to root's files, a
 # server.listen with nginx syntax in it; root must do nothing with either.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-PASS=0 FAIL=0
-check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1"; fi; }
+source nginx/e2e/lib/check.sh
 P=$(mktemp -d /tmp/attestedge-install.XXXXXX)
 trap 'rm -rf "$P"' EXIT
 chmod 755 "$P"
 
-out1=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc1=$?
+out1=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc1=$?
 check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
 for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
@@ -41,14 +40,14 @@ if command -v systemd-analyze > /dev/null; then
 fi
 sums1=$(cd "$P" && find bin etc share -type f -exec sha256sum {} + | sort)
 sleep 1
-out2=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc2=$?
+out2=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc2=$?
 sums2=$(cd "$P" && find bin etc share -type f -exec sha256sum {} + | sort)
 check "a second run exits 0 and says nothing changed" '[ $rc2 = 0 ] && grep -q "nothing changed" <<< "$out2"' || echo "$out2" | tail -8
 check "a second run leaves every installed file as it was" '[ "$sums1" = "$sums2" ]'
 check "and rewrites nothing (no file newer than the first run)" \
   '[ -z "$(cd "$P" && find bin etc share -type f -newer "$P/share/attestedge/manifest" | grep -v manifest)" ]'
 cp "$P/bin/attest-refresh" "$P/old-refresh"; echo "# older build" >> "$P/bin/attest-refresh"
-out3=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1)
+out3=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1)
 check "an upgrade re-installs exactly what differs" \
   '[ "$(grep -c "^installed " <<< "$out3")" = 1 ] && grep -q "installed $P/bin/attest-refresh" <<< "$out3"' || echo "$out3" | tail -8
 check "and keeps the data directory's keys" '[ -n "$(find "$P/data/keys" -name "*.pem")" ]'
@@ -66,7 +65,7 @@ if [ "$(id -u)" = 0 ]; then
   as_service ln -s "$V/target" "$P/data/planted-link"
   as_service ln -s "$V/dir" "$P/data/keys/planted-dir-link"
   as_service ln "$V/target" "$P/data/planted-hardlink" 2>/dev/null  # fs.protected_hardlinks refuses it
-  out5=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc5=$?
+  out5=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc5=$?
   check "install.sh with links planted in DATA exits 0" '[ $rc5 = 0 ]' || echo "$out5" | tail -8
   check "a link the service user planted does not hand root's file or directory to it" \
     '[ "$(stat -c "%U:%G %a %s" "$V/target" "$V/dir")" = "$victims_before" ] && [ "$(cat "$V/target")" = "root'"'"'s own file" ]' \
@@ -87,21 +86,20 @@ if [ "$(id -u)" = 0 ]; then
   as_service python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["server"]["listen"] = sys.argv[2]; open(sys.argv[1], "w").write(json.dumps(c))' \
     "$P/data/config.json" "$payload"
   check "(the payload is in config.json)" 'grep -qF "access_log $V/written" "$P/data/config.json"'
-  out7=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc7=$?
+  out7=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc7=$?
   check "install.sh refuses a config.json whose server.listen is not an address, naming the key" \
     '[ $rc7 != 0 ] && grep -q "server.listen" <<< "$out7"' || echo "$out7" | tail -8
   check "and leaves the installed site as it was (no payload in it)" \
     '[ "$(sha256sum < "$P/etc/nginx/attestedge/site.conf")" = "$site_before" ] && ! grep -q "log_format\|$V" "$P/etc/nginx/attestedge/site.conf"'
   check "nothing was written where the payload pointed" '[ ! -e "$V/written" ]'
   cp -p "$V/config.saved" "$P/data/config.json"
-  out8=$(bash nginx/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc8=$?
+  out8=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc8=$?
   check "with config.json repaired, install.sh runs again" '[ $rc8 = 0 ]' || echo "$out8" | tail -8
   rm -rf "$V"
 fi
-out4=$(bash nginx/uninstall.sh --prefix "$P" 2>&1); rc4=$?
+out4=$(bash nginx/deploy/uninstall.sh --prefix "$P" 2>&1); rc4=$?
 check "uninstall.sh exits 0" '[ $rc4 = 0 ]' || echo "$out4"
 check "uninstall.sh removes every file it installed" \
   '[ -z "$(cd "$P" && find bin etc share -type f 2>/dev/null)" ] && [ ! -L "$P/etc/nginx/sites-enabled/attestedge.conf" ]'
 check "uninstall.sh keeps the data" "[ -f '$P/data/config.json' ] && [ -d '$P/data/store' ]"
-echo "install: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+check_summary install

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Operations through real nginx: a backup taken under write load restores into a new data
 # directory that serves a device enrolled before it; attestctl doctor on a healthy and on a
-# broken stack. See ops_e2e.py.
+# broken stack. See ops.py.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/ops_e2e.py
+exec python3 nginx/e2e/ops.py

@@ -2,7 +2,7 @@
 # The PostgreSQL backend's operator path on one host, through real nginx: store copy from a
 # serving LMDB store, the switch, migrate, doctor, stats and check, and a database that goes
 # away and comes back (503 meanwhile, then recovery without a restart). Uses
-# ATTEST_TEST_POSTGRES_URL (nginx/test.sh starts a throwaway cluster), else starts its own.
+# ATTEST_TEST_POSTGRES_URL (nginx/scripts/test.sh starts a throwaway cluster), else starts its own.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${ATTEST_TEST_POSTGRES_URL:-}" ]; then
@@ -11,4 +11,4 @@ if [ -z "${ATTEST_TEST_POSTGRES_URL:-}" ]; then
     ATTEST_TEST_POSTGRES_URL=$(bash nginx/scripts/postgres.sh start "$dir")
     export ATTEST_TEST_POSTGRES_URL
 fi
-python3 nginx/e2e/postgres_e2e.py
+python3 nginx/e2e/postgres.py

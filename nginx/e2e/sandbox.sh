@@ -7,4 +7,4 @@
 # and the release build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/sandbox_e2e.py
+exec python3 nginx/e2e/sandbox.py

@@ -4,4 +4,4 @@
 # usage API against attestctl usage and the store, and 50 racing devices at the limit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/usage_e2e.py
+exec python3 nginx/e2e/usage.py

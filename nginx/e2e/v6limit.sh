@@ -7,22 +7,23 @@
 # SKIP. Ends with "v6limit: N passed, M failed"; exits 1 on a failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+source nginx/e2e/lib/check.sh
 if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
   echo "SKIP: needs root and network namespaces (unshare -n)"
-  echo "v6limit: 0 passed, 0 failed"
+  check_summary v6limit
   exit 0
 fi
 D=$(mktemp -d /tmp/attestedge-v6limit.XXXXXX)
 chmod 755 "$D"
 trap 'rm -rf "$D"' EXIT
-CTL=$PWD/.build/release/attestctl
+CTL=${ATTEST_BIN:-$PWD/.build/release}/attestctl
 "$CTL" init --data "$D/data" --test-ca > /dev/null
 "$CTL" config set server.listen '[::1]:8080' --data "$D/data" > /dev/null
 "$CTL" config set rateLimits.challengePerIPPerSecond 1 --data "$D/data" > /dev/null
 "$CTL" config set rateLimits.challengeBurst 3 --data "$D/data" > /dev/null
 
 # Inside the namespace: one line per request, "SOURCE STATUS".
-unshare -n bash -s "$CTL" "$D" "$PWD/nginx" > "$D/results" 2> "$D/stderr" <<'INSIDE'
+unshare -n bash -s "$CTL" "$D" "$PWD/nginx/conf" > "$D/results" 2> "$D/stderr" <<'INSIDE'
 CTL=$1 D=$2 TEMPLATES=$3
 ip link set lo up
 for a in fd00:37:9:1::a fd00:37:9:1::b fd00:37:9:2::a; do ip -6 addr add "$a/64" dev lo nodad; done
@@ -39,8 +40,6 @@ kill -TERM "$serve"
 wait "$serve"
 INSIDE
 
-PASS=0 FAIL=0
-check() { if eval "$2"; then PASS=$((PASS + 1)); echo "PASS: $1"; else FAIL=$((FAIL + 1)); echo "FAIL: $1"; cat "$D/results" "$D/stderr"; tail -20 "$D/serve.out"; fi; }
 statuses() { awk -v s="$1" '$1 == s { printf "%s ", $2 }' "$D/results"; }
 a=$(statuses fd00:37:9:1::a) b=$(statuses fd00:37:9:1::b) c=$(statuses fd00:37:9:2::a)
 echo "NOTE: fd00:37:9:1::a: $a; fd00:37:9:1::b: $b; fd00:37:9:2::a: $c"
@@ -50,5 +49,6 @@ limited() { grep -o 429 <<< "$1" | wc -l; }
 check "one address gets its request and burst (4), then 429" '[ "$(wc -w <<< "$a")" = 6 ] && [ "$(limited "$a")" = 2 ] && [[ "$a" == *"429 429 " ]]'
 check "another address of the same /64 shares its bucket (429)" '[ "$b" = "429 " ]'
 check "an address of another /64 has its own bucket (not 429)" '[[ "$c" =~ ^[0-9]{3}\ $ ]] && [ "$c" != "429 " ]'
-echo "v6limit: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+# On a failure, what the namespace saw: each request's status, its stderr and serve's last lines.
+[ "$CHECK_FAILED" = 0 ] || { cat "$D/results" "$D/stderr"; tail -20 "$D/serve.out"; }
+check_summary v6limit

@@ -5,7 +5,7 @@
 # software device). Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-attestctl=${ATTESTCTL:-.build/release/attestctl}
+attestctl=${ATTESTCTL:-${ATTEST_BIN:-.build/release}/attestctl}
 vector=Tests/AttestCoreTests/Vectors/apple-guide-2026.json
 if [ ! -x "$attestctl" ]; then
   echo "FAIL: $attestctl not found; run 'swift build -c release --product attestctl' first" >&2
@@ -13,12 +13,7 @@ if [ ! -x "$attestctl" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-
-check() { # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then echo "PASS: $name"; passed=$((passed + 1)); else echo "FAIL: $name"; failed=$((failed + 1)); fi
-}
+source nginx/e2e/lib/check.sh
 
 # run NAME ARGS...: runs attestctl, keeping stdout, stderr and the exit status under $work/NAME.
 run() {
@@ -49,58 +44,58 @@ write("bad-env", {**base, "environment": "staging"})
 PY
 
 run ok verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z --json
-check "Apple sample verifies at 2026-04-21T12:00:00Z (exit 0)" rc ok 0
-check "JSON: valid true, environment production" json_is ok 'j["valid"] is True and j["environment"] == "production"'
-check "JSON: publicKey is the 65-byte point whose SHA-256 is the keyId" python3 - "$work/ok.out" "$vector" <<'PY'
+check_cmd "Apple sample verifies at 2026-04-21T12:00:00Z (exit 0)" rc ok 0
+check_cmd "JSON: valid true, environment production" json_is ok 'j["valid"] is True and j["environment"] == "production"'
+check_cmd "JSON: publicKey is the 65-byte point whose SHA-256 is the keyId" python3 - "$work/ok.out" "$vector" <<'PY'
 import json, sys, base64, hashlib
 j = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))
 point = base64.b64decode(j["publicKey"])
 sys.exit(0 if len(point) == 65 and point[0] == 4 and hashlib.sha256(point).digest() == base64.b64decode(v["keyId_b64"]) else 1)
 PY
-check "JSON: every step passed" json_is ok 'all(s["result"] == "pass" for s in j["steps"]) and len(j["steps"]) == 8'
+check_cmd "JSON: every step passed" json_is ok 'all(s["result"] == "pass" for s in j["steps"]) and len(j["steps"]) == 8'
 
 run human verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z
-check "human output says VALID and lists the steps" grep -q "attestation: VALID" "$work/human.out"
+check_cmd "human output says VALID and lists the steps" grep -q "attestation: VALID" "$work/human.out"
 
 run late verify attestation --input "$work/apple.json" --at 2026-05-01T00:00:00Z --json
-check "Apple sample fails on 2026-05-01 (exit 1)" rc late 1
-check "JSON: valid false, code certificate_chain" json_is late 'j["valid"] is False and j["code"] == "certificate_chain"'
-check "JSON: steps after the chain did not run" json_is late '[s["result"] for s in j["steps"]][1:3] == ["fail", "not run"]'
+check_cmd "Apple sample fails on 2026-05-01 (exit 1)" rc late 1
+check_cmd "JSON: valid false, code certificate_chain" json_is late 'j["valid"] is False and j["code"] == "certificate_chain"'
+check_cmd "JSON: steps after the chain did not run" json_is late '[s["result"] for s in j["steps"]][1:3] == ["fail", "not run"]'
 
 run late-human verify attestation --input "$work/apple.json" --at 2026-05-01T00:00:00Z
-check "human output marks the failing step and the rest not run" \
+check_cmd "human output marks the failing step and the rest not run" \
   bash -c "grep -q 'FAIL' '$work/late-human.out' && grep -q 'not run' '$work/late-human.out'"
 
 run stdin-url verify attestation --input - --at 2026-04-21T12:00:00Z --json <"$work/apple-url.json"
-check "stdin input with base64url, unpadded fields verifies (exit 0)" rc stdin-url 0
+check_cmd "stdin input with base64url, unpadded fields verifies (exit 0)" rc stdin-url 0
 
 run missing verify attestation --input "$work/missing-keyid.json" --at 2026-04-21T12:00:00Z
-check "a missing field gives exit 2" rc missing 2
-check "the message names the missing field (keyId)" stderr_has missing '"keyId" is missing'
+check_cmd "a missing field gives exit 2" rc missing 2
+check_cmd "the message names the missing field (keyId)" stderr_has missing '"keyId" is missing'
 
 run badb64 verify attestation --input "$work/bad-base64.json" --at 2026-04-21T12:00:00Z
-check "bad base64 gives exit 2" rc badb64 2
-check "the message names the field (attestationObject)" stderr_has badb64 '"attestationObject" is not base64'
+check_cmd "bad base64 gives exit 2" rc badb64 2
+check_cmd "the message names the field (attestationObject)" stderr_has badb64 '"attestationObject" is not base64'
 
 run badenv verify attestation --input "$work/bad-env.json" --at 2026-04-21T12:00:00Z
-check "an unknown environment gives exit 2 naming the field" bash -c "[ \"\$(cat '$work/badenv.rc')\" = 2 ] && grep -q environment '$work/badenv.err'"
+check_cmd "an unknown environment gives exit 2 naming the field" bash -c "[ \"\$(cat '$work/badenv.rc')\" = 2 ] && grep -q environment '$work/badenv.err'"
 
 run nofile verify attestation --input "$work/does-not-exist.json"
-check "an unreadable file gives exit 2" rc nofile 2
+check_cmd "an unreadable file gives exit 2" rc nofile 2
 
 run devonly verify attestation --input "$work/dev-only.json" --at 2026-04-21T12:00:00Z --json
-check "a development-only policy rejects the production key (exit 1, environment)" \
+check_cmd "a development-only policy rejects the production key (exit 1, environment)" \
   bash -c "[ \"\$(cat '$work/devonly.rc')\" = 1 ] && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"code\"] != \"environment\")' '$work/devonly.out'"
 
 run appleroot verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z \
   --trust-root Tests/AttestCoreTests/Vectors/Apple_App_Attestation_Root_CA.pem
-check "--trust-root naming Apple's root verifies (exit 0)" rc appleroot 0
+check_cmd "--trust-root naming Apple's root verifies (exit 0)" rc appleroot 0
 
 if command -v openssl >/dev/null; then
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-384 -nodes -subj "/CN=Not Apple" -days 2 \
     -keyout "$work/other.key" -out "$work/other.pem" 2>/dev/null
   run otherroot verify attestation --input "$work/apple.json" --at 2026-04-21T12:00:00Z --trust-root "$work/other.pem" --json
-  check "--trust-root with another root replaces Apple's (exit 1, certificate_chain)" \
+  check_cmd "--trust-root with another root replaces Apple's (exit 1, certificate_chain)" \
     bash -c "[ \"\$(cat '$work/otherroot.rc')\" = 1 ] && grep -q certificate_chain '$work/otherroot.out'"
 else
   echo "SKIP: --trust-root with another root (no openssl command)"
@@ -135,21 +130,20 @@ json.dump({**base, "clientDataHash": base64.b64encode(hashlib.sha256(b"other").d
 json.dump({k: x for k, x in base.items() if k != "previousCounter"}, open(f"{w}/assert-nocounter.json", "w"))
 PY
   run a-ok verify assertion --input "$work/assert.json" --json
-  check "assertion signed by Python verifies with its PEM key (exit 0, counter 5)" \
+  check_cmd "assertion signed by Python verifies with its PEM key (exit 0, counter 5)" \
     bash -c "[ \"\$(cat '$work/a-ok.rc')\" = 0 ] && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j[\"valid\"] and j[\"counter\"] == 5))' '$work/a-ok.out'"
   run a-point verify assertion --input "$work/assert-point.json"
-  check "the same assertion verifies with the base64 X9.62 point (exit 0)" rc a-point 0
+  check_cmd "the same assertion verifies with the base64 X9.62 point (exit 0)" rc a-point 0
   run a-replay verify assertion --input "$work/assert-replay.json" --json
-  check "previousCounter equal to the counter fails (exit 1, counter)" bash -c "[ \"\$(cat '$work/a-replay.rc')\" = 1 ] && grep -q '\"code\":\"counter\"' '$work/a-replay.out'"
+  check_cmd "previousCounter equal to the counter fails (exit 1, counter)" bash -c "[ \"\$(cat '$work/a-replay.rc')\" = 1 ] && grep -q '\"code\":\"counter\"' '$work/a-replay.out'"
   run a-app verify assertion --input "$work/assert-otherapp.json" --json
-  check "another bundle id fails (exit 1, rp_id_hash)" bash -c "[ \"\$(cat '$work/a-app.rc')\" = 1 ] && grep -q rp_id_hash '$work/a-app.out'"
+  check_cmd "another bundle id fails (exit 1, rp_id_hash)" bash -c "[ \"\$(cat '$work/a-app.rc')\" = 1 ] && grep -q rp_id_hash '$work/a-app.out'"
   run a-cdh verify assertion --input "$work/assert-othercdh.json" --json
-  check "another clientDataHash fails (exit 1, signature)" bash -c "[ \"\$(cat '$work/a-cdh.rc')\" = 1 ] && grep -q '\"code\":\"signature\"' '$work/a-cdh.out'"
+  check_cmd "another clientDataHash fails (exit 1, signature)" bash -c "[ \"\$(cat '$work/a-cdh.rc')\" = 1 ] && grep -q '\"code\":\"signature\"' '$work/a-cdh.out'"
   run a-nocounter verify assertion --input "$work/assert-nocounter.json"
-  check "a missing previousCounter gives exit 2 naming it" bash -c "[ \"\$(cat '$work/a-nocounter.rc')\" = 2 ] && grep -q previousCounter '$work/a-nocounter.err'"
+  check_cmd "a missing previousCounter gives exit 2 naming it" bash -c "[ \"\$(cat '$work/a-nocounter.rc')\" = 2 ] && grep -q previousCounter '$work/a-nocounter.err'"
 else
   echo "SKIP: assertion checks (python3 cryptography is not installed; nginx/scripts/deps.sh installs it)"
 fi
 
-echo "verify.sh: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary verify

@@ -6,4 +6,4 @@
 # SIGKILLed worker losing nothing, and events delivered per second.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec python3 nginx/e2e/webhooks_e2e.py
+exec python3 nginx/e2e/webhooks.py

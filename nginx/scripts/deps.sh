@@ -2,7 +2,7 @@
 # Installs what AttestEdge needs beyond Swift: Debian's C libraries and tools (libpq for the
 # PostgreSQL store, the postgresql server for the tests' throwaway cluster), and (for the
 # end-to-end tests) PyJWT and standardwebhooks from PyPI, and (for nginx/bench/all.sh) pyattest.
-# ATTEST_DEPS=runtime (nginx/install.sh) installs only what a production host needs to build and
+# ATTEST_DEPS=runtime (nginx/deploy/install.sh) installs only what a production host needs to build and
 # run it. Installs only what is missing; safe to run again. Also defines release_build.
 set -euo pipefail
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sandbox_exec.py PROGRAM ARGS…: runs PROGRAM with the network sandbox of the systemd units
-(nginx/systemd/attestedge@.service) where systemd cannot run it: start it under `unshare --net`
+(nginx/deploy/systemd/attestedge@.service) where systemd cannot run it: start it under `unshare --net`
 (PrivateNetwork=yes: a network namespace with only a loopback that is down), and this installs
 RestrictAddressFamilies=AF_UNIX the way systemd does (a seccomp filter: socket() for any other
 family fails with EAFNOSUPPORT), then execs PROGRAM in the same process."""

@@ -1,5 +1,6 @@
 """Helpers for the end-to-end suites: a whole AttestEdge stack started with `attestctl serve`
-in a temporary data directory, HTTP through its nginx, the CLIs, and a PASS/FAIL tally."""
+in a temporary data directory, HTTP through its nginx, the CLIs (the PASS/FAIL tally is
+check.py's)."""
 import base64
 import hashlib
 import http.client
@@ -27,33 +28,6 @@ def unb64(text: str) -> bytes:
 
 def sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
-
-
-class Tally:
-    """Counts checks; each prints PASS or FAIL with what it saw."""
-
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS: {name}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"FAIL: {name}" + (f" -- {detail}" if detail else ""), flush=True)
-        return ok
-
-    def counts_line(self, suite):
-        """The last line of the hostile and fault suites: `suite: N passed, M failed`; 0 or 1."""
-        print(f"{suite}: {self.passed} passed, {len(self.failed)} failed" + (f" ({', '.join(self.failed)})" if self.failed else ""))
-        return 0 if not self.failed else 1
-
-    def summary(self, suite):
-        total = self.passed + len(self.failed)
-        print(f"{suite}: {self.passed}/{total} checks passed" + (f"; failed: {', '.join(self.failed)}" if self.failed else ""))
-        return 0 if not self.failed else 1
 
 
 def free_port():
@@ -123,7 +97,7 @@ class Stack:
         self.start()
 
     def fresh_database(self):
-        """With ATTEST_E2E_STORE=postgres (nginx/test.sh runs some suites twice): a database
+        """With ATTEST_E2E_STORE=postgres (nginx/scripts/test.sh runs some suites twice): a database
         of this stack's own in the cluster at ATTEST_TEST_POSTGRES_URL, dropped by `remove`."""
         base = os.environ["ATTEST_TEST_POSTGRES_URL"]
         self.own_database = "e2e_" + os.path.basename(self.dir).replace("-", "_").lower()
@@ -159,7 +133,7 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx"), *self.serve_args],
+             "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx", "conf"), *self.serve_args],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(self.env or {})})
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -301,6 +275,17 @@ class Stack:
         parents = {p: int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1]) for p in pids if os.path.exists(f"/proc/{p}")}
         masters = [p for p in pids if parents.get(p) == self.serve.pid]
         return masters[0] if masters else None
+
+    def deliver_pid(self):
+        """The pid of this stack's webhook delivery worker (`attest-webhooks deliver`), or None."""
+        out = subprocess.run(["pgrep", "-f", "attest-webhooks deliver"], capture_output=True, text=True).stdout.split()
+        for p in out:
+            try:
+                if int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1]) == self.serve.pid:
+                    return int(p)
+            except OSError:
+                pass
+        return None
 
     def pool_workers(self, endpoint):
         master = self.pool_master(endpoint)

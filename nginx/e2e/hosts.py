@@ -10,7 +10,7 @@ organization's MAD limit across both hosts admit exactly the limit; webhooks are
 per event with a delivery worker on each host; killing host A (SIGKILL, everything under its
 `attestctl serve`) mid refresh load loses no acknowledged counter advance.
 
-The database: ATTEST_TEST_POSTGRES_URL (nginx/test.sh exports it), else a throwaway cluster
+The database: ATTEST_TEST_POSTGRES_URL (nginx/scripts/test.sh exports it), else a throwaway cluster
 started here with nginx/scripts/postgres.sh; without either the suite says it is skipped and
 exits 0. A database of its own is made for the run when the role may (CREATEDB) and dropped
 after. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
@@ -28,9 +28,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import ROOT, BIN, Stack, Tally, app_headers  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import ROOT, BIN, Stack, app_headers  # noqa: E402
 from load import assertion_counter, post  # noqa: E402
-import webhooks_e2e  # noqa: E402  (its receiver)
+from receiver import Handler, Receiver  # noqa: E402
 
 import jwt  # noqa: E402  PyJWT: tokens one host issues verify with the keys the other publishes
 
@@ -163,10 +164,6 @@ def stored_counter(s, state):
     return s.ctl_json("device", "show", key)["counter"]
 
 
-def deliver_pid(s):
-    return webhooks_e2e.deliver_pid(s)
-
-
 def socket_owner(client_port, server_port, pids):
     """Which of `pids` holds the loopback TCP connection from `client_port` to `server_port`
     (its inode from /proc/net/tcp, then the processes' descriptors), or None."""
@@ -192,8 +189,8 @@ def socket_owner(client_port, server_port, pids):
     return None
 
 
-class SenderRecordingHandler(webhooks_e2e.Handler):
-    """webhooks_e2e's receiver, also noting which delivery worker (by pid) sent each POST."""
+class SenderRecordingHandler(Handler):
+    """The webhook receiver's handler, also noting which delivery worker (by pid) sent each POST."""
 
     def do_POST(self):
         sender = socket_owner(self.client_address[1], self.server.port, getattr(self.server, "workers", ()))
@@ -326,7 +323,7 @@ def webhooks(a, b, rx):
     hook = r.json["id"]
     r = a.http("GET", "/api/v1/org/webhooks", auth)
     T.check("host A lists it (one database)", r.status == 200 and [w["id"] for w in r.json["webhooks"]] == [hook], repr(r))
-    pids = (deliver_pid(a), deliver_pid(b))
+    pids = (a.deliver_pid(), b.deliver_pid())
     T.check("a delivery worker runs on each host", None not in pids and pids[0] != pids[1], str(pids))
     rx.workers = pids
     rx.RequestHandlerClass = SenderRecordingHandler
@@ -445,9 +442,9 @@ def kill_host_a(a, b):
 def main():
     db = Database()
     if db.skip_reason:
-        print(f"hosts end-to-end: skipped ({db.skip_reason})")
-        return 0
-    rx = webhooks_e2e.Receiver()
+        print(f"SKIP: {db.skip_reason}")
+        return T.summary("hosts")
+    rx = Receiver()
     stacks = []
     try:
         started = time.time()
@@ -480,7 +477,7 @@ def main():
         for s in stacks:
             s.remove()
         db.close()
-    return T.summary("hosts end-to-end")
+    return T.summary("hosts")
 
 
 if __name__ == "__main__":

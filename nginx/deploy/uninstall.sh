@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Removes what nginx/install.sh put in place (the files its manifest lists), never the data
+# Removes what nginx/deploy/install.sh put in place (the files its manifest lists), never the data
 # directory or the system user (both hold state: remove them by hand if you mean it).
 #
-#   bash nginx/uninstall.sh [--prefix DIR]        (the --prefix given to install.sh)
+#   bash nginx/deploy/uninstall.sh [--prefix DIR]        (the --prefix given to install.sh)
 set -euo pipefail
 PREFIX=/usr/local
 while (($#)); do

@@ -3,70 +3,19 @@
 worker, with a local receiver. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
 import hashlib
 import hmac
-import http.server
 import json
 import os
 import signal
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally, free_port, within_one_rate_window  # noqa: E402
+from check import Tally  # noqa: E402
+from receiver import Receiver  # noqa: E402
+from stack import Stack, within_one_rate_window  # noqa: E402
 from standardwebhooks.webhooks import Webhook  # noqa: E402
 
 T = Tally()
-
-
-class Receiver(http.server.ThreadingHTTPServer):
-    """Records every POST; /flaky answers 500 twice then 200, /slow takes 0.2 s."""
-    daemon_threads = True
-
-    def __init__(self):
-        self.port = free_port()
-        self.lock = threading.Lock()
-        self.got = []  # (path, headers, body, time)
-        self.flaky = 0
-        super().__init__(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def on(self, path):
-        with self.lock:
-            return [g for g in self.got if g[0] == path]
-
-    def wait(self, path, count, seconds):
-        deadline = time.time() + seconds
-        while time.time() < deadline and len(self.on(path)) < count:
-            time.sleep(0.05)
-        return self.on(path)
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        r = self.server
-        status = 200
-        if self.path == "/slow":
-            time.sleep(0.2)
-        with r.lock:
-            if self.path == "/flaky":
-                r.flaky += 1
-                status = 500 if r.flaky <= 2 else 200
-            r.got.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.time()))
-        answer = b'{"received":true}' if status == 200 else b"temporarily broken"
-        try:
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-        except OSError:
-            pass  # the worker was killed mid-request
 
 
 def setup(s):
@@ -90,17 +39,6 @@ QUOTA = 600
 
 def api(s, key, method, path="", body=None):
     return s.http(method, "/api/v1/org/webhooks" + path, {"Authorization": "Bearer " + key}, body)
-
-
-def deliver_pid(s):
-    out = subprocess.run(["pgrep", "-f", "attest-webhooks deliver"], capture_output=True, text=True).stdout.split()
-    for p in out:
-        try:
-            if int(open(f"/proc/{p}/stat").read().split(") ")[1].split()[1]) == s.serve.pid:
-                return int(p)
-        except OSError:
-            pass
-    return None
 
 
 def webhook_entries(s):
@@ -251,7 +189,7 @@ def main():
         slow = api(s, acme, "POST", body={"url": url + "/slow", "events": ["webhook.test"]}).json["id"]
         ids = [api(s, acme, "POST", f"/{slow}/test").json["queued"] for _ in range(20)]
         rx.wait("/slow", 3, 10)
-        before = deliver_pid(s)
+        before = s.deliver_pid()
         if before:
             os.kill(before, signal.SIGKILL)
         T.check("the delivery worker is SIGKILLed mid-batch", before is not None and len(rx.on("/slow")) < 20, f"{len(rx.on('/slow'))} delivered before")
@@ -263,11 +201,11 @@ def main():
         T.check("after serve restarts it, every event is delivered (duplicates allowed, same id)", set(ids) <= set(seen),
                 f"{len(set(ids) - set(seen))} missing")
         print(f"INFO: {len(seen) - len(set(seen))} duplicate deliveries after the SIGKILL", flush=True)
-        T.check("a new worker runs", deliver_pid(s) not in (None, before))
+        T.check("a new worker runs", s.deliver_pid() not in (None, before))
 
         n = 300
         fast = api(s, acme, "POST", body={"url": url + "/fast", "events": ["webhook.test"]}).json["id"]
-        worker = deliver_pid(s)
+        worker = s.deliver_pid()
         os.kill(worker, signal.SIGSTOP)  # queue everything first, so the figure is delivery alone
         for _ in range(n):
             api(s, acme, "POST", f"/{fast}/test")
@@ -285,7 +223,7 @@ def main():
         s.stop()
         rx.shutdown()
         s.remove_if_passed(T)
-    return T.summary("webhooks end-to-end")
+    return T.summary("webhooks")
 
 
 if __name__ == "__main__":

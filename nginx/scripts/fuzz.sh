@@ -3,7 +3,7 @@
 # AddressSanitizer: builds attest-fuzz into .build/fuzz, then runs every target (or those
 # named in ATTEST_FUZZ_TARGETS) for SECONDS each (default 60), one after the other.
 #
-#   bash nginx/fuzz.sh [SECONDS]
+#   bash nginx/scripts/fuzz.sh [SECONDS]
 #
 # Each target starts from its seeds in Tests/FuzzCorpus/<target>/ plus what earlier runs
 # found (.build/fuzz-corpus/<target>/, not kept in git). A crash stops the run: the input is
@@ -12,7 +12,7 @@
 # the bug lived. One summary line per target: runs, execs/s, coverage (cov: edges, ft:
 # features), corpus size. Exits non-zero on any crash.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 source nginx/scripts/deps.sh
 targets=${ATTEST_FUZZ_TARGETS:-cbor der authdata attestation assertion request challenge jwt fastcgi}

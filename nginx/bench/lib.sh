@@ -10,8 +10,13 @@
 #                                       a benchmark's data directory: attestctl init (with the
 #                                       test CA), each setting, org "bench" (enterprise) and the
 #                                       app TEAM.BUNDLE in it (empty settings are skipped)
-#   bench_render_nginx DIR PORT         render nginx.conf, site.conf, fastcgi_params into DIR/conf
-#                                       (sockets in DIR/run, logs in DIR/logs, jwks in DIR/data;
+#   bench_render_nginx DIR PORT         nginx.conf, site.conf, fastcgi_params in DIR/conf, rendered
+#                                       by `attestctl site` (BENCH_ATTESTCTL, default the release
+#                                       build's) for an nginx of its own on 127.0.0.1:PORT: sockets
+#                                       in DIR/run, logs in DIR/logs, DIR/data/jwks.json served, the
+#                                       challenge limit from DIR/data's configuration (a data
+#                                       directory made here when DIR/data has none: default 10/s,
+#                                       burst 20). Then edits of the rendered copy only:
 #                                       BENCH_NO_RATE_LIMIT=1 drops the challenge rate limit;
 #                                       BENCH_FLOOR_LOCATIONS=1 adds /bench-floor/{challenge,validate,refresh,refresh-sign};
 #                                       BENCH_CLIENT_ADDRESSES=1 trusts X-Forwarded-For from loopback)
@@ -75,17 +80,12 @@ bench_data() {
 }
 
 bench_render_nginx() {
-  local dir=$1 port=$2 src user
-  src="$(bench_root)/nginx"
+  local dir=$1 port=$2 ctl=${BENCH_ATTESTCTL:-$(bench_root)/.build/release/attestctl}
+  [ -x "$ctl" ] || { echo "bench_render_nginx: $ctl is missing: build it first (swift build -c release)" >&2; return 1; }
   mkdir -p "$dir/conf" "$dir/logs" "$dir/run" "$dir/data"
-  user=$(id -un)
-  local subst=(-e "s|@LISTEN@|127.0.0.1:$port|g" -e "s|@RUN_DIR@|$dir/run|g" -e "s|@LOG_DIR@|$dir/logs|g"
-               -e "s|@DATA_DIR@|$dir/data|g" -e "s|@CONF_DIR@|$dir/conf|g" -e "s|@USER@|$user|g"
-               -e "s|@CHALLENGE_RATE@|${BENCH_CHALLENGE_RATE:-10}|g" -e "s|@CHALLENGE_BURST@|${BENCH_CHALLENGE_BURST:-20}|g"
-               -e "s|@START_ID@|bench|g")
-  sed "${subst[@]}" "$src/nginx.conf" > "$dir/conf/nginx.conf"
-  sed "${subst[@]}" "$src/site.conf" > "$dir/conf/site.conf"
-  cp "$src/fastcgi_params" "$dir/conf/fastcgi_params"
+  [ -f "$dir/data/config.json" ] || "$ctl" init --data "$dir/data" > /dev/null
+  "$ctl" site --out "$dir/conf" --run-dir "$dir/run" --log-dir "$dir/logs" --listen "127.0.0.1:$port" \
+    --data "$dir/data" --nginx-templates "$(bench_root)/nginx/conf" > /dev/null
   if [ "${BENCH_NO_RATE_LIMIT:-0}" = 1 ]; then
     sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
   fi
@@ -104,11 +104,6 @@ bench_render_nginx() {
   # (replay.lua's CLIENTS, BENCH_REPLAY_CLIENTS) and per-IP rate limits see them apart.
   if [ "${BENCH_CLIENT_ADDRESSES:-0}" = 1 ]; then
     sed -i "0,/^    location = \/api\/v1\/attestation\/challenge {/s||    set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;\n&|" "$dir/conf/site.conf"
-  fi
-  if grep -q '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf"; then
-    echo "bench_render_nginx: unreplaced placeholder:" >&2
-    grep -n '@[A-Z_]*@' "$dir/conf/nginx.conf" "$dir/conf/site.conf" >&2
-    return 1
   fi
   BENCH_NGINX_PORT=$port
 }

@@ -2,14 +2,14 @@
 # The unit and in-process tests (swift test, the fuzz corpus replay included) under the
 # toolchain's sanitizers, each in its own build directory (.build/<sanitizer>).
 #
-#   bash nginx/sanitize.sh [address] [thread]     (default: both)
+#   bash nginx/scripts/sanitize.sh [address] [thread]     (default: both)
 #
 # AddressSanitizer: out-of-bounds and use-after-free in Swift and in the C code it calls
 # (our shims; Debian's libraries are not instrumented, their allocations are still checked).
 # ThreadSanitizer: data races (the store's sync thread, the signing key's locks, tests that
 # run in parallel). Exits non-zero when a sanitizer reports or a test fails.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
 # The Swift runtime's backtracer would wait on a crashing process; the sanitizer reports it.
 export SWIFT_BACKTRACE=enable=no

@@ -5,7 +5,7 @@
 # convenience: production deployments never pass --test-ca). Ctrl-C stops everything.
 # Extra arguments go to `attestctl serve` (e.g. --listen 127.0.0.1:9090 --workers 4).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
 echo "==> release build (the first one takes a few minutes)"
 release_build

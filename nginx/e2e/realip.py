@@ -20,7 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import BIN, ROOT, Stack, Tally, app_headers, free_port, run_suite, within_one_rate_window  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import BIN, ROOT, Stack, app_headers, free_port, run_suite, within_one_rate_window  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "RIPAB12345", "com.example.realip"
@@ -59,7 +60,7 @@ def start_realip_nginx(s):
     d = os.path.join(s.dir, "realip")
     os.makedirs(d)
     subprocess.run([os.path.join(BIN, "attestctl"), "site", "--out", d, "--run-dir", os.path.join(s.data, "run"),
-                    "--data", s.data, "--nginx-templates", os.path.join(ROOT, "nginx")], check=True, capture_output=True)
+                    "--data", s.data, "--nginx-templates", os.path.join(ROOT, "nginx", "conf")], check=True, capture_output=True)
     port = free_port()
     site = os.path.join(d, "site.conf")
     with open(site) as f:
@@ -132,4 +133,4 @@ def with_realip(s):
 
 
 if __name__ == "__main__":
-    sys.exit(run_suite(T, "realip end-to-end", Stack(setup=setup), [without_realip, with_realip]))
+    sys.exit(run_suite(T, "realip", Stack(setup=setup), [without_realip, with_realip]))

@@ -9,7 +9,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import run_suite, Stack, Tally, app_headers  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import run_suite, Stack, app_headers  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "CLAIMTEAM1", "com.example.claims"
@@ -167,7 +168,7 @@ def subject_links(s, victim_device):
 
 
 def main():
-    return run_suite(T, "claims end-to-end", Stack(setup=setup), [run])
+    return run_suite(T, "claims", Stack(setup=setup), [run])
 
 
 if __name__ == "__main__":

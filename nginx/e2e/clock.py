@@ -37,7 +37,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally, app_headers, unb64  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import Stack, app_headers, unb64  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -216,7 +217,7 @@ def main():
         clock.close()
         subprocess.run(["rm", "-rf", work])
     print(f"clock: wall clock stepped +400 s, -520 s, +120 s in {time.time() - started:.1f}s")
-    return T.counts_line("clock")
+    return T.summary("clock")
 
 
 if __name__ == "__main__":

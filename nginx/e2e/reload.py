@@ -22,7 +22,8 @@ for name in ["attestctl", "attest-challenge", "attest-validate", "attest-refresh
         shutil.copy2(os.path.join(RELEASE, name), os.path.join(BIN, name))
 os.environ["ATTEST_BIN"] = BIN
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import run_suite, Stack, Tally  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import run_suite, Stack  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "ABCDE12345", "com.example.app"
@@ -179,7 +180,7 @@ def foreign_pids(s):
 
 
 def main():
-    return run_suite(T, "reload end-to-end", Stack(setup=setup), [swap_under_load, broken_binary_is_refused, foreign_pids], cleanup=lambda: shutil.rmtree(BIN, ignore_errors=True))
+    return run_suite(T, "reload", Stack(setup=setup), [swap_under_load, broken_binary_is_refused, foreign_pids], cleanup=lambda: shutil.rmtree(BIN, ignore_errors=True))
 
 
 if __name__ == "__main__":

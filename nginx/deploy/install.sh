@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs AttestEdge on a plain nginx host, or upgrades an installation in place.
 #
-#   bash nginx/install.sh [--prefix DIR] [--user NAME] [--data DIR] [--sysconfdir DIR] [--listen ADDR] [--no-build]
+#   bash nginx/deploy/install.sh [--prefix DIR] [--user NAME] [--data DIR] [--sysconfdir DIR] [--listen ADDR] [--no-build]
 #
 # What it puts where (defaults in brackets):
 #   PREFIX/bin/                       attestctl and one attest-* binary per endpoint        [/usr/local]
@@ -24,7 +24,7 @@
 # changes. It never touches the data of an existing install, except that an explicit --listen
 # is written to its config.json (server.listen, which the rendered site listens on).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
 PREFIX=/usr/local USER_NAME=attestedge DATA=/var/lib/attestedge SYSCONF="" LISTEN="" BUILD=1
@@ -79,7 +79,7 @@ put() {
 
 echo "==> binaries and templates"
 for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do put "$BUILT/$b" "$PREFIX/bin/$b" 755; done
-for f in site.conf nginx.conf fastcgi_params; do put "nginx/$f" "$SHARE/nginx/$f" 644; done
+for f in site.conf nginx.conf fastcgi_params; do put "nginx/conf/$f" "$SHARE/nginx/$f" 644; done
 
 echo "==> user and data directory"
 if [ "$(id -u)" = 0 ]; then
@@ -137,7 +137,7 @@ echo "==> systemd units"
 for unit in attestedge@.service attestedge-deliver.service attestedge.target; do
   sed -e "s|/usr/local/bin|$PREFIX/bin|g" -e "s|/usr/local/share|$PREFIX/share|g" \
       -e "s|/var/lib/attestedge|$DATA|g" -e "s|^User=attestedge|User=$USER_NAME|" \
-      "nginx/systemd/$unit" > "$SITE_TMP/$unit"
+      "nginx/deploy/systemd/$unit" > "$SITE_TMP/$unit"
   if [ "$DATA" != /var/lib/attestedge ]; then
     # StateDirectory= only manages /var/lib/NAME: name the data directory writable instead.
     sed -i -e "/^StateDirectory/d" "$SITE_TMP/$unit"

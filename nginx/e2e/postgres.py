@@ -10,7 +10,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from stack import Stack, Tally, run_suite, app_headers  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import Stack, run_suite, app_headers  # noqa: E402
 import subprocess  # noqa: E402
 
 T = Tally()
@@ -177,7 +178,7 @@ def main():
         stack.remove()
         psql(URL, f"DROP SCHEMA {schema} CASCADE")
 
-    return run_suite(T, "postgres e2e", stack, [copy_and_switch, schema_versions, unreachable], cleanup)
+    return run_suite(T, "postgres", stack, [copy_and_switch, schema_versions, unreachable], cleanup)
 
 
 if __name__ == "__main__":

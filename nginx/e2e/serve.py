@@ -17,7 +17,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 import raw_http  # noqa: E402
-from stack import BIN, Stack, Tally, app_headers, free_port  # noqa: E402
+from check import Tally  # noqa: E402
+from stack import BIN, Stack, app_headers, free_port  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -139,9 +140,9 @@ MALFORMED = [
 
 def malformed_requests(s):
     for name, data, status, code in MALFORMED:
-        r = raw_http.send(s.port, data)
+        r = raw_http.request(s.port, data, timeout=5)
         j = r.json if isinstance(r.json, dict) else {}
-        ok = (r.status == status and r.headers.get("content-type", "").startswith("application/json")
+        ok = (r.status == status and (r.header("content-type") or "").startswith("application/json")
               and j.get("code") == code and isinstance(j.get("error"), str) and j.get("reason") == j.get("error")
               and bool(HEX32.match(str(j.get("requestId")))) and set(j) <= {"error", "code", "hint", "requestId", "reason"})
         T.check(f"{name}: {status} JSON {code}", ok, repr(r))
@@ -849,8 +850,7 @@ def main():
         T.check("nothing is left running", not leftovers, str(leftovers))
         s.remove_if_passed(T)
     print(f"NOTE: {time.time() - started:.1f} s")
-    print(f"serve: {T.passed} passed, {len(T.failed)} failed")
-    return 0 if not T.failed else 1
+    return T.summary("serve")
 
 
 if __name__ == "__main__":

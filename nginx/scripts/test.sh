@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The full test suite: installs what is missing, builds, then runs unit and in-process tests
-# (swift test), the end-to-end suites through real nginx (nginx/e2e/*.sh: the stack, the
+# (swift test), the end-to-end suites through real nginx (nginx/e2e/run.sh: the stack, the
 # hostile-input and fault suites, ...), a fuzz smoke pass and the tests under
 # AddressSanitizer. Exits non-zero on any failure.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ATTEST_NEED_PYJWT=1 source nginx/scripts/deps.sh
 
 # One throwaway PostgreSQL cluster for the whole run (nginx/scripts/postgres.sh): the store
@@ -45,21 +45,15 @@ rm -f "$log"  # kept only when a run failed
 echo "==> release build"
 release_build
 
-failed=()
-for suite in nginx/e2e/*.sh; do
-  [ -e "$suite" ] || continue
-  echo "==> end-to-end: $suite"
-  bash "$suite" || failed+=("$suite")
-done
-# The suites that exercise the whole store through every endpoint, again with each stack's
-# store in a database of its own in the cluster (the LMDB-only suites, durability, fault,
-# ops' backups, run once above).
-for name in stack usage claims webhooks; do
-  echo "==> end-to-end on PostgreSQL: nginx/e2e/$name.sh"
-  ATTEST_E2E_STORE=postgres bash "nginx/e2e/$name.sh" || failed+=("$name.sh (postgres)")
-done
-if ((${#failed[@]})); then
-  echo "==> FAILED end-to-end suites: ${failed[*]}" >&2
+# Every end-to-end suite (nginx/e2e/run.sh: one summary of their results, checks and times at
+# the end); then the suites that exercise the whole store through every endpoint, again with
+# each stack's store in a database of its own in the cluster (the LMDB-only suites, durability,
+# fault, ops' backups, run once above).
+e2e_failed=0
+bash nginx/e2e/run.sh || e2e_failed=1
+ATTEST_E2E_STORE=postgres bash nginx/e2e/run.sh stack usage claims webhooks || e2e_failed=1
+if [ "$e2e_failed" != 0 ]; then
+  echo "==> FAILED end-to-end suites (see the two summaries above)" >&2
   exit 1
 fi
 
@@ -68,15 +62,15 @@ fi
 # or ATTEST_SANITIZERS="" skips them locally.
 fuzz_seconds=${ATTEST_FUZZ_SECONDS:-5}
 if [ "$fuzz_seconds" != 0 ]; then
-  echo "==> fuzz smoke pass (nginx/fuzz.sh $fuzz_seconds)"
+  echo "==> fuzz smoke pass (nginx/scripts/fuzz.sh $fuzz_seconds)"
   started=$SECONDS
-  bash nginx/fuzz.sh "$fuzz_seconds"
+  bash nginx/scripts/fuzz.sh "$fuzz_seconds"
   echo "==> fuzz smoke pass took $((SECONDS - started))s"
 fi
 sanitizers=${ATTEST_SANITIZERS-address}
 if [ -n "$sanitizers" ]; then
   started=$SECONDS
-  bash nginx/sanitize.sh $sanitizers
+  bash nginx/scripts/sanitize.sh $sanitizers
   echo "==> sanitizers ($sanitizers) took $((SECONDS - started))s"
 fi
 echo "==> all tests passed: swift test, every end-to-end suite, the fuzz smoke pass and the sanitizers"
