@@ -22,8 +22,8 @@ public struct ConfigurationKey: Sendable {
     public let name: String
     public let doc: String
     public let kind: Kind
-    let get: @Sendable (Configuration) -> JSONValue
-    let set: @Sendable (inout Configuration, JSONValue) -> Void
+    package let get: @Sendable (Configuration) -> JSONValue
+    package let set: @Sendable (inout Configuration, JSONValue) -> Void
 
     /// Checks `value` against the kind; returns the problem, or `nil` when it fits.
     public func problem(with value: JSONValue) -> String? {

@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import AttestStore
 import FastCGI
