@@ -97,11 +97,16 @@ let package = Package(
             "AttestConfig", "AttestOperations", "AttestService", "AttestTesting", "AttestStore", "AttestCore",
             "FastCGI",
         ], swiftSettings: strict),
-        .testTarget(name: "AttestSupervisorTests", dependencies: ["AttestSupervisor", "AttestConfig", "CLISupport"],
-                    swiftSettings: strict),
+        // What the supervisor's and attestctl's tests share: temporary directories, waiting, the
+        // service user's side of the root-boundary tests. A library under Tests/, not a product.
+        .target(name: "SupervisorTestSupport", dependencies: ["AttestSupervisor", "AttestConfig"],
+                path: "Tests/SupervisorTestSupport", swiftSettings: strict),
+        .testTarget(name: "AttestSupervisorTests", dependencies: [
+            "AttestSupervisor", "AttestConfig", "CLISupport", "SupervisorTestSupport",
+        ], swiftSettings: strict),
         // attestctl's own commands (reload, restore) against a hostile data directory.
         .testTarget(name: "AttestctlTests", dependencies: [
-            "attestctl", "AttestConfig", "AttestOperations", "AttestSupervisor",
+            "attestctl", "AttestConfig", "AttestOperations", "AttestSupervisor", "SupervisorTestSupport",
         ], swiftSettings: strict),
     ]
 )

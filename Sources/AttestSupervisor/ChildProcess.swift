@@ -9,9 +9,9 @@ import Glibc
 /// Started with `fork` and `execve` (`posix_spawn` can neither change credentials nor, portably,
 /// make a process group): everything the child needs is prepared before the fork, and the child
 /// only calls async-signal-safe functions until `execve`.
-final class ChildProcess {
+package final class ChildProcess {
     /// Who the child runs as, when serve started as root (`server.user`).
-    struct Credentials {
+    package struct Credentials {
         let uid: uid_t
         let gid: gid_t
         /// Supplementary groups (`getgrouplist`), set with `setgroups`.
@@ -34,7 +34,7 @@ final class ChildProcess {
     /// The child leads its own process group (`setpgid(0, 0)`): `killGroup` reaches what it forked.
     let ownsProcessGroup: Bool
     let startedAt = monotonicSeconds()
-    private(set) var exitStatus: Int32?
+    package private(set) var exitStatus: Int32?
 
     var logFile: String { logDirectory.path + "/" + logName }
 
@@ -43,7 +43,7 @@ final class ChildProcess {
     /// planted there by the service user is refused), stdin is /dev/null, signal dispositions
     /// and mask are the defaults whatever serve blocks. With `credentials` its environment is
     /// `ServiceEnvironment`'s (root's would be readable by that user), else serve's own.
-    init(name: String, executable: String, arguments: [String], logDirectory: PinnedDirectory, logName: String,
+    package init(name: String, executable: String, arguments: [String], logDirectory: PinnedDirectory, logName: String,
          credentials: Credentials? = nil, ownsProcessGroup: Bool = false) throws {
         self.name = name
         self.logDirectory = logDirectory
@@ -89,7 +89,7 @@ final class ChildProcess {
     var groupIsAlive: Bool { ownsProcessGroup && kill(-pid, 0) == 0 }
 
     /// Waits up to `seconds` for it to exit; `true` when it did.
-    func wait(seconds: Double) -> Bool {
+    package func wait(seconds: Double) -> Bool {
         let deadline = monotonicSeconds() + seconds
         while isRunning {
             if monotonicSeconds() > deadline { return false }
@@ -103,12 +103,12 @@ final class ChildProcess {
     static let tailBytes = 64 << 10
 
     /// The last lines of its log (within its last `tailBytes`), for error messages.
-    func logTail(_ lines: Int = 15) -> String {
+    package func logTail(_ lines: Int = 15) -> String {
         guard let bytes = try? logDirectory.tail(logName, bytes: Self.tailBytes) else { return "" }
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 
-    var exitDescription: String {
+    package var exitDescription: String {
         guard let s = exitStatus else { return "running" }
         if s & 0x7F == 0 { return "exited with status \((s >> 8) & 0xFF)" }
         return "killed by signal \(s & 0x7F)"

@@ -8,12 +8,12 @@ import Glibc
 /// as root (`server.user`, default `attestedge`). nginx's master runs as this user too, with
 /// only CAP_NET_BIND_SERVICE kept when the port is below 1024: what it opens by path under the
 /// data directory (this user's) is opened with this user's rights.
-struct ServiceUser: Equatable {
+package struct ServiceUser: Equatable {
     static let defaultName = "attestedge"
 
     let name: String
-    let uid: uid_t
-    let gid: gid_t
+    package let uid: uid_t
+    package let gid: gid_t
     let groupName: String
     /// Supplementary groups, primary group included.
     let groups: [gid_t]
@@ -23,12 +23,12 @@ struct ServiceUser: Equatable {
     /// nginx's `user` directive: `user group`.
     var nginxUser: String { name + " " + groupName }
 
-    var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups, home: home) }
+    package var credentials: ChildProcess.Credentials { .init(uid: uid, gid: gid, groups: groups, home: home) }
 
     /// The account named `name`, or `nil` when there is none. Looked up with the reentrant
     /// calls: `getpwnam` and `getgrgid` return static buffers another thread's lookup can
     /// overwrite (the tests run in parallel; one once read root's group as "nogroup").
-    static func lookUp(_ name: String) -> ServiceUser? {
+    package static func lookUp(_ name: String) -> ServiceUser? {
         var buffer = [CChar](repeating: 0, count: 16_384)
         var pw = passwd(), found: UnsafeMutablePointer<passwd>?
         guard getpwnam_r(name, &pw, &buffer, buffer.count, &found) == 0, found != nil else { return nil }

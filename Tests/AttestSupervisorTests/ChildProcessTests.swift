@@ -1,6 +1,7 @@
 import AttestConfig
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #7 items 14 and 11: what `attestctl serve` does with the processes it starts.
@@ -82,13 +83,4 @@ import Testing
             return fields.count > 2 && fields[0] != "Z" && Int32(fields[2]) == pgid
         }
     }
-}
-
-func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
 }

@@ -1,6 +1,7 @@
 import AttestConfig
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #37 items 2 and 4: what `attestctl serve` and `reload` do as root with files and PIDs
@@ -76,35 +77,14 @@ import Testing
         #expect(lstat(data + "/keys/evil.pem", &st) == 0 && st.st_uid == nobody.uid, "the link itself is handed over")
     }
 
-    /// A data directory (`DIR/data`) whose run/ and log/ belong to `nobody` (the service user's
-    /// stand-in).
-    static func dataOwnedByNobody() throws -> (TemporaryDirectory, String) {
-        let nobody = try #require(ServiceUser.lookUp("nobody"))
-        let dir = TemporaryDirectory()
-        let data = dir.path + "/data"
-        for sub in ["", "/run", "/log"] {
-            mkdir(data + sub, 0o755)
-            chown(data + sub, nobody.uid, nobody.gid)
-        }
-        return (dir, data)
-    }
-
-    /// Runs `script` with `/bin/sh` in `directory` as `nobody`: the attacker's step.
-    static func asNobody(in directory: String, _ script: String) throws {
-        let nobody = try #require(ServiceUser.lookUp("nobody"))
-        let log = TemporaryDirectory()
-        let child = try ChildProcess(name: "attacker", executable: "/bin/sh", arguments: ["-c", "cd \(directory) && \(script)"],
-                                     logDirectory: try PinnedDirectory.open(log.path), logName: "out", credentials: nobody.credentials)
-        #expect(child.wait(seconds: 10) && child.exitStatus == 0, "\(script): \(child.exitDescription), \(child.logTail())")
-    }
 
     /// Issue #37 F7: serve prints a log's last lines when nginx or a pool dies; the logs are the
     /// service user's.
     @Test("the last lines of a 1 GiB sparse log are read from its end only", .enabled(if: geteuid() == 0))
     func hugeLogTails() throws {
-        let (dir, data) = try Self.dataOwnedByNobody()
+        let (dir, data) = try ServiceUserAttacker.dataOwnedByNobody()
         defer { withExtendedLifetime(dir) {} }
-        try Self.asNobody(in: data + "/log", "truncate -s 1G error.log attest-mad.log && echo 'nginx: the last line' >> error.log")
+        try ServiceUserAttacker.run(in: data + "/log", "truncate -s 1G error.log attest-mad.log && echo 'nginx: the last line' >> error.log")
         let logs = try PinnedDirectory.open(data + "/log")
         var started = monotonicSeconds()
         let errorTail = ServeSupervisor.tail(logs, "error.log")

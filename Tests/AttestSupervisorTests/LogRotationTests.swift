@@ -1,6 +1,7 @@
 import AttestConfig
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #7 item 18: serve's logs stay under server.logMaxMiB plus one previous generation.

@@ -1,6 +1,7 @@
 import AttestConfig
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// The repository's nginx templates as `attestctl serve` renders them.

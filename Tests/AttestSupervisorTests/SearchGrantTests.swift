@@ -1,6 +1,7 @@
 import AttestConfig
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #7 item 11: a data directory under a directory the service user cannot search (a

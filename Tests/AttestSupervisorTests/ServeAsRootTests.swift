@@ -1,6 +1,7 @@
 @testable import AttestSupervisor
 import CLISupport
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// `attestctl serve` as root on a data directory the service user owns (issue 37's review of

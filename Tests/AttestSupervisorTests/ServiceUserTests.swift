@@ -1,5 +1,6 @@
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #7 item 11: the unprivileged account serve runs nginx's workers and the pools as.

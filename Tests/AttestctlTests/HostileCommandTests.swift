@@ -3,40 +3,20 @@ import AttestOperations
 @testable import AttestSupervisor
 @testable import attestctl
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// Issue #37 items 2 and 4, attestctl's part: what `reload` and `restore` do as root with the
 /// PIDs the service user planted in the data directory (the checks live in `PoolMaster`). Each
 /// test plants the hostile entry, then checks that no signal was sent or nothing was read whole.
 @Suite("HostileCommands") struct HostileCommandTests {
-    /// A data directory (`DIR/data`) whose run/ and log/ belong to `nobody` (the service user's
-    /// stand-in).
-    static func dataOwnedByNobody() throws -> (TemporaryDirectory, String) {
-        let nobody = try #require(ServiceUser.lookUp("nobody"))
-        let dir = TemporaryDirectory()
-        let data = dir.path + "/data"
-        for sub in ["", "/run", "/log"] {
-            mkdir(data + sub, 0o755)
-            chown(data + sub, nobody.uid, nobody.gid)
-        }
-        return (dir, data)
-    }
-
-    /// Runs `script` with `/bin/sh` in `directory` as `nobody`: the attacker's step.
-    static func asNobody(in directory: String, _ script: String) throws {
-        let nobody = try #require(ServiceUser.lookUp("nobody"))
-        let log = TemporaryDirectory()
-        let child = try ChildProcess(name: "attacker", executable: "/bin/sh", arguments: ["-c", "cd \(directory) && \(script)"],
-                                     logDirectory: try PinnedDirectory.open(log.path), logName: "out", credentials: nobody.credentials)
-        #expect(child.wait(seconds: 10) && child.exitStatus == 0, "\(script): \(child.exitDescription), \(child.logTail())")
-    }
 
     /// Issue #37 F7: a sparse 256 MiB pid file made root's reload read it whole (630 MB, 231 s).
     @Test("reload refuses a 1 GiB sparse pid file at once, from its size", .enabled(if: geteuid() == 0))
     func hugePidFile() throws {
-        let (dir, data) = try Self.dataOwnedByNobody()
+        let (dir, data) = try ServiceUserAttacker.dataOwnedByNobody()
         defer { withExtendedLifetime(dir) {} }
-        try Self.asNobody(in: data + "/run", "truncate -s 1G refresh.sock.pid")
+        try ServiceUserAttacker.run(in: data + "/run", "truncate -s 1G refresh.sock.pid")
         let started = monotonicSeconds()
         var refusal = "accepted"
         do { _ = try reloadCommand.run(["refresh", "--data", data, "--timeout", "1"]) } catch { refusal = "\(error)" }
@@ -48,9 +28,9 @@ import Testing
     /// Found while fixing F7: restore (as root) read every DATA/run/*.sock.pid whole, through links.
     @Test("restore's running-pool check reads no pid file through a link, a FIFO or past 32 bytes", .enabled(if: geteuid() == 0))
     func restorePidFiles() throws {
-        let (dir, data) = try Self.dataOwnedByNobody()
+        let (dir, data) = try ServiceUserAttacker.dataOwnedByNobody()
         defer { withExtendedLifetime(dir) {} }
-        try Self.asNobody(in: data + "/run", "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
+        try ServiceUserAttacker.run(in: data + "/run", "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
         let started = monotonicSeconds()
         var refusal = "accepted"
         do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
@@ -58,7 +38,7 @@ import Testing
         #expect(!refusal.contains("is served right now"), "\(refusal)")
         #expect(seconds < 0.5, "took \(seconds) s")
         // A real pool's pid file (this process stands in for the pool) still stops it.
-        try Self.asNobody(in: data + "/run", "echo \(getpid()) > d.sock.pid")
+        try ServiceUserAttacker.run(in: data + "/run", "echo \(getpid()) > d.sock.pid")
         do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
         #expect(refusal.contains("is served right now (d.sock.pid)"), "\(refusal)")
     }
@@ -92,14 +72,4 @@ import Testing
         #expect(PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/other/refresh.sock") == nil,
                 "the same process is accepted for the socket it serves")
     }
-}
-
-/// Whether `condition` holds within `seconds` (polled every 20 ms).
-func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
 }

@@ -1,22 +1,25 @@
 import Foundation
 
+/// Test support shared by the supervisor's and attestctl's tests (a library target under Tests/,
+/// not a product).
+///
 /// A fresh directory under /tmp (mode 0755), removed when the value is released.
-final class TemporaryDirectory {
-    let path: String
+public final class TemporaryDirectory {
+    public let path: String
 
-    init() {
+    public init() {
         var template = Array("/tmp/attestctl-test-XXXXXX".utf8CString)
         path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         chmod(path, 0o755)
     }
 
-    func write(_ name: String, _ text: String, mode: mode_t = 0o644) -> String {
+    public func write(_ name: String, _ text: String, mode: mode_t = 0o644) -> String {
         let file = path + "/" + name
         _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
         return file
     }
 
-    func size(_ name: String) -> Int? {
+    public func size(_ name: String) -> Int? {
         (try? FileManager.default.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int
     }
 
