@@ -45,6 +45,24 @@ rm -f "$log"  # kept only when a run failed
 echo "==> release build"
 release_build
 
+# The benchmark's ablation variants (nginx/bench/ablate.sh) are `#if ATTEST_ABLATE` code that no
+# other build compiles; a change that breaks them would otherwise surface only 25 minutes into
+# nginx/bench/all.sh. A debug build of the serving library with the switch set, in a scratch
+# path of its own (the main builds stay as they are).
+echo "==> the ablation variants compile (-DATTEST_ABLATE, .build/ablate-check)"
+started=$SECONDS
+set +e
+swift build --target AttestService --scratch-path .build/ablate-check -Xswiftc -DATTEST_ABLATE > "$log" 2>&1
+status=$?
+set -e
+if [ "$status" -ne 0 ]; then
+  tail -40 "$log" >&2
+  echo "the ablation build failed (status $status): see nginx/bench/ablate.sh" >&2
+  exit "$status"
+fi
+echo "    compiled in $((SECONDS - started)) s"
+rm -f "$log"
+
 # Every end-to-end suite (nginx/e2e/run.sh: one summary of their results, checks and times at
 # the end); then the suites that exercise the whole store through every endpoint, again with
 # each stack's store in a database of its own in the cluster (the LMDB-only suites, durability,
