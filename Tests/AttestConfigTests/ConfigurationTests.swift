@@ -76,7 +76,8 @@ import Testing
     }
 
     @Test func badValuesNameTheKeyAndTheRule() {
-        #expect(problem(#"{"tokens": {"lifetimeSeconds": 5}}"#)?.contains("tokens.lifetimeSeconds must be a whole number in 600...") == true)
+        #expect(problem(#"{"tokens": {"lifetimeSeconds": 5}}"#)?
+                    .contains("tokens.lifetimeSeconds must be a whole number in 600...") == true)
         #expect(problem(#"{"store": {"sync": "sometimes"}}"#)?.contains("store.sync must be one of") == true)
         #expect(problem(#"{"server": {"listen": "nowhere"}}"#)?.contains("server.listen") == true)
         #expect(problem(#"{"rateLimits": {"challengeBurst": 0}}"#)?.contains("rateLimits.challengeBurst") == true,

@@ -15,11 +15,13 @@ import Testing
         // The name writeAtomically uses: PATH.tmp.PID (a PID the attacker can guess or cover).
         symlink(victim, dir + "/config.json.tmp.\(getpid())")
         try FileIO.writeAtomically(dir + "/config.json", text: "{}\n", mode: 0o644)
-        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "root's own file\n", "the link's target was written")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "root's own file\n",
+                "the link's target was written")
         var st = stat()
         #expect(stat(victim, &st) == 0 && st.st_mode & 0o777 == 0o600, "the link's target was chmodded")
         #expect(try String(contentsOfFile: dir + "/config.json", encoding: .utf8) == "{}\n")
         var link = stat()
-        #expect(lstat(dir + "/config.json", &link) == 0 && link.st_mode & S_IFMT == S_IFREG, "config.json is a file of its own")
+        #expect(lstat(dir + "/config.json", &link) == 0 && link.st_mode & S_IFMT == S_IFREG,
+                "config.json is a file of its own")
     }
 }

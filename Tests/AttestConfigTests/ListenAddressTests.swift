@@ -23,24 +23,25 @@ import Testing
         let v6 = try ListenAddress(parsing: "[2001:db8::1]:443 reuseport")
         #expect(v6.host == .ipv6("2001:db8::1") && v6.port == 443 && v6.parameters == [.reuseport])
         #expect(v6.authority == "[2001:db8::1]:443")
-        #expect(v6.directive(socketOptions: false) == "[2001:db8::1]:443", "reuseport is a socket option: once per address")
+        #expect(v6.directive(socketOptions: false) == "[2001:db8::1]:443",
+                "reuseport is a socket option: once per address")
         #expect(try ListenAddress(parsing: "localhost:80").host == .name("localhost"))
         #expect(try ListenAddress(parsing: "10.0.0.1:80").host == .ipv4("10.0.0.1"))
         #expect(try ListenAddress(parsing: "*:80").host == .any)
     }
 
     @Test("hostile and malformed forms are refused, naming the key", arguments: [
-        issuePayload,
-        "127.0.0.1:8080;", "127.0.0.1:8080; access_log /etc/passwd", "127.0.0.1:8080 }", "{127.0.0.1:8080",
-        "127.0.0.1:8080\n", "127.0.0.1:8080\nuser root;", "127.0.0.1:8080\treuseport", "'127.0.0.1:8080'", "\"127.0.0.1:8080\"",
-        "127.0.0.1:8080 $x", "127.0.0.1:8080 #", "127.0.0.1:8080 \\", "$host:8080", "ex;ample.com:80",
-        "127.0.0.1:8080 ssl", "127.0.0.1:8080 default_server", "127.0.0.1:8080 reuseport reuseport",
-        "127.0.0.1:8080  reuseport", " 127.0.0.1:8080", "127.0.0.1:8080 ", "127.0.0.1:8080 backlog=1",
-        "", "8080", "127.0.0.1", "127.0.0.1:", ":8080", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:+80", "127.0.0.1:-1",
-        "127.0.0.1:0x50", "127.0.0.1:٨٠", "127.0.0.1:080080", "::1:8080", "[::1]", "[]:80", "[::1%lo]:80", "[fe80::1%eth0]:80",
-        "[127.0.0.1]:80", "[::1:80", "::1]:80", "1.2.3:80", "256.0.0.1:80", "127.0.0.01:80", "-a.example:80", "a-.example:80",
-        "a..example:80", ".example:80", "exämple.com:80", "unix:/tmp/x.sock", "127.0.0.1:8080 unix:/x",
-        String(repeating: "a", count: 64) + ".example:80", String(repeating: "a.", count: 127) + "com:80",
+        issuePayload, "127.0.0.1:8080;", "127.0.0.1:8080; access_log /etc/passwd", "127.0.0.1:8080 }",
+        "{127.0.0.1:8080", "127.0.0.1:8080\n", "127.0.0.1:8080\nuser root;", "127.0.0.1:8080\treuseport",
+        "'127.0.0.1:8080'", "\"127.0.0.1:8080\"", "127.0.0.1:8080 $x", "127.0.0.1:8080 #", "127.0.0.1:8080 \\",
+        "$host:8080", "ex;ample.com:80", "127.0.0.1:8080 ssl", "127.0.0.1:8080 default_server",
+        "127.0.0.1:8080 reuseport reuseport", "127.0.0.1:8080  reuseport", " 127.0.0.1:8080", "127.0.0.1:8080 ",
+        "127.0.0.1:8080 backlog=1", "", "8080", "127.0.0.1", "127.0.0.1:", ":8080", "127.0.0.1:0", "127.0.0.1:65536",
+        "127.0.0.1:+80", "127.0.0.1:-1", "127.0.0.1:0x50", "127.0.0.1:٨٠", "127.0.0.1:080080", "::1:8080", "[::1]",
+        "[]:80", "[::1%lo]:80", "[fe80::1%eth0]:80", "[127.0.0.1]:80", "[::1:80", "::1]:80", "1.2.3:80", "256.0.0.1:80",
+        "127.0.0.01:80", "-a.example:80", "a-.example:80", "a..example:80", ".example:80", "exämple.com:80",
+        "unix:/tmp/x.sock", "127.0.0.1:8080 unix:/x", String(repeating: "a", count: 64) + ".example:80",
+        String(repeating: "a.", count: 127) + "com:80",
     ])
     func hostileForms(text: String) {
         do {
@@ -59,7 +60,9 @@ import Testing
             #expect(error.message.contains("server.listen"), "\(error.message)")
         }
         var c = Configuration()
-        do { try c.set("server.listen", jsonValue: Self.issuePayload); Issue.record("config set took the payload") } catch {
+        do {
+            try c.set("server.listen", jsonValue: Self.issuePayload); Issue.record("config set took the payload")
+        } catch {
             #expect(error.message.contains("server.listen"), "\(error.message)")
         }
         #expect(c.listen == Configuration().listen, "a refused value is not kept")

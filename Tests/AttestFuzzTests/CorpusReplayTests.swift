@@ -20,7 +20,8 @@ import Testing
 
     @Test func everyTargetHasACorpusDirectory() {
         for name in FuzzTargets.names {
-            #expect(FuzzFiles.inputs(at: "/" + Self.corpus + "/FuzzCorpus/" + name) != ["/" + Self.corpus + "/FuzzCorpus/" + name],
+            #expect(FuzzFiles.inputs(at: "/" + Self.corpus + "/FuzzCorpus/" + name)
+                        != ["/" + Self.corpus + "/FuzzCorpus/" + name],
                     "Tests/FuzzCorpus/\(name) is a directory")
         }
     }

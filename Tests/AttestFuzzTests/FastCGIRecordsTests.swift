@@ -7,7 +7,8 @@ import Testing
         let record = FastCGIRecords.record(type: 5, requestID: 0x0102, content: [1, 2, 3])
         #expect(record == [1, 5, 1, 2, 0, 3, 5, 0, 1, 2, 3, 0, 0, 0, 0, 0], "header, 3 content bytes, 5 padding bytes")
         let stream = FastCGIRecords.stream(type: 5, requestID: 1, [UInt8](repeating: 7, count: 70_000))
-        #expect(FastCGIRecords.replies(stream)?.map(\.content.count) == [65_535, 4_465, 0], "split at 65535, ended by an empty record")
+        #expect(FastCGIRecords.replies(stream)?.map(\.content.count) == [65_535, 4_465, 0],
+                "split at 65535, ended by an empty record")
     }
 
     @Test func readsWellFormedReplies() {
@@ -30,7 +31,8 @@ import Testing
 
     /// The inputs that aborted libfcgi 2.4.2 now run through the target like any other (it
     /// traps on a property violation).
-    @Test(arguments: ["known-libfcgi-huge-param", "known-libfcgi-huge-param-begin-padding", "known-libfcgi-huge-param-null-request-id"])
+    @Test(arguments: ["known-libfcgi-huge-param", "known-libfcgi-huge-param-begin-padding",
+                      "known-libfcgi-huge-param-null-request-id"])
     func servesTheInputsThatAbortedLibfcgi(_ name: String) throws {
         let path = "/" + CorpusReplayTests.corpus + "/FuzzCorpus/fastcgi/" + name
         let input = try #require(FuzzFiles.read(path), "read \(path)")

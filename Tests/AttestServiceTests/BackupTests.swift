@@ -8,12 +8,14 @@ import Foundation
 import Testing
 
 @Suite struct BackupTests {
-    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only"))
+    func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
         let file = flow.fixture.path + "/../" + UUID().uuidString + ".aebk"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let summary = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file, now: flow.fixture.clock.now())
+        let summary = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file,
+                                      now: flow.fixture.clock.now())
         #expect(summary.header.schema == Store.schemaVersion && summary.header.entries >= 6)
         var info = stat()
         stat(file, &info)
@@ -28,7 +30,8 @@ import Testing
         #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
     }
 
-    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func restoringOverAStoreKeepsItsSyncsAndForgetsNoUsedChallenge() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only"))
+    func restoringOverAStoreKeepsItsSyncsAndForgetsNoUsedChallenge() throws {
         var template = Array("/tmp/attest-restore-test-XXXXXX".utf8CString)
         let root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -42,7 +45,9 @@ import Testing
             try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "acme", createdAt: now)) }
             _ = try Backup.take(data: data, store: store, to: file, now: now)
             // Commits after the backup: the live file's transaction ids run ahead of the copy's.
-            for i in 0..<50 { try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "org\(i)", createdAt: now)) } }
+            for i in 0..<50 {
+                try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "org\(i)", createdAt: now)) }
+            }
         }
         _ = try Backup.restore(from: file, into: data)
         let store = try Store(directory: data.storeDirectory, options: options)
@@ -50,10 +55,12 @@ import Testing
         let before = store.durabilitySyncs
         try store.write([.durable]) { txn in try txn.put(OrgRecord(name: "after", createdAt: now)) }
         #expect(store.durabilitySyncs == before + 1, "a write after the restore is synced before it returns")
-        #expect(store.ephemeralResetAt > 0, "the ephemeral store is recreated, with a cutoff for the challenges issued before")
+        #expect(store.ephemeralResetAt > 0,
+                "the ephemeral store is recreated, with a cutoff for the challenges issued before")
     }
 
-    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only"))
+    func aDamagedOrTruncatedBackupIsRefusedBeforeAnythingIsWritten() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
         let file = flow.fixture.path + "-" + UUID().uuidString + ".aebk"
@@ -68,7 +75,8 @@ import Testing
         #expect(!FileIO.exists(target.path), "nothing written")
         try FileIO.writeAtomically(file, Array(bytes.prefix(bytes.count - 100)), mode: 0o600)
         #expect(throws: OperationsError.self) { try Backup.verify(file) }
-        try FileIO.writeAtomically(file, Array("not a backup at all, but long enough to be read as one".utf8), mode: 0o600)
+        try FileIO.writeAtomically(file, Array("not a backup at all, but long enough to be read as one".utf8),
+                                   mode: 0o600)
         #expect(throws: OperationsError.self) { try Backup.verify(file) }
         // The first entry's length with its top bit set: a damaged file, not a trap.
         // Layout: "AEBACKUP" format schema created(8) entries(4), then name length(2) name mode(4) length(8).

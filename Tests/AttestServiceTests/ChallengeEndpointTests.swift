@@ -30,7 +30,8 @@ import Testing
 
     @Test func unknownAppIs403AppNotRegistered() throws {
         let f = try Fixture()
-        let (status, body) = f.call(.challenge, "GET", headers: ["X-Bundle-ID": "com.other", "X-Team-ID": Fixture.teamID])
+        let (status, body) = f.call(.challenge, "GET",
+                                    headers: ["X-Bundle-ID": "com.other", "X-Team-ID": Fixture.teamID])
         #expect(status == 403)
         #expect(body["code"]?.stringValue == "app_not_registered")
         #expect(body["requestId"]?.stringValue == "req-1")
@@ -46,7 +47,8 @@ import Testing
     @Test func withoutHeadersTheChallengeIsUnboundAndRefusedByValidateAndRefresh() throws {
         let f = try Fixture()
         let challenge = try f.challenge(headers: [:])
-        let token = try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now(), requireBinding: false)
+        let token = try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now(),
+                                                   requireBinding: false)
         #expect(token.boundToApp == false)
         #expect(throws: ServiceError.self, "validate and refresh refuse unbound challenges") {
             try f.context.challenges.check(challenge, appID: Fixture.appID, now: f.clock.now())
@@ -57,7 +59,9 @@ import Testing
         let f = try Fixture()
         let challenge = try f.challenge()
         #expect(try f.context.challenges.check(challenge, appID: Fixture.appID, now: f.clock.now()).boundToApp)
-        #expect(throws: ServiceError.self) { try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now()) }
+        #expect(throws: ServiceError.self) {
+            try f.context.challenges.check(challenge, appID: "OTHER12345.x", now: f.clock.now())
+        }
     }
 
     @Test func aDisabledAppIsRefusedAtTheNextRequestDespiteTheLookupCache() throws {
@@ -78,14 +82,16 @@ import Testing
         #expect(f.call(.challenge, "GET", headers: ours).0 == 200)
         let other = f.call(.challenge, "GET", headers: ["X-Bundle-ID": "com.other", "X-Team-ID": Fixture.teamID])
         #expect(other.0 == 403 && other.1["code"]?.stringValue == "app_not_registered", "another bundle after ours")
-        let bad = f.call(.challenge, "GET", headers: ["X-Bundle-ID": Fixture.bundleID, "X-Team-ID": Fixture.teamID.lowercased()])
+        let bad = f.call(.challenge, "GET",
+                         headers: ["X-Bundle-ID": Fixture.bundleID, "X-Team-ID": Fixture.teamID.lowercased()])
         #expect(bad.0 == 400, "an invalid Team ID is checked, not taken from the last lookup")
         let padded = try f.challenge(headers: ["X-Bundle-ID": " \(Fixture.bundleID) ", "X-Team-ID": Fixture.teamID])
         #expect(try f.context.challenges.check(padded, appID: Fixture.appID, now: f.clock.now()).boundToApp)
         let again = try f.challenge(headers: ours)
         #expect(try f.context.challenges.check(again, appID: Fixture.appID, now: f.clock.now()).boundToApp)
         let unbound = try f.challenge(headers: [:])
-        #expect(try !f.context.challenges.check(unbound, appID: Fixture.appID, now: f.clock.now(), requireBinding: false).boundToApp,
+        #expect(try !f.context.challenges.check(unbound, appID: Fixture.appID, now: f.clock.now(),
+                                                requireBinding: false).boundToApp,
                 "no headers after ours: unbound, not ours")
     }
 
@@ -133,18 +139,22 @@ import Testing
         #expect(code { _ = try authority.check(String(chars), appID: "T.b", now: now) } == "challenge_invalid")
         #expect(code { _ = try authority.check("", appID: "T.b", now: now) } == "challenge_invalid")
         #expect(code { _ = try authority.check(String(c.dropLast()), appID: "T.b", now: now) } == "challenge_invalid")
-        let other = ChallengeAuthority(secret: [UInt8](repeating: 2, count: 32)).issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
-        #expect(code { _ = try authority.check(other, appID: "T.b", now: now) } == "challenge_invalid", "another server's key")
+        let other = ChallengeAuthority(secret: [UInt8](repeating: 2, count: 32)).issue(appID: "T.b", issued: now,
+                                                                                       expiry: now + 300, id: id)
+        #expect(code { _ = try authority.check(other, appID: "T.b", now: now) } == "challenge_invalid",
+                "another server's key")
     }
 
     @Test func anExtendedExpiryBreaksTheTag() {
         let c = authority.issue(appID: "T.b", issued: now, expiry: now + 300, id: id)
         var bytes = Base64.decode(c)!
         bytes[9] &+= 1
-        #expect(code { _ = try authority.check(Base64.encode(bytes, url: true), appID: "T.b", now: now) } == "challenge_invalid")
+        #expect(code { _ = try authority.check(Base64.encode(bytes, url: true), appID: "T.b", now: now) }
+                    == "challenge_invalid")
         var earlier = Base64.decode(c)!
         earlier[5] &-= 1  // the issue time, moved to before a restart, is signed too
-        #expect(code { _ = try authority.check(Base64.encode(earlier, url: true), appID: "T.b", now: now) } == "challenge_invalid")
+        #expect(code { _ = try authority.check(Base64.encode(earlier, url: true), appID: "T.b", now: now) }
+                    == "challenge_invalid")
     }
 
     @Test func carriesWhenItWasIssued() throws {

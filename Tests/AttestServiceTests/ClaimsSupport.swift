@@ -26,8 +26,10 @@ extension DeviceFlow {
     }
 
     /// Validates a new key for `device` with extra body members; returns status and body.
-    func attest(_ device: SoftwareDevice, _ extra: [(String, JSONValue)] = [], environment: AppAttestEnvironment = .production) throws -> (Int, JSONValue) {
-        post(.validate, try validateBody(challenge: try fixture.challenge(), device: device, environment: environment, extra: extra))
+    func attest(_ device: SoftwareDevice, _ extra: [(String, JSONValue)] = [],
+                environment: AppAttestEnvironment = .production) throws -> (Int, JSONValue) {
+        post(.validate, try validateBody(challenge: try fixture.challenge(), device: device, environment: environment,
+                                         extra: extra))
     }
 
     /// Refreshes `self.device` with extra body members; returns status and body.
@@ -41,9 +43,10 @@ extension DeviceFlow {
         try JWT(compact: try #require(body["token"]?.stringValue)).claims
     }
 
-    func flag(_ action: DeviceFlags.Action, _ keyID: [UInt8]? = nil, reason: String = "test") throws -> DeviceFlags.Change {
-        try DeviceFlags.apply(action, keyID: keyID ?? device.keyID, reason: reason, store: context.store, random: SystemRandom(),
-                              now: fixture.clock.now())
+    func flag(_ action: DeviceFlags.Action, _ keyID: [UInt8]? = nil,
+              reason: String = "test") throws -> DeviceFlags.Change {
+        try DeviceFlags.apply(action, keyID: keyID ?? device.keyID, reason: reason, store: context.store,
+                              random: SystemRandom(), now: fixture.clock.now())
     }
 
     func outbox() throws -> [OutboxEvent] { try context.store.read { try $0.outbox() }.map(\.event) }

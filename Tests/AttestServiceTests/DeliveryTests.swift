@@ -14,14 +14,18 @@ import Testing
         let admin: WebhookAdmin
 
         init(schedule: [Int] = [1, 5]) throws {
-            fixture = try Fixture(configure: { $0.webhookAllowPrivateDestinations = true; $0.webhookRetrySchedule = schedule })
+            fixture = try Fixture(configure: {
+                $0.webhookAllowPrivateDestinations = true; $0.webhookRetrySchedule = schedule
+            })
             queue = DeliveryQueue(store: fixture.context.store, retrySchedule: schedule)
-            admin = WebhookAdmin(store: fixture.context.store, allowPrivate: true, random: SystemRandom(), now: fixture.clock.now())
+            admin = WebhookAdmin(store: fixture.context.store, allowPrivate: true, random: SystemRandom(),
+                                 now: fixture.clock.now())
         }
 
         func enqueue(_ event: String, org: String = "acme") throws {
             _ = try fixture.context.store.write([.durable]) { txn in
-                try txn.enqueue(OutboxEvent(id: "evt_\(event)", event: event, org: org, createdAt: fixture.clock.now(), dataJSON: #"{"n":1}"#))
+                try txn.enqueue(OutboxEvent(id: "evt_\(event)", event: event, org: org, createdAt: fixture.clock.now(),
+                                            dataJSON: #"{"n":1}"#))
             }
         }
 
@@ -32,19 +36,24 @@ import Testing
         func log(_ id: String) throws -> [DeliveryRecord] { try admin.deliveries(org: nil, id: id, limit: 100) }
     }
 
-    static func answer(_ status: Int) -> AttemptResult { AttemptResult(status: status, durationMs: 3, excerpt: "ok", error: "") }
+    static func answer(_ status: Int) -> AttemptResult {
+        AttemptResult(status: status, durationMs: 3, excerpt: "ok", error: "")
+    }
 
     @Test func eventsFanOutToSubscribedActiveEndpointsOfTheirOrganization() throws {
         let s = try Setup()
         let all = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
-        let onlyNew = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/b", events: ["device.new"], description: nil)
-        let paused = try s.admin.update(org: nil, id: try s.admin.create(org: "acme", url: "http://127.0.0.1:1/c", events: nil, description: nil).id,
+        let onlyNew = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/b", events: ["device.new"],
+                                         description: nil)
+        let paused = try s.admin.update(org: nil, id: try s.admin.create(org: "acme", url: "http://127.0.0.1:1/c",
+                                                                         events: nil, description: nil).id,
                                         url: nil, events: nil, description: nil, isActive: false)
         try s.enqueue("device.new")
         try s.enqueue("attestation.completed")
         try s.enqueue("device.new", org: "other")
         #expect(try s.queue.fanOut(limit: 100, now: s.fixture.clock.now()) == 3)
-        #expect(try s.fixture.context.store.read { try $0.outbox() }.isEmpty, "the outbox is emptied by the same transaction")
+        #expect(try s.fixture.context.store.read { try $0.outbox() }.isEmpty,
+                "the outbox is emptied by the same transaction")
         #expect(try s.log(all.id).map(\.event) == ["attestation.completed", "device.new"])
         #expect(try s.log(onlyNew.id).map(\.event) == ["device.new"])
         #expect(try s.log(paused.id).isEmpty)
@@ -74,7 +83,8 @@ import Testing
         let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
         try s.enqueue("device.new")
         try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
-        try s.queue.record([(try s.due()[0], AttemptResult(status: 0, durationMs: 10_000, excerpt: "", error: "Timeout was reached"))], at: s.fixture.clock.now())
+        try s.queue.record([(try s.due()[0], AttemptResult(status: 0, durationMs: 10_000, excerpt: "",
+                                                           error: "Timeout was reached"))], at: s.fixture.clock.now())
         s.fixture.clock.advance(1)
         try s.queue.record([(try s.due()[0], Self.answer(503))], at: s.fixture.clock.now())
         let d = try #require(try s.log(endpoint.id).first)
@@ -90,7 +100,8 @@ import Testing
         let first = try s.due()
         // A second worker (another host) looking at the same moment finds it leased.
         let other = DeliveryQueue(store: s.fixture.context.store, retrySchedule: [1])
-        let meanwhile = try other.due(now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:], endpointLimit: 10)
+        let meanwhile = try other.due(now: s.fixture.clock.now(), limit: 10, busy: [], perEndpoint: [:],
+                                      endpointLimit: 10)
         #expect(first.count == 1 && meanwhile.isEmpty, "one worker holds it")
         // The first sender is killed after sending, before recording; its 60 s lease ends.
         s.fixture.clock.advance(61)
@@ -113,10 +124,12 @@ import Testing
         let s = try Setup()
         let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: nil, description: nil)
         for i in 0..<5 { try s.enqueue("device.new"); _ = i }
-        let fast = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/fast", events: ["attestation.completed"], description: nil)
+        let fast = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/fast", events: ["attestation.completed"],
+                                      description: nil)
         try s.enqueue("attestation.completed")
         try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
-        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 4, busy: [], perEndpoint: [slow.id: 1], endpointLimit: 2)
+        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 4, busy: [], perEndpoint: [slow.id: 1],
+                                   endpointLimit: 2)
         #expect(jobs.filter { $0.endpointID == slow.id }.count == 1, "one more for the endpoint already at 1 of 2")
         #expect(jobs.contains { $0.endpointID == fast.id }, "the other endpoint is not held up")
     }
@@ -126,7 +139,8 @@ import Testing
     func backlog(_ s: Setup, _ count: Int, event: String = "device.new") throws {
         _ = try s.fixture.context.store.write([.durable]) { txn in
             for i in 0..<count {
-                try txn.enqueue(OutboxEvent(id: "evt_\(event)_\(i)", event: event, org: "acme", createdAt: s.fixture.clock.now(), dataJSON: "{}"))
+                try txn.enqueue(OutboxEvent(id: "evt_\(event)_\(i)", event: event, org: "acme",
+                                            createdAt: s.fixture.clock.now(), dataJSON: "{}"))
             }
         }
         while try s.queue.fanOut(limit: 512, now: s.fixture.clock.now()) > 0 {}
@@ -134,30 +148,36 @@ import Testing
 
     @Test func anEndpointAtItsConcurrencyDoesNotHoldUpOthersBehindItsBacklog() throws {
         let s = try Setup()
-        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"], description: nil)
+        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"],
+                                      description: nil)
         try backlog(s, 100)
         s.fixture.clock.advance(1)
-        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"], description: nil)
+        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"],
+                                       description: nil)
         try s.enqueue("attestation.completed")
         try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
-        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2], endpointLimit: 2)
-        #expect(jobs.map(\.endpointID) == [other.id], "the slow endpoint's 100 due deliveries come first but it has no room")
+        let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2],
+                                   endpointLimit: 2)
+        #expect(jobs.map(\.endpointID) == [other.id],
+                "the slow endpoint's 100 due deliveries come first but it has no room")
     }
 
     @Test func behindABacklogLongerThanOneScanEveryEndpointIsReachedWithinAFewCalls() throws {
         let s = try Setup()
-        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"], description: nil)
+        let slow = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/slow", events: ["device.new"],
+                                      description: nil)
         let backlogSize = DeliveryQueue.scanBudget * 2
         try backlog(s, backlogSize)
         s.fixture.clock.advance(1)
-        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"], description: nil)
+        let other = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/other", events: ["attestation.completed"],
+                                       description: nil)
         try s.enqueue("attestation.completed")
         try s.queue.fanOut(limit: 10, now: s.fixture.clock.now())
         var resume: [UInt8]?
         var calls = 0, reached = false
         while !reached && calls < 10 {
-            let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2], endpointLimit: 2,
-                                       resume: &resume)
+            let jobs = try s.queue.due(now: s.fixture.clock.now(), limit: 14, busy: [], perEndpoint: [slow.id: 2],
+                                       endpointLimit: 2, resume: &resume)
             #expect(!jobs.contains { $0.endpointID == slow.id })
             reached = jobs.contains { $0.endpointID == other.id }
             calls += 1
@@ -176,13 +196,16 @@ import Testing
         // Day 0: three deliveries: one delivered, one failed (after its one retry), one pending.
         try backlog(s, 3)
         let jobs = try s.due()
-        try s.queue.record([(jobs[0], Self.answer(200)), (jobs[1], Self.answer(500)), (jobs[2], Self.answer(500))], at: s.fixture.clock.now())
+        try s.queue.record([(jobs[0], Self.answer(200)), (jobs[1], Self.answer(500)), (jobs[2], Self.answer(500))],
+                           at: s.fixture.clock.now())
         s.fixture.clock.advance(1)
-        try s.queue.record([(try s.due().first { $0.sequence == jobs[1].sequence }!, Self.answer(500))], at: s.fixture.clock.now())
+        try s.queue.record([(try s.due().first { $0.sequence == jobs[1].sequence }!, Self.answer(500))],
+                           at: s.fixture.clock.now())
         // Day 2: one more, delivered.
         s.fixture.clock.advance(2 * 86_400)
         try backlog(s, 1, event: "attestation.completed")
-        try s.queue.record([(try s.due().max { $0.sequence < $1.sequence }!, Self.answer(200))], at: s.fixture.clock.now())
+        try s.queue.record([(try s.due().max { $0.sequence < $1.sequence }!, Self.answer(200))],
+                           at: s.fixture.clock.now())
         #expect(try s.log(endpoint.id).map(\.state) == [.delivered, .pending, .failed, .delivered])
 
         let removed = try s.queue.prune(createdBefore: s.fixture.clock.now() - 86_400, limit: 100)
@@ -207,7 +230,8 @@ import Testing
             }
         }
         let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
-                                    clock: s.fixture.clock, pollMilliseconds: 1) { DeliveryWorkerIdleTests.Answers200() }
+                                    clock: s.fixture.clock,
+                                    pollMilliseconds: 1) { DeliveryWorkerIdleTests.Answers200() }
         #expect(try !worker.turn(waitMilliseconds: 1), "nothing old enough yet: an idle turn")
         s.fixture.clock.advance(86_400 + 1)
         #expect(try worker.turn(waitMilliseconds: 1), "a full batch: more to do")
@@ -220,7 +244,8 @@ import Testing
     @Test func theExcerptIsAtMost256BytesWhateverTheAnswer() {
         #expect(AttemptResult.excerpt(of: Array("ok".utf8)) == "ok")
         let binary = AttemptResult.excerpt(of: [UInt8](repeating: 0xFF, count: 4096))
-        #expect(binary.utf8.count <= AttemptResult.excerptBytes && binary.unicodeScalars.allSatisfy { $0 == "\u{FFFD}" })
+        #expect(binary.utf8.count <= AttemptResult.excerptBytes
+                    && binary.unicodeScalars.allSatisfy { $0 == "\u{FFFD}" })
         // "€" is 3 bytes: 256 bytes end one byte into the 86th.
         let text = AttemptResult.excerpt(of: Array(String(repeating: "€", count: 300).utf8))
         #expect(text == String(repeating: "€", count: 85), "the character cut at the edge is dropped")
@@ -229,8 +254,9 @@ import Testing
     @Test func signaturesFollowBothSchemes() {
         // Standard Webhooks' published example (standard-webhooks spec and libraries' tests).
         let body = Array(#"{"test": 2432232314}"#.utf8)
-        let headers = WebhookSignature.headers(secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", eventID: "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                                               timestamp: 1_614_265_330, body: body)
+        let headers = WebhookSignature.headers(secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                                               eventID: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330,
+                                               body: body)
         #expect(headers.first { $0.0 == "webhook-signature" }?.1 == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         let grantiva = HMACSHA256(key: Array("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".utf8)).authenticate(body)
         #expect(headers.first { $0.0 == "X-Grantiva-Signature" }?.1 == "sha256=" + Hex.encode(grantiva))
@@ -238,13 +264,13 @@ import Testing
 
     @Test func addressRestrictions() {
         let cases: [(String, Bool)] = [
-            ("8.8.8.8", true), ("93.184.216.34", true), ("2606:4700::1111", true),
-            ("127.0.0.1", false), ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true), ("192.168.0.1", false),
-            ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.251", false), ("255.255.255.255", false),
-            ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false), ("ff02::1", false), ("::ffff:127.0.0.1", false),
-            ("64:ff9b::a00:1", false),
-            ("::127.0.0.1", false), ("::8.8.8.8", false), ("64:ff9b:1::808:808", false),
-            ("192.0.2.1", false), ("198.51.100.7", false), ("203.0.113.9", false), ("203.0.114.9", true),
+            ("8.8.8.8", true), ("93.184.216.34", true), ("2606:4700::1111", true), ("127.0.0.1", false),
+            ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true), ("192.168.0.1", false),
+            ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false), ("224.0.0.251", false),
+            ("255.255.255.255", false), ("::1", false), ("::", false), ("fe80::1", false), ("fd00::1", false),
+            ("ff02::1", false), ("::ffff:127.0.0.1", false), ("64:ff9b::a00:1", false), ("::127.0.0.1", false),
+            ("::8.8.8.8", false), ("64:ff9b:1::808:808", false), ("192.0.2.1", false), ("198.51.100.7", false),
+            ("203.0.113.9", false), ("203.0.114.9", true),
             // Transition forms (issue 37 item 8): judged by the IPv4 address they carry.
             ("2002:7f00:1::1", false), ("2002:a00:1::1", false), ("2002:c0a8:101::", false), ("2002:808:808::1", true),
             ("2001:0:4136:e378:8000:63bf:80ff:fffe", false), // Teredo client 127.0.0.1 (bits flipped)
@@ -256,9 +282,11 @@ import Testing
             ("2001:4860:4860::8888", true), ("2001:3::1", true),
         ]
         for (text, isPublic) in cases {
-            #expect((IPAddress(text)!.restriction == nil) == isPublic, "\(text): \(IPAddress(text)!.restriction ?? "public")")
+            #expect((IPAddress(text)!.restriction == nil) == isPublic,
+                    "\(text): \(IPAddress(text)!.restriction ?? "public")")
         }
-        #expect(IPAddress("2002:7f00:1::1")!.restriction == "loopback (6to4 of 127.0.0.1)", "the reason names the form and the IPv4 address")
+        #expect(IPAddress("2002:7f00:1::1")!.restriction == "loopback (6to4 of 127.0.0.1)",
+                "the reason names the form and the IPv4 address")
     }
 }
 
@@ -296,7 +324,8 @@ import Testing
         var configuration = s.fixture.context.configuration
         configuration.webhookMaxConcurrentDeliveries = 1
         let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
-                                    clock: s.fixture.clock, pollMilliseconds: 5) { DeliveryWorkerIdleTests.Answers200() }
+                                    clock: s.fixture.clock,
+                                    pollMilliseconds: 5) { DeliveryWorkerIdleTests.Answers200() }
         let endpoint = try s.admin.create(org: "acme", url: "http://127.0.0.1:1/a", events: nil, description: nil)
         try s.enqueue("device.new")
         var failures = 0
@@ -307,7 +336,8 @@ import Testing
             turns += 1
         }
         #expect(errors == 3, "each failed recording surfaces as an error of its turn")
-        #expect(worker.delivered == 1 && worker.attempts == 1, "the attempt is recorded once the store answers, not sent again")
+        #expect(worker.delivered == 1 && worker.attempts == 1,
+                "the attempt is recorded once the store answers, not sent again")
         #expect(try s.log(endpoint.id).first?.attempts.count == 1)
         // The one sender slot is free again: a later event is delivered too.
         try s.enqueue("attestation.completed")
@@ -344,7 +374,9 @@ import Testing
         let worker = DeliveryWorker(store: s.fixture.context.store, configuration: configuration,
                                     clock: s.fixture.clock, pollMilliseconds: 5) { transport }
         _ = try WebhooksAPITests.API.makeKey(s.fixture, org: "evil")  // the organization
-        for i in 0..<3 { _ = try s.admin.create(org: "evil", url: "http://127.0.0.1:1/slow\(i)", events: nil, description: nil) }
+        for i in 0..<3 {
+            _ = try s.admin.create(org: "evil", url: "http://127.0.0.1:1/slow\(i)", events: nil, description: nil)
+        }
         try s.enqueue("device.new", org: "evil")
         try s.enqueue("attestation.completed", org: "evil")
         _ = try worker.turn(waitMilliseconds: 5)  // evil's 6 deliveries are due first

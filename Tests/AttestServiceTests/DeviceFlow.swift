@@ -19,7 +19,8 @@ final class DeviceFlow {
         let start = Timestamp(iso8601: "2026-01-01T00:00:00Z")!
         pki = try TestPKI.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
         fixture = try Fixture(tier: tier, policy: policy,
-                              trustAnchors: pkiAsTestRoot ? [try AppleAppAttestationRoot.certificate()] : [pki.rootCertificate],
+                              trustAnchors: pkiAsTestRoot ? [try AppleAppAttestationRoot.certificate()]
+                                                          : [pki.rootCertificate],
                               testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [], configure: configure, rate: rate,
                               subjectLinks: subjectLinks)
         device = try SoftwareDevice.generate()
@@ -71,7 +72,8 @@ final class DeviceFlow {
         ])
     }
 
-    func post(_ endpoint: Endpoint, _ body: JSONValue, headers: [String: String] = Fixture.appHeaders) -> (Int, JSONValue) {
+    func post(_ endpoint: Endpoint, _ body: JSONValue,
+              headers: [String: String] = Fixture.appHeaders) -> (Int, JSONValue) {
         fixture.call(endpoint, body: body.jsonText, headers: headers)
     }
 

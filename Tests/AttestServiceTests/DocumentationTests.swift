@@ -35,9 +35,12 @@ import Testing
         for key in ConfigurationKey.all {
             var node: AttestCore.JSONValue? = defaults
             for part in key.name.split(separator: ".") { node = node?[String(part)] }
-            let value = node.map { $0.stringValue.map { "`\($0)`" } ?? $0.jsonText.replacingOccurrences(of: "[]", with: "`[]`") } ?? "?"
+            let value = node.map {
+                $0.stringValue.map { "`\($0)`" } ?? $0.jsonText.replacingOccurrences(of: "[]", with: "`[]`")
+            } ?? "?"
             let shown = value == "true" || value == "false" ? "`\(value)`" : value
-            #expect(reference.contains("| `\(key.name)` | \(shown) |"), "docs/configuration.md row for \(key.name) with default \(shown)")
+            #expect(reference.contains("| `\(key.name)` | \(shown) |"),
+                    "docs/configuration.md row for \(key.name) with default \(shown)")
         }
     }
 

@@ -25,8 +25,9 @@ final class Fixture {
     static let bundleID = "com.example.app"
     static var appID: String { teamID + "." + bundleID }
 
-    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil, testRoots: [Certificate] = [],
-         configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0, subjectLinks: SubjectLinkPolicy = .asserted) throws {
+    init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil,
+         testRoots: [Certificate] = [], configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0,
+         subjectLinks: SubjectLinkPolicy = .asserted) throws {
         var template = Array("/tmp/attest-service-test-XXXXXX".utf8CString)
         path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         data = DataDirectory(path)
@@ -45,14 +46,15 @@ final class Fixture {
         logBook = book
         try store.write { txn in
             // `asserted` unless chosen: the behaviour the endpoint and subject tests were written for.
-            try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created, subjectLinks: subjectLinks,
-                                  subjectSecret: secret))
-            try txn.put(AppRecord(teamID: Fixture.teamID, bundleID: Fixture.bundleID, org: "acme", policy: policy, createdAt: created))
+            try txn.put(OrgRecord(name: "acme", tier: tier, ratePerMinute: rate, createdAt: created,
+                                  subjectLinks: subjectLinks, subjectSecret: secret))
+            try txn.put(AppRecord(teamID: Fixture.teamID, bundleID: Fixture.bundleID, org: "acme", policy: policy,
+                                  createdAt: created))
         }
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
-                                     trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()], testRoots: testRoots,
-                                     keyRing: KeyRing(data), log: { book.lines.append($0.text) })
+                                     trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
+                                     testRoots: testRoots, keyRing: KeyRing(data), log: { book.lines.append($0.text) })
     }
 
     /// With `ATTEST_TEST_STORE=postgres` (and `ATTEST_TEST_POSTGRES_URL`), every fixture gets
@@ -98,15 +100,18 @@ final class Fixture {
 
     static let appHeaders = ["X-Bundle-ID": bundleID, "X-Team-ID": teamID]
 
-    func call(_ endpoint: Endpoint, _ method: String = "POST", body: String? = nil, headers: [String: String] = Fixture.appHeaders,
-              remote: String = "127.0.0.1") -> (Int, JSONValue) {
-        let response = endpoint.handle(Fixture.request(method, endpoint.path, body: body, headers: headers, remote: remote), context)
+    func call(_ endpoint: Endpoint, _ method: String = "POST", body: String? = nil,
+              headers: [String: String] = Fixture.appHeaders, remote: String = "127.0.0.1") -> (Int, JSONValue) {
+        let response = endpoint.handle(Fixture.request(method, endpoint.path, body: body, headers: headers,
+                                                       remote: remote), context)
         return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
     }
 
     func challenge(headers: [String: String] = Fixture.appHeaders) throws -> String {
         let (status, body) = call(.challenge, "GET", headers: headers)
-        guard status == 200, let c = body["challenge"]?.stringValue else { throw FixtureError("challenge failed: \(status) \(body.jsonText)") }
+        guard status == 200, let c = body["challenge"]?.stringValue else {
+            throw FixtureError("challenge failed: \(status) \(body.jsonText)")
+        }
         return c
     }
 }
@@ -123,5 +128,7 @@ struct FixtureError: Error, CustomStringConvertible {
 
 extension JSONValue {
     /// JSON text of an object built from pairs, for request bodies.
-    static func body(_ pairs: [(String, String)]) -> String { JSONValue.object(pairs.map { ($0.0, .string($0.1)) }).jsonText }
+    static func body(_ pairs: [(String, String)]) -> String {
+        JSONValue.object(pairs.map { ($0.0, .string($0.1)) }).jsonText
+    }
 }

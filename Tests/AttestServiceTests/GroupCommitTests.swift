@@ -10,9 +10,11 @@ import Testing
 /// settles; the answers are built from what each write did. (PostgreSQL's `durableVersion`
 /// also moves with the clock's second, so commits are counted there on LMDB only.)
 @Suite struct GroupCommitTests {
-    private func refresh(_ responder: inout ServiceResponder, _ flow: DeviceFlow, counter: UInt32) throws -> (Response, Deferral?) {
+    private func refresh(_ responder: inout ServiceResponder, _ flow: DeviceFlow,
+                         counter: UInt32) throws -> (Response, Deferral?) {
         let body = try flow.refreshBody(challenge: try flow.fixture.challenge(), counter: counter)
-        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: body.jsonText, headers: Fixture.appHeaders))
+        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: body.jsonText,
+                                                             headers: Fixture.appHeaders))
         return (response, responder.deferral())
     }
 
@@ -29,7 +31,9 @@ import Testing
         #expect(held.allSatisfy { $0.position == GroupCommitter.groupPosition && $0.final != nil })
         let settledEarly = held.map { responder.isSettled($0.position) }
         #expect(settledEarly == [false, false])
-        if !Fixture.onPostgres { #expect(store.durableVersion == version, "nothing committed before the worker settles") }
+        if !Fixture.onPostgres {
+            #expect(store.durableVersion == version, "nothing committed before the worker settles")
+        }
         #expect(try flow.storedDevice()?.counter == 0)
         #expect(flow.fixture.logs.count == logged + 2, "the two challenges' lines only")
 
@@ -47,7 +51,8 @@ import Testing
         #expect(try flow.storedDevice()?.status == .invalidated)
         held.forEach { $0.released() }
         let lines = flow.fixture.logs.dropFirst(logged + 2)
-        #expect(lines.count == 2 && lines.first?.contains("status=200") == true && lines.last?.contains("status=409") == true, "\(lines)")
+        #expect(lines.count == 2 && lines.first?.contains("status=200") == true
+                    && lines.last?.contains("status=409") == true, "\(lines)")
     }
 
     /// `store.sync = interval`: the commit syncs nothing, but the worker still groups (one
@@ -90,7 +95,8 @@ import Testing
         var held: [Deferral] = []
         for device in devices {
             let body = try flow.validateBody(challenge: try flow.fixture.challenge(), device: device)
-            _ = responder.respond(to: Fixture.request("POST", Endpoint.validate.path, body: body.jsonText, headers: Fixture.appHeaders))
+            _ = responder.respond(to: Fixture.request("POST", Endpoint.validate.path, body: body.jsonText,
+                                                      headers: Fixture.appHeaders))
             let deferral = responder.deferral()
             held.append(try #require(deferral))
         }
@@ -107,7 +113,8 @@ import Testing
         let flow = try DeviceFlow()
         try flow.enroll()
         var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
-        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: "{}", headers: Fixture.appHeaders))
+        let response = responder.respond(to: Fixture.request("POST", Endpoint.refresh.path, body: "{}",
+                                                             headers: Fixture.appHeaders))
         #expect(response.status == 400)
         let deferral = responder.deferral()
         #expect(deferral == nil || deferral?.position != GroupCommitter.groupPosition, "nothing queued")

@@ -28,7 +28,8 @@ import Testing
         let token = try #require(try flow.enroll()["token"]?.stringValue)
         var headers = Fixture.appHeaders
         headers["Authorization"] = "Bearer " + token
-        #expect(flow.fixture.call(.mad, body: #"{"sdkVersion":"2.1.0","appState":"active"}"#, headers: headers).0 == 200)
+        #expect(flow.fixture.call(.mad, body: #"{"sdkVersion":"2.1.0","appState":"active"}"#, headers: headers).0
+                    == 200)
         #expect(flow.context.caches.heartbeatHints.count == 0)
     }
 }

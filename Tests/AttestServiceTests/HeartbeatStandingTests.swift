@@ -41,7 +41,8 @@ import Testing
     @Test func aBlockedDeviceIs401UntilTheBlockIsCleared() throws {
         let flow = try DeviceFlow()
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-01T23:40:00Z")!)
-        let token = try #require(try flow.attest(flow.device, [("deviceFingerprint", "phone-1")]).1["token"]?.stringValue)
+        let token = try #require(try flow.attest(flow.device,
+                                                 [("deviceFingerprint", "phone-1")]).1["token"]?.stringValue)
         #expect(heartbeat(flow, token).0 == 200)
         _ = try flow.flag(.block, reason: "chargeback fraud")
         flow.fixture.clock.advance(1800)
@@ -66,7 +67,8 @@ import Testing
         #expect(heartbeat(flow, oldToken).0 == 401)
         // Another fingerprint of the same app is another device: not blocked.
         let other = try SoftwareDevice.generate()
-        let otherToken = try #require(try flow.attest(other, [("deviceFingerprint", "phone-2")]).1["token"]?.stringValue)
+        let otherToken = try #require(try flow.attest(other,
+                                                      [("deviceFingerprint", "phone-2")]).1["token"]?.stringValue)
         #expect(heartbeat(flow, otherToken).0 == 200)
     }
 }

@@ -8,12 +8,15 @@ import Testing
 /// on a commit not yet on disk comes back with a `Deferral` on that commit, and leaves only
 /// once `isSettled` or `settle` says it is durable.
 @Suite struct HeldAnswerTests {
-    private func respond(_ responder: inout ServiceResponder, _ flow: DeviceFlow, _ endpoint: Endpoint, body: JSONValue?) -> Response {
-        responder.respond(to: Fixture.request(body == nil ? "GET" : "POST", endpoint.path, body: body?.jsonText, headers: Fixture.appHeaders))
+    private func respond(_ responder: inout ServiceResponder, _ flow: DeviceFlow, _ endpoint: Endpoint,
+                         body: JSONValue?) -> Response {
+        responder.respond(to: Fixture.request(body == nil ? "GET" : "POST", endpoint.path, body: body?.jsonText,
+                                              headers: Fixture.appHeaders))
     }
 
     @Test func theWorkerHoldsAsManyAnswersAsConfigured() throws {
-        #expect(ServiceResponder(endpoint: .refresh, context: try DeviceFlow().context, holdsAnswers: true).heldAnswerLimit == 32)
+        #expect(ServiceResponder(endpoint: .refresh, context: try DeviceFlow().context,
+                                 holdsAnswers: true).heldAnswerLimit == 32)
         let flow = try DeviceFlow { $0.maxHeldAnswers = 3 }
         #expect(ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true).heldAnswerLimit == 3)
     }
@@ -70,7 +73,9 @@ import Testing
         let deferral = responder.deferral()
         #expect(status == 200)
         #expect(deferral == nil)
-        if !Fixture.onPostgres { #expect(flow.context.store.durabilitySyncs == before + 1, "respond synced before returning") }
+        if !Fixture.onPostgres {
+            #expect(flow.context.store.durabilitySyncs == before + 1, "respond synced before returning")
+        }
     }
 
     @Test func aHeldFailureIsA503WithTheRequestID() throws {

@@ -45,7 +45,9 @@ import Testing
         #expect(throws: ConfigError.self) { try dir.read("linked.log", atMost: 4096) }
         #expect(throws: ConfigError.self) { try dir.tail("linked.log", bytes: 4096) }
         mkfifo(scene.data.path + "/fifo", 0o644)
-        #expect(throws: ConfigError.self, "a FIFO is refused at once, not waited on") { try dir.openFile("fifo", O_RDONLY) }
+        #expect(throws: ConfigError.self, "a FIFO is refused at once, not waited on") {
+            try dir.openFile("fifo", O_RDONLY)
+        }
         scene.link("keys", to: scene.root)
         #expect(throws: ConfigError.self) { try dir.directory("keys") }
         #expect(throws: ConfigError.self) { try dir.openFile("keys/victim", O_RDONLY) }
@@ -53,8 +55,11 @@ import Testing
         _ = write(fd, "new", 3)
         close(fd)
         #expect(scene.victimIsUntouched)
-        #expect(try FileIO.readText(scene.data.path + "/linked.log") == "new", "the link itself was replaced by a fresh file")
-        #expect(throws: ConfigError.self, "a path that climbs out is refused") { try dir.openFile("../victim", O_RDONLY) }
+        #expect(try FileIO.readText(scene.data.path + "/linked.log") == "new",
+                "the link itself was replaced by a fresh file")
+        #expect(throws: ConfigError.self, "a path that climbs out is refused") {
+            try dir.openFile("../victim", O_RDONLY)
+        }
     }
 
     @Test func aFileWithASecondHardLinkIsNotOpenedForWriting() throws {
@@ -115,24 +120,28 @@ import Testing
         scene.link("secrets/challenge.key")
         mkfifo(scene.data.keysDirectory + "/fifo.pem", 0o644)
         let file = scene.root + "/backup.aebk"
-        let store = try Store(directory: scene.data.storeDirectory, options: try scene.data.loadConfiguration().storeOptions)
+        let store = try Store(directory: scene.data.storeDirectory,
+                              options: try scene.data.loadConfiguration().storeOptions)
         let summary = try Backup.take(data: scene.data, store: store, to: file, now: now)
         let bytes = try #require(try FileIO.read(file))
         #expect(bytes.firstRange(of: Array(scene.victimText.utf8)) == nil, "the victim's content is not in the backup")
         for name in ["keys/stolen.pem", "test-ca/ca.key", "secrets/challenge.key", "keys/fifo.pem"] {
-            #expect(summary.skipped.contains { $0.hasPrefix(name + ":") }, "\(name) reported as left out: \(summary.skipped)")
+            #expect(summary.skipped.contains { $0.hasPrefix(name + ":") },
+                    "\(name) reported as left out: \(summary.skipped)")
         }
         #expect(summary.skipped.contains { $0.contains("symbolic link") })
     }
 
-    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only")) func restoreReplacesLinksAndRefusesLinkedDirectories() throws {
+    @Test(.enabled(if: !Fixture.onPostgres, "LMDB only"))
+    func restoreReplacesLinksAndRefusesLinkedDirectories() throws {
         let scene = try Scene()
         let now = Timestamp(iso8601: "2026-06-01T12:00:00Z")!
         let source = DataDirectory(scene.root + "/source")
         try source.initialise(configuration: Configuration(), now: now)
         let file = scene.root + "/backup.aebk"
         do {
-            let store = try Store(directory: source.storeDirectory, options: try source.loadConfiguration().storeOptions)
+            let store = try Store(directory: source.storeDirectory,
+                                  options: try source.loadConfiguration().storeOptions)
             _ = try Backup.take(data: source, store: store, to: file, now: now)
         }
         // Planted where restore creates, replaces and removes files.
@@ -145,7 +154,8 @@ import Testing
         _ = try Backup.restore(from: file, into: scene.data)
         #expect(scene.victimIsUntouched)
         #expect(FileIO.exists(scene.victim), "removing lock.mdb removed the link, not its target")
-        #expect(try FileIO.read(scene.data.jwksFile) == (try FileIO.read(source.jwksFile)), "the link at jwks.json was replaced by the file")
+        #expect(try FileIO.read(scene.data.jwksFile) == (try FileIO.read(source.jwksFile)),
+                "the link at jwks.json was replaced by the file")
         // A directory swapped for a link: refused, nothing written through it.
         let outside = scene.root + "/outside"
         try FileIO.makeDirectories(outside)

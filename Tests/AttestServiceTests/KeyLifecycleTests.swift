@@ -63,7 +63,8 @@ import Testing
         try Self.request(flow, at: t0 + Self.delay + Self.overlap - 1)
         #expect(try KeyRingTests.served(flow.fixture) == [new.kid, old.kid])
         try Self.request(flow, at: t0 + Self.delay + Self.overlap)
-        #expect(try KeyRingTests.served(flow.fixture) == [new.kid], "a worker withdrew it from jwks.json when its overlap ended")
+        #expect(try KeyRingTests.served(flow.fixture) == [new.kid],
+                "a worker withdrew it from jwks.json when its overlap ended")
     }
 
     @Test func rotateNowSignsAtOnceAndRetiresTheSignerAtOnce() throws {
@@ -91,10 +92,12 @@ import Testing
             let listing = try #require(try KeyRing(flow.fixture.data).listing(at: t0 + step).arrayValue)
             let published = listing.filter { $0["published"] == true }.compactMap { $0["kid"]?.stringValue }
             let signing = listing.filter { $0["signing"] == true }.compactMap { $0["kid"]?.stringValue }
-            #expect(published == (try KeyRingTests.served(flow.fixture)), "t0+\(step): listed as published = served in jwks.json")
+            #expect(published == (try KeyRingTests.served(flow.fixture)),
+                    "t0+\(step): listed as published = served in jwks.json")
             #expect(signing == [kid], "t0+\(step): the one key listed as signing signed the token")
             for key in listing where key["privateKey"] == true {
-                #expect(key["state"] != "retired" && key["state"] != "withdrawn", "t0+\(step): no private key kept for \(key.jsonText)")
+                #expect(key["state"] != "retired" && key["state"] != "withdrawn",
+                        "t0+\(step): no private key kept for \(key.jsonText)")
             }
         }
     }

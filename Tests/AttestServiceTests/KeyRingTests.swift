@@ -27,7 +27,8 @@ import Testing
 
     @Test func rs256KeysPublishModulusAndExponent() throws {
         let f = try Fixture()
-        let entry = try f.context.keyRing.rotate(algorithm: "RS256", now: f.clock.now(), publicationDelay: 0, overlap: 0)
+        let entry = try f.context.keyRing.rotate(algorithm: "RS256", now: f.clock.now(), publicationDelay: 0,
+                                                 overlap: 0)
         #expect(entry.algorithm == "RS256")
         let jwks = try JSONParser.parse(try #require(try FileIO.read(f.data.jwksFile)))
         let key = try #require(jwks["keys"]?.arrayValue?.first)
@@ -43,13 +44,18 @@ import Testing
         try FileIO.writeAtomically(f.data.keysDirectory + "/newer.pem", text: newer.pemEncoded, mode: 0o600)
         let t0 = f.clock.now()
         try FileIO.writeAtomically(f.data.keysDirectory + "/index.json", text: """
-            {"keys": [{"kid": "\(newerKid)", "algorithm": "ES256", "file": "newer.pem", "createdAt": "\((t0 + 10).iso8601)", "retiresAt": null},
-                      {"kid": "\(old.kid)", "algorithm": "ES256", "file": "\(old.file)", "createdAt": "\(old.publishAt.iso8601)", "retiresAt": "\((t0 + 100).iso8601)"}]}
+            {"keys": [{"kid": "\(newerKid)", "algorithm": "ES256", "file": "newer.pem", \
+            "createdAt": "\((t0 + 10).iso8601)", "retiresAt": null},
+                      {"kid": "\(old.kid)", "algorithm": "ES256", "file": "\(old.file)", \
+            "createdAt": "\(old.publishAt.iso8601)", "retiresAt": "\((t0 + 100).iso8601)"}]}
             """, mode: 0o600)
         let ring = try KeyRing(f.data)
-        #expect(ring.entries.map { $0.state(at: t0 + 20) } == [.active, .retired], "the newer key signs, the older one verifies")
-        #expect(ring.entries.map { $0.state(at: t0 + 100) } == [.active, .withdrawn], "the older one leaves at its retiresAt")
-        #expect(ring.entries.allSatisfy { $0.jwk?["kid"]?.stringValue == $0.kid }, "public JWKs derived from the private keys")
+        #expect(ring.entries.map { $0.state(at: t0 + 20) } == [.active, .retired],
+                "the newer key signs, the older one verifies")
+        #expect(ring.entries.map { $0.state(at: t0 + 100) } == [.active, .withdrawn],
+                "the older one leaves at its retiresAt")
+        #expect(ring.entries.allSatisfy { $0.jwk?["kid"]?.stringValue == $0.kid },
+                "public JWKs derived from the private keys")
         #expect(try ring.signer(at: t0 + 20).keyID == newerKid)
     }
 }

@@ -12,7 +12,8 @@ import Testing
     static func expectOneCleanLine(_ logs: [String], containing text: String) {
         #expect(logs.count == 1, "one log entry: \(logs)")
         for line in logs {
-            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "no control character in \(line.debugDescription)")
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
+                    "no control character in \(line.debugDescription)")
             #expect(line.contains(text), "\(line.debugDescription) shows the value escaped as \(text.debugDescription)")
         }
     }
@@ -20,7 +21,8 @@ import Testing
     @Test func hostileHeadersAndRequestIDAreEscaped() throws {
         let f = try Fixture()
         let request = Fixture.request("POST", Endpoint.validate.path, body: "{}",
-                                      headers: ["X-Bundle-ID": Self.hostile, "X-Team-ID": Fixture.teamID], requestID: "id\n1\u{1B}")
+                                      headers: ["X-Bundle-ID": Self.hostile, "X-Team-ID": Fixture.teamID],
+                                      requestID: "id\n1\u{1B}")
         let response = Endpoint.validate.handle(request, f.context)
         #expect(response.status == 400, "refused as a malformed bundle ID, and logged as such")
         Self.expectOneCleanLine(f.logs, containing: "requestId=id\\n1\\u001B ")

@@ -12,7 +12,8 @@ import Testing
 /// (docs/contract.md §2, §4, §8), with an injected clock.
 @Suite struct MonthlyUsageTests {
     /// A flow whose organization has `limit` monthly devices and `grace` days.
-    func flow(limit: UInt32, grace: UInt16 = 0, configure: (inout Configuration) -> Void = { _ in }) throws -> DeviceFlow {
+    func flow(limit: UInt32, grace: UInt16 = 0,
+              configure: (inout Configuration) -> Void = { _ in }) throws -> DeviceFlow {
         let flow = try DeviceFlow(configure: configure)
         try flow.context.store.write { txn in
             var org = try #require(try txn.org(named: "acme"))
@@ -26,12 +27,15 @@ import Testing
 
     func enroll(_ flow: DeviceFlow, _ device: SoftwareDevice, fingerprint: String? = nil) throws -> (Int, JSONValue) {
         flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: device,
-                                                   extra: fingerprint.map { [("deviceFingerprint", .string($0))] } ?? []))
+                                                   extra: fingerprint.map { [("deviceFingerprint", .string($0))] }
+                                                       ?? []))
     }
 
     /// The month's figures as the report shows them (returning devices' days added).
     func totals(_ flow: DeviceFlow, month: String? = nil) throws -> UsageMonthRecord? {
-        try flow.context.store.read { try $0.usageMonthReport(org: "acme", month: month ?? flow.fixture.clock.now().monthKey) }
+        try flow.context.store.read {
+            try $0.usageMonthReport(org: "acme", month: month ?? flow.fixture.clock.now().monthKey)
+        }
     }
 
     /// The usage events in the outbox (validate also queues device events).
@@ -40,9 +44,12 @@ import Testing
     }
 
     func apiKey(_ flow: DeviceFlow, org: String = "acme", scope: APIKeyRecord.Scope = .all) throws -> String {
-        let (key, record) = APIKeys.generate(org: org, name: "test", scope: scope, random: SystemRandom(), now: flow.fixture.clock.now())
+        let (key, record) = APIKeys.generate(org: org, name: "test", scope: scope, random: SystemRandom(),
+                                             now: flow.fixture.clock.now())
         try flow.context.store.write([.durable]) { txn in
-            if try txn.org(named: org) == nil { try txn.put(OrgRecord(name: org, tier: .pro, createdAt: flow.fixture.clock.now())) }
+            if try txn.org(named: org) == nil {
+                try txn.put(OrgRecord(name: org, tier: .pro, createdAt: flow.fixture.clock.now()))
+            }
             try txn.put(record)
         }
         return key
@@ -56,7 +63,8 @@ import Testing
     }
 
     func usage(_ flow: DeviceFlow, key: String?, query: String = "") -> (Int, JSONValue) {
-        var params = ["REQUEST_METHOD": "GET", "DOCUMENT_URI": UsageEndpoint.path, "QUERY_STRING": query, "REQUEST_ID": "u"]
+        var params = ["REQUEST_METHOD": "GET", "DOCUMENT_URI": UsageEndpoint.path, "QUERY_STRING": query,
+                      "REQUEST_ID": "u"]
         if let key { params["HTTP_AUTHORIZATION"] = "Bearer " + key }
         let response = Endpoint.mad.handle(Request(fastCGIParams: params), flow.context)
         return (response.status, (try? JSONParser.parse(response.body)) ?? .null)
@@ -67,7 +75,9 @@ import Testing
     @Test func validateAndRefreshCountADeviceOncePerMonth() throws {
         let flow = try flow(limit: 0)
         try flow.enroll()
-        for _ in 0..<3 { #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200) }
+        for _ in 0..<3 {
+            #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
+        }
         let t = try #require(try totals(flow))
         #expect(t.activeDevices == 1 && t.days.last == .init(newDevices: 1, activeDevices: 1))
         #expect(t.apps.map(\.appID) == [Fixture.appID] && t.apps[0].activeDevices == 1)
@@ -81,7 +91,8 @@ import Testing
         #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
         #expect(try totals(flow, month: "2026-06")?.activeDevices == 1)
         let july = try #require(try totals(flow, month: "2026-07"))
-        #expect(july.activeDevices == 1 && july.days == [.init(newDevices: 1, activeDevices: 1)], "counted afresh on July 1st")
+        #expect(july.activeDevices == 1 && july.days == [.init(newDevices: 1, activeDevices: 1)],
+                "counted afresh on July 1st")
     }
 
     /// Past months' counted devices are swept by one counting in `sweepInterval` (a process's
@@ -108,8 +119,8 @@ import Testing
                 _ = try MonthlyCounter.countActive(identity, appID: Fixture.appID, org: org, in: txn,
                                                    now: flow.fixture.clock.now(), flow.context)
             }
-            _ = try MonthlyCounter.countActive(june, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now(),
-                                               flow.context)
+            _ = try MonthlyCounter.countActive(june, appID: Fixture.appID, org: org, in: txn,
+                                               now: flow.fixture.clock.now(), flow.context)
         }
         #expect(try juneEntries() == RateLimits.sweepLimit + 7)
         flow.fixture.clock.set(Timestamp(iso8601: "2026-07-01T23:50:00Z")!)
@@ -118,8 +129,8 @@ import Testing
                 for i in 0..<n {
                     let july = UsageIdentity.device(appID: Fixture.appID, fingerprint: "",
                                                     deviceID: "july-\(UInt32.random(in: 0...UInt32.max))-\(i)")
-                    _ = try MonthlyCounter.countActive(july, appID: Fixture.appID, org: org, in: txn, now: flow.fixture.clock.now(),
-                                                       flow.context)
+                    _ = try MonthlyCounter.countActive(july, appID: Fixture.appID, org: org, in: txn,
+                                                       now: flow.fixture.clock.now(), flow.context)
                 }
             }
         }
@@ -134,7 +145,8 @@ import Testing
         #expect(try juneEntries() == 7, "the next \(RateLimits.sweepInterval - 1) do not")
         try countJuly(1)
         #expect(try juneEntries() == 0)
-        #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(RateLimits.sweepLimit + 7), "the month's figures stay")
+        #expect(try totals(flow, month: "2026-06")?.activeDevices == UInt32(RateLimits.sweepLimit + 7),
+                "the month's figures stay")
     }
 
     @Test func aRequestThatReadTheClockBeforeMidnightFindsItsDeviceAfterTheMonthTurned() throws {
@@ -143,13 +155,14 @@ import Testing
         let x = UsageIdentity.device(appID: Fixture.appID, fingerprint: "", deviceID: "x")
         func count(_ identity: UsageIdentity, at time: String) throws -> MonthlyAdmission {
             try flow.context.store.write([.durable]) { txn in
-                try MonthlyCounter.countActive(identity, appID: Fixture.appID, org: org, in: txn, now: Timestamp(iso8601: time)!,
-                                               flow.context)
+                try MonthlyCounter.countActive(identity, appID: Fixture.appID, org: org, in: txn,
+                                               now: Timestamp(iso8601: time)!, flow.context)
             }
         }
         #expect(try count(x, at: "2026-06-10T12:00:00Z") == .admitted)
         flow.context.caches.usageCountings = 0  // the next counting sweeps
-        #expect(try count(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july"), at: "2026-07-01T00:00:00Z") == .admitted)
+        #expect(try count(.device(appID: Fixture.appID, fingerprint: "", deviceID: "july"), at: "2026-07-01T00:00:00Z")
+                    == .admitted)
         // A worker that read the clock at 23:59:59 commits after that: June is at its limit
         // with no grace left, so losing x's entry would refuse it (or count it twice).
         #expect(try count(x, at: "2026-06-30T23:59:59Z") == .alreadyCounted)
@@ -161,7 +174,9 @@ import Testing
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-01T13:00:00Z")!)
         try flow.enroll()
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-03T13:00:00Z")!)
-        for _ in 0..<2 { #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200) }
+        for _ in 0..<2 {
+            #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
+        }
         let t = try #require(try totals(flow))
         #expect(t.days == [.init(newDevices: 1, activeDevices: 1), .init(), .init(newDevices: 0, activeDevices: 1)])
         #expect(t.activeDevices == 1)
@@ -174,7 +189,8 @@ import Testing
     @Test func aRegeneratedKeyWithTheSameFingerprintCountsOnce() throws {
         let flow = try flow(limit: 1)
         #expect(try enroll(flow, try SoftwareDevice.generate(), fingerprint: "phone-1").0 == 200)
-        #expect(try enroll(flow, try SoftwareDevice.generate(), fingerprint: "phone-1").0 == 200, "a new key, a counted fingerprint")
+        #expect(try enroll(flow, try SoftwareDevice.generate(), fingerprint: "phone-1").0 == 200,
+                "a new key, a counted fingerprint")
         #expect(try totals(flow)?.activeDevices == 1)
         #expect(try enroll(flow, try SoftwareDevice.generate(), fingerprint: "phone-2").0 == 402)
     }
@@ -187,7 +203,8 @@ import Testing
         let (status, body) = try enroll(flow, try SoftwareDevice.generate())
         #expect(status == 402 && body["code"]?.stringValue == "quota_exceeded")
         #expect(body["limit"]?.intValue == 2 && body["current"]?.intValue == 2)
-        #expect(body["upgradeUrl"]?.stringValue == "https://example.com/upgrade" && body["reason"]?.stringValue == body["error"]?.stringValue)
+        #expect(body["upgradeUrl"]?.stringValue == "https://example.com/upgrade"
+                    && body["reason"]?.stringValue == body["error"]?.stringValue)
         #expect(try flow.context.store.read { try $0.count(.devices) } == 2, "the refused device is not stored")
         #expect(try outboxEvents(flow) == ["usage.limit_reached", "usage.grace_ended"])
     }
@@ -272,15 +289,18 @@ import Testing
     @Test func everyValidateAndRefreshAnswerCarriesRateLimitHeaders() throws {
         let flow = try DeviceFlow(rate: 10, configure: { $0.refreshPerIPPerMinute = 100 })
         func headers(_ endpoint: Endpoint, _ body: String) -> [String: String] {
-            let r = endpoint.handle(Fixture.request("POST", endpoint.path, body: body, headers: Fixture.appHeaders), flow.context)
+            let r = endpoint.handle(Fixture.request("POST", endpoint.path, body: body, headers: Fixture.appHeaders),
+                                    flow.context)
             return Dictionary(r.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
         }
         let ok = headers(.validate, try flow.validateBody(challenge: try flow.fixture.challenge()).jsonText)
-        #expect(ok["X-RateLimit-Limit"] == "10" && ok["X-RateLimit-Remaining"] == "9", "the organization's bucket is the tighter: \(ok)")
+        #expect(ok["X-RateLimit-Limit"] == "10" && ok["X-RateLimit-Remaining"] == "9",
+                "the organization's bucket is the tighter: \(ok)")
         let r2 = headers(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge()).jsonText)
         #expect(r2["X-RateLimit-Remaining"] == "8")
         let bad = headers(.refresh, "{}")
-        #expect(bad["X-RateLimit-Limit"] == "100" && bad["X-RateLimit-Remaining"] == "98", "an unauthenticated 400 shows its refresh IP bucket: \(bad)")
+        #expect(bad["X-RateLimit-Limit"] == "100" && bad["X-RateLimit-Remaining"] == "98",
+                "an unauthenticated 400 shows its refresh IP bucket: \(bad)")
         let reset = Int(ok["X-RateLimit-Reset"] ?? "") ?? 0
         #expect(reset > 0 && reset <= 60)
         flow.fixture.clock.advance(60)
@@ -310,13 +330,16 @@ import Testing
         let stranger = try JWTSigner(key: try SigningKey.generate(.p256))
         #expect(heartbeat(flow, bearer: try stranger.sign(jwt.claims)).0 == 401, "a key outside the JWKS")
         var tampered = Array(token.utf8)
-        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A")
+            ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(heartbeat(flow, bearer: String(decoding: tampered, as: UTF8.self)).0 == 401, "a tampered signature")
         // Another registered app's headers.
         try flow.context.store.write { txn in
-            try txn.put(AppRecord(teamID: "OTHER12345", bundleID: "com.other", org: "acme", createdAt: flow.fixture.clock.now()))
+            try txn.put(AppRecord(teamID: "OTHER12345", bundleID: "com.other", org: "acme",
+                                  createdAt: flow.fixture.clock.now()))
         }
-        #expect(heartbeat(flow, bearer: token, headers: ["X-Bundle-ID": "com.other", "X-Team-ID": "OTHER12345"]).0 == 401)
+        #expect(heartbeat(flow, bearer: token, headers: ["X-Bundle-ID": "com.other", "X-Team-ID": "OTHER12345"]).0
+                    == 401)
         // Revoked device.
         let (revokedStatus, _) = try {
             try flow.context.store.write { txn in
@@ -337,7 +360,8 @@ import Testing
 
     @Test func anRS256TokenIsAcceptedToo() throws {
         let flow = try DeviceFlow()
-        _ = try flow.context.keyRing.rotate(algorithm: "RS256", now: flow.fixture.clock.now(), publicationDelay: 0, overlap: 86_400)
+        _ = try flow.context.keyRing.rotate(algorithm: "RS256", now: flow.fixture.clock.now(), publicationDelay: 0,
+                                            overlap: 86_400)
         let token = try #require(try flow.enroll()["token"]?.stringValue)
         #expect(try JWT(compact: token).header["alg"]?.stringValue == "RS256")
         #expect(heartbeat(flow, bearer: token).0 == 200)
@@ -348,7 +372,8 @@ import Testing
         try flow.enroll()
         let key = try apiKey(flow)
         for id in ["sim-1", "sim-2", "sim-1"] {
-            #expect(heartbeat(flow, bearer: key, headers: [:], body: #"{"sdkVersion":"2.1.0","appState":"active","deviceId":"\#(id)"}"#).0 == 200)
+            #expect(heartbeat(flow, bearer: key, headers: [:],
+                              body: #"{"sdkVersion":"2.1.0","appState":"active","deviceId":"\#(id)"}"#).0 == 200)
         }
         let t = try #require(try totals(flow))
         #expect(t.apiKeyDevices == 2 && t.activeDevices == 1, "two simulators, not billed, never refused")
@@ -360,15 +385,18 @@ import Testing
         let flow = try flow(limit: 0, configure: { $0.apiKeyDevicesPerMonth = 2 })
         let key = try apiKey(flow)
         func beat(_ id: String) -> (Int, String, String?) {
-            let request = Fixture.request("POST", HeartbeatEndpoint.path, body: #"{"deviceId":"\#(id)"}"#, headers: ["Authorization": "Bearer " + key])
+            let request = Fixture.request("POST", HeartbeatEndpoint.path, body: #"{"deviceId":"\#(id)"}"#,
+                                          headers: ["Authorization": "Bearer " + key])
             let response = Endpoint.mad.handle(request, flow.context)
             let body = (try? JSONParser.parse(response.body)) ?? .null
-            return (response.status, body["code"]?.stringValue ?? "", response.headers.first { $0.name == "Retry-After" }?.value)
+            return (response.status, body["code"]?.stringValue ?? "",
+                    response.headers.first { $0.name == "Retry-After" }?.value)
         }
         #expect(beat("sim-1").0 == 200 && beat("sim-2").0 == 200)
         let (status, code, retry) = beat("sim-3")
         // 2026-06-01T12:00:00Z: 29 days and 12 hours until July.
-        #expect(status == 429 && code == "rate_limited" && retry == String(29 * 86_400 + 43_200), "\(status) \(code) \(retry ?? "-")")
+        #expect(status == 429 && code == "rate_limited" && retry == String(29 * 86_400 + 43_200),
+                "\(status) \(code) \(retry ?? "-")")
         flow.fixture.clock.advance(86_400)
         #expect(beat("sim-1").0 == 200, "a device already reported goes on, on later days too")
         #expect(try totals(flow)?.apiKeyDevices == 2)
@@ -386,7 +414,8 @@ import Testing
         let refused = usage(flow, key: sdkKey)
         #expect(refused.0 == 403 && refused.1["code"]?.stringValue == "forbidden", "\(refused)")
         func webhooks(_ key: String) -> Int {
-            Endpoint.webhooks.handle(Fixture.request("GET", WebhooksEndpoint.path, headers: ["Authorization": "Bearer " + key]), flow.context).status
+            Endpoint.webhooks.handle(Fixture.request("GET", WebhooksEndpoint.path,
+                                                     headers: ["Authorization": "Bearer " + key]), flow.context).status
         }
         #expect(webhooks(sdkKey) == 403)
         #expect(usage(flow, key: adminKey).0 == 200 && webhooks(adminKey) == 200, "a key of scope all does everything")
@@ -399,11 +428,13 @@ import Testing
         let key = try apiKey(flow)
         let (status, body) = usage(flow, key: key)
         #expect(status == 200)
-        #expect(body["month"]?.stringValue == "2026-06" && body["activeDevices"]?.intValue == 2 && body["limit"]?.intValue == 5)
+        #expect(body["month"]?.stringValue == "2026-06" && body["activeDevices"]?.intValue == 2
+                    && body["limit"]?.intValue == 5)
         #expect(body["onboardingPaused"]?.boolValue == false && body["graceStartedAt"]?.isNull == true)
         #expect(body["apps"]?.arrayValue?.first?["appId"]?.stringValue == Fixture.appID)
         let daily = try #require(body["daily"]?.arrayValue)
-        #expect(daily.count == 1 && daily[0]["date"]?.stringValue == "2026-06-01" && daily[0]["newDevices"]?.intValue == 2)
+        #expect(daily.count == 1 && daily[0]["date"]?.stringValue == "2026-06-01"
+                    && daily[0]["newDevices"]?.intValue == 2)
         #expect(usage(flow, key: key, query: "month=2026-05").1["activeDevices"]?.intValue == 0)
         #expect(usage(flow, key: key, query: "month=2026-13").0 == 400)
         // Another organization's key sees only its own (empty) figures.
@@ -432,7 +463,8 @@ import Testing
         let stored = try flow.context.store.read { try $0.apiKeys() }
         #expect(stored.count == 1 && stored[0].hash == SHA256.hash(key.utf8))
         let raw = try flow.context.store.read { txn in try txn.get(.apiKeys, Array(stored[0].id.utf8)) } ?? []
-        #expect(!String(decoding: raw, as: UTF8.self).contains(String(key.dropFirst(12))), "the secret part is nowhere in the record")
+        #expect(!String(decoding: raw, as: UTF8.self).contains(String(key.dropFirst(12))),
+                "the secret part is nowhere in the record")
     }
 }
 

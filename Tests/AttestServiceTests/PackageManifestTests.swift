@@ -8,7 +8,8 @@ import Testing
 /// the service tests imported FastCGI without declaring it and crashed after an incremental
 /// build; a clean build passed.
 @Suite struct PackageManifestTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// Each target's name and declared dependencies, read from Package.swift.
     static func targets() throws -> [(name: String, dependencies: Set<String>)] {
@@ -23,7 +24,8 @@ import Testing
     /// The modules a target's sources import (`import X`, `@testable import X`).
     static func imports(of target: String) throws -> Set<String> {
         let tests = root.appendingPathComponent("Tests/" + target)
-        let directory = FileManager.default.fileExists(atPath: tests.path) ? tests : root.appendingPathComponent("Sources/" + target)
+        let directory = FileManager.default.fileExists(atPath: tests.path)
+            ? tests : root.appendingPathComponent("Sources/" + target)
         var found = Set<String>()
         let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
         while let file = files?.nextObject() as? URL {
@@ -31,7 +33,9 @@ import Testing
             for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
                 let start = line.drop { $0 == " " }
                 guard start.hasPrefix("import ") || start.hasPrefix("@testable ") else { continue }
-                if let match = line.wholeMatch(of: #/\s*(@testable\s+)?import\s+(\w+).*/#) { found.insert(String(match.output.2)) }
+                if let match = line.wholeMatch(of: #/\s*(@testable\s+)?import\s+(\w+).*/#) {
+                    found.insert(String(match.output.2))
+                }
             }
         }
         return found
@@ -46,7 +50,8 @@ import Testing
         for target in targets {
             let imported = try Self.imports(of: target.name).intersection(ours)
             let undeclared = imported.subtracting(target.dependencies.map(module)).subtracting([module(target.name)])
-            #expect(undeclared.isEmpty, "\(target.name) imports \(undeclared.sorted()) without listing them in Package.swift")
+            #expect(undeclared.isEmpty,
+                    "\(target.name) imports \(undeclared.sorted()) without listing them in Package.swift")
         }
     }
 

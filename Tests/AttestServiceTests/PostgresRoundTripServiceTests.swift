@@ -90,13 +90,18 @@ struct PostgresRoundTripServiceTests {
         headers["Authorization"] = "Bearer " + token
         let body = #"{"sdkVersion":"2.1.0","appState":"active"}"#
         var statuses = [Int]()
-        let trips = try Self.fewestRoundTrips(flow) { statuses.append(flow.fixture.call(.mad, body: body, headers: headers).0) }
+        let trips = try Self.fewestRoundTrips(flow) {
+            statuses.append(flow.fixture.call(.mad, body: body, headers: headers).0)
+        }
         #expect(statuses == [200, 200, 200])
         #expect(trips == 2, "BEGIN with the deviceId's key, the device and its monthly entry; COMMIT")
         let deviceID = DeviceIdentity.deviceID(keyID: flow.device.keyID)
-        flow.context.caches.heartbeatHints.remember(deviceID: deviceID, keyID: [UInt8](repeating: 7, count: 32), identity: [UInt8](repeating: 7, count: 16))
-        #expect(flow.fixture.call(.mad, body: body, headers: headers).0 == 200, "a stale hint: the reads it missed go out on their own")
-        #expect(flow.context.caches.heartbeatHints.hint(for: deviceID)?.keyID == flow.device.keyID, "and the hint is mended")
+        flow.context.caches.heartbeatHints.remember(deviceID: deviceID, keyID: [UInt8](repeating: 7, count: 32),
+                                                    identity: [UInt8](repeating: 7, count: 16))
+        #expect(flow.fixture.call(.mad, body: body, headers: headers).0 == 200,
+                "a stale hint: the reads it missed go out on their own")
+        #expect(flow.context.caches.heartbeatHints.hint(for: deviceID)?.keyID == flow.device.keyID,
+                "and the hint is mended")
     }
 }
 

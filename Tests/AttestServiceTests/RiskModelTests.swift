@@ -8,23 +8,28 @@ import Testing
 /// The risk model (docs/tokens.md, "Risk score"): one test per signal, the category boundaries, the
 /// free tier's null score, and the events a category change queues.
 @Suite struct RiskModelTests {
-    let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: Timestamp(seconds: 0))
+    let app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme",
+                        createdAt: Timestamp(seconds: 0))
 
-    func score(_ json: String) throws -> RiskAssessment { RiskAssessment(try DeviceProfile(profileJSON: json), app: app) }
+    func score(_ json: String) throws -> RiskAssessment {
+        RiskAssessment(try DeviceProfile(profileJSON: json), app: app)
+    }
 
     func intelligence(_ body: JSONValue) -> (Int64?, String?) {
         (body["deviceIntelligence"]?["riskScore"]?.intValue, body["deviceIntelligence"]?["riskCategory"]?.stringValue)
     }
 
     @Test func categoryBoundariesAre20And75() throws {
-        #expect([0, 20, 21, 75, 76, 100].map(RiskAssessment.category) == ["trusted", "trusted", "suspicious", "suspicious", "blocked", "blocked"])
+        #expect([0, 20, 21, 75, 76, 100].map(RiskAssessment.category)
+                    == ["trusted", "trusted", "suspicious", "suspicious", "blocked", "blocked"])
         // The same edges reached by signals: 10 + 2 × 5 = 20; one more forged assertion: 25.
         #expect(try score(#"{"environment":"development","forgedAssertions":2}"#).category == "trusted")
         #expect(try score(#"{"environment":"development","forgedAssertions":3}"#).category == "suspicious")
         // 45 churn + 20 burst + 10 development = 75; plus one forged assertion: 80.
         let edge = try score(#"{"environment":"development","attestationCount":4,"recentAttestations":3}"#)
         #expect(edge.score == 75 && edge.category == "suspicious")
-        #expect(try score(#"{"environment":"development","attestationCount":4,"recentAttestations":3,"forgedAssertions":1}"#).category == "blocked")
+        #expect(try score(#"{"environment":"development","attestationCount":4,"recentAttestations":3,"#
+                          + #""forgedAssertions":1}"#).category == "blocked")
         // A claim sees the category the score falls in.
         for (given, category) in [(20, "trusted"), (21, "suspicious"), (75, "suspicious"), (76, "blocked")] {
             let a = DeviceAssessment(profile: try DeviceProfile(profileJSON: #"{"riskScore":\#(given)}"#), app: app,
@@ -34,8 +39,8 @@ import Testing
     }
 
     @Test func eachSignalAddsItsDocumentedPoints() throws {
-        let minimums = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", minAppVersion: "3.0", minOSVersion: "18.0",
-                                 createdAt: Timestamp(seconds: 0))
+        let minimums = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", minAppVersion: "3.0",
+                                 minOSVersion: "18.0", createdAt: Timestamp(seconds: 0))
         let cases: [(String, String, Int)] = [
             (#"{"environment":"development"}"#, "development_key", 10),
             (#"{"attestationCount":2,"recentAttestations":0}"#, "key_churn", 15),
@@ -52,18 +57,23 @@ import Testing
         ]
         for (profile, signal, points) in cases {
             let risk = RiskAssessment(try DeviceProfile(profileJSON: profile), app: minimums)
-            #expect(risk.factors.first { $0.signal == signal }?.points == points, "\(profile) → \(signal) +\(points): \(risk.factors)")
+            #expect(risk.factors.first { $0.signal == signal }?.points == points,
+                    "\(profile) → \(signal) +\(points): \(risk.factors)")
         }
-        #expect(RiskAssessment(try DeviceProfile(profileJSON: #"{"appVersion":"3.0","osVersion":"18.0.0"}"#), app: minimums).score == 0)
+        #expect(RiskAssessment(try DeviceProfile(profileJSON: #"{"appVersion":"3.0","osVersion":"18.0.0"}"#),
+                               app: minimums).score == 0)
         let jb = try score(#"{"jailbroken":true,"environment":"development"}"#)
-        #expect(jb.score == 80 && jb.factors.last?.points == 70 && jb.jailbreakDetected && jb.deviceIntegrity == "flagged")
-        #expect(try score(#"{"attestationCount":9,"recentAttestations":9,"failedAssertions":9,"forgedAssertions":9}"#).score == 100, "clamped")
+        #expect(jb.score == 80 && jb.factors.last?.points == 70 && jb.jailbreakDetected
+                    && jb.deviceIntegrity == "flagged")
+        #expect(try score(#"{"attestationCount":9,"recentAttestations":9,"failedAssertions":9,"forgedAssertions":9}"#)
+                    .score == 100, "clamped")
     }
 
     @Test func everySignalIsInTheDocumentedTable() throws {
         let readme = try DocumentationTests.document("docs/tokens.md")
         for signal in ["development_key", "key_churn", "attestation_burst", "failed_assertions", "forged_assertions",
-                       "app_version_below_minimum", "os_version_below_minimum", "operator_jailbroken", "operator_blocked"] {
+                       "app_version_below_minimum", "os_version_below_minimum", "operator_jailbroken",
+                       "operator_blocked"] {
             let documented = readme.contains("| `\(signal)`")
             #expect(documented, "docs/tokens.md risk table row for \(signal)")
         }
@@ -86,7 +96,8 @@ import Testing
             flow.fixture.clock.advance(60)
             let (_, body) = try flow.attest(last, [("deviceFingerprint", "phone-1")])
             scores.append(intelligence(body).0)
-            #expect(body["deviceIntelligence"]?["attestationCount"]?.intValue == Int64(i + 1), "the real count per fingerprint")
+            #expect(body["deviceIntelligence"]?["attestationCount"]?.intValue == Int64(i + 1),
+                    "the real count per fingerprint")
         }
         #expect(scores == [0, 15, 50], "15 per extra key, +20 for the third within an hour")
         flow.device = last
@@ -118,14 +129,18 @@ import Testing
         let impostor = try SoftwareDevice.generate()
         for _ in 0..<6 {
             var forged = DeviceFlow.refreshBody(for: impostor, challenge: try flow.fixture.challenge())
-            forged = .object(forged.objectValue!.map { $0.0 == "keyId" ? ($0.0, .string(Base64.encode(flow.device.keyID))) : $0 })
+            forged = .object(forged.objectValue!.map {
+                $0.0 == "keyId" ? ($0.0, .string(Base64.encode(flow.device.keyID))) : $0
+            })
             #expect(flow.post(.refresh, forged).0 == 409)
         }
         let device = try #require(try flow.storedDevice())
-        #expect(device.status == .active && device.counter == 0 && device.failedAssertions == 0, "the device itself is untouched")
+        #expect(device.status == .active && device.counter == 0 && device.failedAssertions == 0,
+                "the device itself is untouched")
         let (status, body) = try flow.refresh()
         let claims = try DeviceFlow.claims(body)
-        #expect(status == 200 && claims["risk_score"]?.intValue == 20 && claims["risk_category"]?.stringValue == "trusted")
+        #expect(status == 200 && claims["risk_score"]?.intValue == 20
+                    && claims["risk_category"]?.stringValue == "trusted")
     }
 
     @Test func versionsBelowTheAppsMinimumsAdd25Each() throws {

@@ -25,13 +25,16 @@ import Testing
             evil = try WebhooksAPITests.API.makeKey(flow.fixture, org: "evil")
             acme = try WebhooksAPITests.API.makeKey(flow.fixture, org: "acme")
             let c = flow.context.configuration
-            queue = DeliveryQueue(store: flow.context.store, retrySchedule: c.webhookRetrySchedule, storedQuota: c.webhookStoredDeliveriesPerOrganization)
+            queue = DeliveryQueue(store: flow.context.store, retrySchedule: c.webhookRetrySchedule,
+                                  storedQuota: c.webhookStoredDeliveriesPerOrganization)
         }
 
         var store: Store { flow.context.store }
 
-        func call(_ method: String, _ path: String = "", body: String? = nil, key: String) -> (status: Int, body: JSONValue, headers: [String: String]) {
-            let request = Fixture.request(method, WebhooksEndpoint.path + path, body: body, headers: ["Authorization": "Bearer " + key])
+        func call(_ method: String, _ path: String = "", body: String? = nil,
+                  key: String) -> (status: Int, body: JSONValue, headers: [String: String]) {
+            let request = Fixture.request(method, WebhooksEndpoint.path + path, body: body,
+                                          headers: ["Authorization": "Bearer " + key])
             let response = Endpoint.webhooks.handle(request, flow.context)
             var headers = [String: String]()
             for h in response.headers { headers[h.name] = h.value }
@@ -40,7 +43,9 @@ import Testing
 
         func endpoint(_ key: String, _ path: String = "/in") throws -> String {
             let (status, body, _) = call("POST", body: #"{"url":"https://hooks.example.com\#(path)"}"#, key: key)
-            guard status == 201, let id = body["id"]?.stringValue else { throw FixtureError("create: \(status) \(body.jsonText)") }
+            guard status == 201, let id = body["id"]?.stringValue else {
+                throw FixtureError("create: \(status) \(body.jsonText)")
+            }
             return id
         }
 
@@ -66,7 +71,8 @@ import Testing
         #expect(statuses.prefix(40).allSatisfy { $0 == 202 } && statuses.dropFirst(40).allSatisfy { $0 == 429 },
                 "40 test events queued, the other 160 refused: \(statuses.filter { $0 == 202 }.count) queued")
         #expect(refusal["code"]?.stringValue == "store_quota_exceeded")
-        #expect(refusal["hint"]?.stringValue?.contains("webhooks.storedDeliveriesPerOrganization") == true, "the hint names the config key")
+        #expect(refusal["hint"]?.stringValue?.contains("webhooks.storedDeliveriesPerOrganization") == true,
+                "the hint names the config key")
         #expect(refusal["limit"]?.intValue == 40 && refusal["current"]?.intValue == 40)
         #expect(try t.stored("evil").stored == 40)
         let bound = try t.webhookEntries()
@@ -76,12 +82,14 @@ import Testing
         // events are stored.
         let enrolled = try t.flow.enroll()
         #expect(enrolled["token"]?.stringValue != nil)
-        let (refreshed, refreshBody) = t.flow.post(.refresh, try t.flow.refreshBody(challenge: try t.flow.fixture.challenge()))
+        let (refreshed, refreshBody) = t.flow.post(.refresh,
+                                                   try t.flow.refreshBody(challenge: try t.flow.fixture.challenge()))
         #expect(refreshed == 200, "refresh: \(refreshBody.jsonText)")
         #expect(t.call("POST", "/\(acmeHook)/test", key: t.acme).status == 202)
         try t.queue.fanOut(limit: 512, now: t.flow.fixture.clock.now())
         let acmeLog = try t.store.read { try $0.deliveries(endpoint: acmeHook) }.map(\.event)
-        #expect(Set(acmeLog) == ["device.new", "attestation.completed", "webhook.test"], "acme's events all stored: \(acmeLog)")
+        #expect(Set(acmeLog) == ["device.new", "attestation.completed", "webhook.test"],
+                "acme's events all stored: \(acmeLog)")
 
         // More hammering changes nothing stored.
         for _ in 0..<100 { _ = t.call("POST", "/\(evilHook)/test", key: t.evil) }
@@ -122,7 +130,8 @@ import Testing
             $0.webhookTestEventsPerEndpointPerMinute = 3
             $0.webhookTestEventsPerOrganizationPerMinute = 5
         }
-        let first = try t.endpoint(t.evil, "/a"), second = try t.endpoint(t.evil, "/b"), acmeHook = try t.endpoint(t.acme)
+        let first = try t.endpoint(t.evil, "/a"), second = try t.endpoint(t.evil, "/b"),
+            acmeHook = try t.endpoint(t.acme)
         let onFirst = (0..<4).map { _ in t.call("POST", "/\(first)/test", key: t.evil) }
         #expect(onFirst.map(\.status) == [202, 202, 202, 429], "3 a minute to one endpoint")
         #expect(onFirst[3].body["code"]?.stringValue == "rate_limited")
@@ -131,8 +140,10 @@ import Testing
         let onSecond = (0..<3).map { _ in t.call("POST", "/\(second)/test", key: t.evil) }
         #expect(onSecond.map(\.status) == [202, 202, 429], "5 a minute for the organization")
         #expect(onSecond[2].body["hint"]?.stringValue?.contains("webhooks.testEventsPerOrganizationPerMinute") == true)
-        #expect(t.call("POST", "/\(acmeHook)/test", key: t.acme).status == 202, "another organization has its own buckets")
-        #expect(t.call("POST", "/wh_nonexistent/test", key: t.evil).status == 404, "an unknown endpoint is 404, not 429")
+        #expect(t.call("POST", "/\(acmeHook)/test", key: t.acme).status == 202,
+                "another organization has its own buckets")
+        #expect(t.call("POST", "/wh_nonexistent/test", key: t.evil).status == 404,
+                "an unknown endpoint is 404, not 429")
         t.flow.fixture.clock.advance(60)
         #expect(t.call("POST", "/\(first)/test", key: t.evil).status == 202, "the next minute")
     }
@@ -148,12 +159,14 @@ import Testing
         #expect(patches[4].body["hint"]?.stringValue?.contains("webhooks.writesPerOrganizationPerMinute") == true)
         #expect(patches[4].headers["Retry-After"].flatMap { Int($0) }.map { (1...60).contains($0) } == true)
         #expect(t.call("DELETE", "/\(hook)", key: t.evil).status == 429, "deletes count too")
-        #expect(t.call("POST", body: #"{"url":"https://hooks.example.com/x"}"#, key: t.evil).status == 429, "and creations")
+        #expect(t.call("POST", body: #"{"url":"https://hooks.example.com/x"}"#, key: t.evil).status == 429,
+                "and creations")
         #expect(t.call("GET", "/\(hook)", key: t.evil).status == 200, "reads are not charged")
         #expect(t.call("PATCH", "/\(acmeHook)", body: #"{"description":"mine"}"#, key: t.acme).status == 200,
                 "another organization has its own bucket")
         t.flow.fixture.clock.advance(60)
-        #expect(t.call("PATCH", "/\(hook)", body: #"{"description":"later"}"#, key: t.evil).status == 200, "the next minute")
+        #expect(t.call("PATCH", "/\(hook)", body: #"{"description":"later"}"#, key: t.evil).status == 200,
+                "the next minute")
     }
 
     @Test func otherEventsPastTheQuotaAreNotStoredAndPruningOrDeletingFreesIt() throws {
@@ -166,7 +179,8 @@ import Testing
         // Events an outsider can cause (failed attestations for the tenant's app).
         for _ in 0..<25 {
             try t.store.write([.durable]) { txn in
-                try t.flow.context.queueEvent(.attestationFailed, org: "evil", in: txn, now: clock.now(), data: [("reason", "bad")])
+                try t.flow.context.queueEvent(.attestationFailed, org: "evil", in: txn, now: clock.now(),
+                                              data: [("reason", "bad")])
             }
         }
         try t.queue.fanOut(limit: 512, now: clock.now())
@@ -175,17 +189,20 @@ import Testing
         #expect(t.call("POST", "/\(hook)/test", key: t.evil).status == 429)
         // Delivered, then past the log's retention: pruned, and counted out.
         let jobs = try t.queue.due(now: clock.now(), limit: 100, busy: [], perEndpoint: [:], endpointLimit: 100)
-        try t.queue.record(jobs.map { ($0, AttemptResult(status: 200, durationMs: 1, excerpt: "", error: "")) }, at: clock.now())
+        try t.queue.record(jobs.map { ($0, AttemptResult(status: 200, durationMs: 1, excerpt: "", error: "")) },
+                           at: clock.now())
         clock.advance(2 * 86_400)
         #expect(try t.queue.prune(createdBefore: clock.now() - 86_400, limit: 4) == 4)
         #expect(try t.stored("evil").stored == 6)
         #expect(t.call("POST", "/\(hook)/test", key: t.evil).status == 202)
         #expect(try t.store.check().isConsistent)
         #expect(t.call("DELETE", "/\(hook)", key: t.evil).status == 200)
-        #expect(try t.stored("evil").stored == 1, "deleting the endpoint counts its 6 deliveries out; the queued test event stays counted")
+        #expect(try t.stored("evil").stored == 1,
+                "deleting the endpoint counts its 6 deliveries out; the queued test event stays counted")
         #expect(try t.store.check().isConsistent)
         try t.queue.fanOut(limit: 512, now: clock.now())
-        #expect(try t.stored("evil").stored == 0, "a test event whose endpoint is gone is counted out when it leaves the outbox")
+        #expect(try t.stored("evil").stored == 0,
+                "a test event whose endpoint is gone is counted out when it leaves the outbox")
         #expect(try t.store.check().isConsistent)
     }
 
@@ -209,7 +226,8 @@ import Testing
         #expect(try t.stored("acme") == WebhookCountRecord(stored: 5, dropped: 15))
         #expect(try t.store.read { try $0.deliveries(endpoint: acmeHook).count } == 5)
         #expect(try t.store.read { try $0.outbox().count } == 0)
-        #expect(t.call("POST", "/\(evilHook)/test", key: t.evil).status == 202, "another organization's quota is untouched")
+        #expect(t.call("POST", "/\(evilHook)/test", key: t.evil).status == 202,
+                "another organization's quota is untouched")
         #expect(try t.store.check().isConsistent)
     }
 
@@ -220,7 +238,8 @@ import Testing
         let (status, body, _) = t.call("POST", body: #"{"url":"https://hooks.example.com/3"}"#, key: t.evil)
         #expect(status == 429 && body["code"]?.stringValue == "store_quota_exceeded")
         #expect(body["hint"]?.stringValue?.contains("webhooks.endpointsPerOrganization") == true)
-        #expect(t.call("POST", body: #"{"url":"https://hooks.example.com/x"}"#, key: t.acme).status == 201, "another organization's quota is its own")
+        #expect(t.call("POST", body: #"{"url":"https://hooks.example.com/x"}"#, key: t.acme).status == 201,
+                "another organization's quota is its own")
     }
 
     /// A store written before the count existed: the first use counts what is there.
@@ -236,13 +255,15 @@ import Testing
         #expect(try t.store.check().isConsistent)
         try t.store.write([.durable]) { txn in try txn.put(WebhookCountRecord(stored: 2), org: "evil") }
         let report = try t.store.check()
-        #expect(!report.isConsistent && report.databases.first { $0.database == .webhookCounts }?.problems.first?.contains("evil") == true,
+        #expect(!report.isConsistent && report.databases.first { $0.database == .webhookCounts }?
+                    .problems.first?.contains("evil") == true,
                 "store check finds a count that disagrees")
     }
 
     /// PostgreSQL (`ATTEST_TEST_STORE=postgres`): 4 connections, as 4 hosts, each queueing test
     /// events and fanning them out at once; the quota is exact and the count matches the store.
-    @Test(.enabled(if: Fixture.onPostgres, "needs ATTEST_TEST_STORE=postgres")) func theQuotaIsExactUnderConcurrentHosts() throws {
+    @Test(.enabled(if: Fixture.onPostgres, "needs ATTEST_TEST_STORE=postgres"))
+    func theQuotaIsExactUnderConcurrentHosts() throws {
         let t = try Tenants { $0.webhookStoredDeliveriesPerOrganization = 30 }
         let hook = try t.endpoint(t.evil)
         let options = t.flow.context.configuration.storeOptions, directory = t.flow.fixture.data.storeDirectory
@@ -296,7 +317,8 @@ import Testing
         }
         func answer(_ attempts: Int, _ result: AttemptResult) throws {
             for _ in 0..<attempts {
-                while case let jobs = try t.queue.due(now: clock.now(), limit: 64, busy: [], perEndpoint: [:], endpointLimit: 64), !jobs.isEmpty {
+                while case let jobs = try t.queue.due(now: clock.now(), limit: 64, busy: [], perEndpoint: [:],
+                                                      endpointLimit: 64), !jobs.isEmpty {
                     try t.queue.record(jobs.map { ($0, result) }, at: clock.now())
                 }
                 clock.advance(3600)
@@ -306,9 +328,11 @@ import Testing
         try answer(1, AttemptResult(status: 200, durationMs: 20, excerpt: #"{"received":true}"#, error: ""))
         let n = 1_000
         var figures = [Int]()
-        for (path, attempts, result) in [("/ok", 1, AttemptResult(status: 200, durationMs: 20, excerpt: #"{"received":true}"#, error: "")),
-                                         ("/down", 4, AttemptResult(status: 503, durationMs: 1000, excerpt: String(repeating: "x", count: 256),
-                                                                    error: "HTTP 503 from https://hooks.example.com/down: upstream unavailable"))] {
+        for (path, attempts, result) in [
+            ("/ok", 1, AttemptResult(status: 200, durationMs: 20, excerpt: #"{"received":true}"#, error: "")),
+            ("/down", 4, AttemptResult(status: 503, durationMs: 1000, excerpt: String(repeating: "x", count: 256),
+                                       error: "HTTP 503 from https://hooks.example.com/down: upstream unavailable"))
+        ] {
             let hook = try t.endpoint(t.evil, path)
             let start = used()
             try queue(n, to: hook)
@@ -316,7 +340,8 @@ import Testing
             try answer(attempts, result)
             figures.append((used() - start) / n)
         }
-        print("FIGURE: bytes of the LMDB map per stored test delivery: \(figures[0]) queued, \(figures[1]) delivered at the first attempt, "
+        print("FIGURE: bytes of the LMDB map per stored test delivery: \(figures[0]) queued, "
+              + "\(figures[1]) delivered at the first attempt, "
               + "\(figures[2]) failed after 4 attempts with 256-byte excerpts")
         #expect(figures[0] > 0 && figures[0] <= 512 && figures[1] <= 768 && figures[2] <= 4_096,
                 "docs/webhooks.md's table assumes these bounds: \(figures)")

@@ -16,7 +16,8 @@ import Testing
         let flow = try DeviceFlow()
         let now = flow.fixture.clock.now()
         try flow.context.store.write { txn in try txn.put(OrgRecord(name: "acme", tier: .pro, createdAt: now)) }
-        _ = try SubjectGrants.grant(org: "acme", subjectID: "house-17", entitlement: "premium", until: nil, store: flow.context.store, now: now)
+        _ = try SubjectGrants.grant(org: "acme", subjectID: "house-17", entitlement: "premium", until: nil,
+                                    store: flow.context.store, now: now)
         return flow
     }
 
@@ -27,7 +28,8 @@ import Testing
     @Test func aPlainSubjectIdAtValidateGetsNoEntitlementsAndNoLink() throws {
         let flow = try newOrganizationWithAVictim()
         let (status, body) = try flow.attest(flow.device, [("subjectId", "house-17")])
-        #expect(status == 200 && body["isValid"]?.boolValue == true, "a refused link never fails the attestation: \(body.jsonText)")
+        #expect(status == 200 && body["isValid"]?.boolValue == true,
+                "a refused link never fails the attestation: \(body.jsonText)")
         #expect(try DeviceFlow.claims(body)["subscription"] == nil, "no subscription claim for a self-asserted subject")
         #expect(try flow.storedDevice()?.subjectID == "", "the device is stored unlinked")
         #expect(try linkedToVictim(flow).isEmpty, "the victim's subject lists no attacker device")

@@ -6,9 +6,10 @@ import Testing
 
 /// Subjects and entitlements (issue #9 item 2) and operator flags (item 3), in-process.
 @Suite struct SubjectsAndFlagsTests {
-    func grant(_ flow: DeviceFlow, _ subject: String, _ entitlement: String, until: Timestamp? = nil, org: String = "acme") throws {
-        _ = try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until, store: flow.context.store,
-                                    now: flow.fixture.clock.now())
+    func grant(_ flow: DeviceFlow, _ subject: String, _ entitlement: String, until: Timestamp? = nil,
+               org: String = "acme") throws {
+        _ = try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until,
+                                    store: flow.context.store, now: flow.fixture.clock.now())
     }
 
     func linked(_ flow: DeviceFlow, _ subject: String) throws -> [[UInt8]] {
@@ -42,15 +43,20 @@ import Testing
         let flow = try DeviceFlow()
         try grant(flow, "house-1", "premium")
         let (_, enrolled) = try flow.attest(flow.device, [("subjectId", "house-1")])
-        #expect(try DeviceFlow.claims(enrolled)["subscription"] == .object([("subject_id", "house-1"), ("entitlements", ["premium"]), ("expires_at", nil)]))
+        #expect(try DeviceFlow.claims(enrolled)["subscription"]
+                    == .object([("subject_id", "house-1"), ("entitlements", ["premium"]), ("expires_at", nil)]))
         #expect(try linked(flow, "house-1") == [flow.device.keyID])
         let (_, kept) = try flow.refresh()
-        #expect(try DeviceFlow.claims(kept)["subscription"]?["subject_id"]?.stringValue == "house-1", "omitted keeps the link")
+        #expect(try DeviceFlow.claims(kept)["subscription"]?["subject_id"]?.stringValue == "house-1",
+                "omitted keeps the link")
         let (_, moved) = try flow.refresh([("subjectId", "house-2")])
-        #expect(try DeviceFlow.claims(moved)["subscription"] == .object([("subject_id", "house-2"), ("entitlements", []), ("expires_at", nil)]))
-        #expect(try linked(flow, "house-1").isEmpty && linked(flow, "house-2") == [flow.device.keyID], "the index moved with it")
+        #expect(try DeviceFlow.claims(moved)["subscription"]
+                    == .object([("subject_id", "house-2"), ("entitlements", []), ("expires_at", nil)]))
+        #expect(try linked(flow, "house-1").isEmpty && linked(flow, "house-2") == [flow.device.keyID],
+                "the index moved with it")
         let (status, unlinked) = try flow.refresh([("subjectId", "")])
-        #expect(try status == 200 && DeviceFlow.claims(unlinked)["subscription"] == nil, "blank unlinks: no subscription claim")
+        #expect(try status == 200 && DeviceFlow.claims(unlinked)["subscription"] == nil,
+                "blank unlinks: no subscription claim")
         #expect(try flow.storedDevice()?.subjectID == "" && linked(flow, "house-2").isEmpty)
     }
 
@@ -69,7 +75,8 @@ import Testing
             #expect(try flow.refresh([("subjectId", .string("s\(i)"))]).0 == 200)
         }
         let subjects = { try flow.context.store.read { try $0.subjects(org: "acme") }.map(\.subjectID) }
-        #expect(try subjects() == ["paid", "s50", "shared"], "paid holds a grant, shared another device; s1…s49 are gone")
+        #expect(try subjects() == ["paid", "s50", "shared"],
+                "paid holds a grant, shared another device; s1…s49 are gone")
         #expect(try flow.refresh([("subjectId", "")]).0 == 200)
         #expect(try subjects() == ["paid", "shared"], "unlinking deletes s50")
         _ = try SubjectGrants.revoke(org: "acme", subjectID: "paid", entitlement: "premium", store: flow.context.store)
@@ -105,18 +112,24 @@ import Testing
         let (_, lapsed) = try flow.refresh()
         #expect(try DeviceFlow.claims(lapsed)["subscription"]?["entitlements"] == [])
         #expect(try DeviceFlow.claims(lapsed)["custom_claims"]?["tier"]?.stringValue == "free")
-        #expect(try flow.context.store.read { try $0.subject(org: "acme", subjectID: "house-1") }?.entitlements.count == 2, "kept, just not in force")
+        #expect(try flow.context.store.read { try $0.subject(org: "acme", subjectID: "house-1") }?.entitlements.count
+                    == 2, "kept, just not in force")
     }
 
     @Test func revokeRemovesAnEntitlementAndSubjectsAreScopedToTheOrganization() throws {
         let flow = try DeviceFlow()
         try grant(flow, "house-1", "premium", org: "other-org")
         let (_, body) = try flow.attest(flow.device, [("subjectId", "house-1")])
-        #expect(try DeviceFlow.claims(body)["subscription"]?["entitlements"] == [], "another organization's grant is not this one's")
+        #expect(try DeviceFlow.claims(body)["subscription"]?["entitlements"] == [],
+                "another organization's grant is not this one's")
         try grant(flow, "house-1", "premium")
-        _ = try SubjectGrants.revoke(org: "acme", subjectID: "house-1", entitlement: "premium", store: flow.context.store)
+        _ = try SubjectGrants.revoke(org: "acme", subjectID: "house-1", entitlement: "premium",
+                                     store: flow.context.store)
         #expect(try DeviceFlow.claims(try flow.refresh().1)["subscription"]?["entitlements"] == [])
-        #expect(throws: ServiceError.self) { try SubjectGrants.revoke(org: "acme", subjectID: "house-1", entitlement: "premium", store: flow.context.store) }
+        #expect(throws: ServiceError.self) {
+            try SubjectGrants.revoke(org: "acme", subjectID: "house-1", entitlement: "premium",
+                                     store: flow.context.store)
+        }
         #expect(throws: ServiceError.self) { try grant(flow, "house-1", "has space") }
         #expect(throws: ServiceError.self) { try grant(flow, "house-1", "x", until: flow.fixture.clock.now()) }
     }
@@ -134,7 +147,8 @@ import Testing
         flow.device = try SoftwareDevice.generate()
         let (s2, again) = try flow.attest(flow.device, [("deviceFingerprint", "phone-1")])
         #expect(s2 == 200 && again["isValid"]?.boolValue == false)
-        #expect(again["deviceIntelligence"]?["riskCategory"]?.stringValue == "blocked" && again["deviceIntelligence"]?["riskScore"]?.intValue == 100)
+        #expect(again["deviceIntelligence"]?["riskCategory"]?.stringValue == "blocked"
+                    && again["deviceIntelligence"]?["riskScore"]?.intValue == 100)
         #expect(try DeviceFlow.claims(again)["risk_category"]?.stringValue == "blocked")
         #expect(try flow.refresh().0 == 403, "the new key is refused too")
         // Another fingerprint is another device.
@@ -151,14 +165,16 @@ import Testing
         #expect(try flow.attest(flow.device, [("deviceFingerprint", "phone-1")]).1["isValid"]?.boolValue == false)
         flow.fixture.clock.advance(60)
         let cleared = try flow.flag(.clear, first.keyID, reason: "false positive")
-        #expect(cleared.keys == 2 && cleared.previous == [.blocked] && cleared.flags.isEmpty, "both keys of the fingerprint")
+        #expect(cleared.keys == 2 && cleared.previous == [.blocked] && cleared.flags.isEmpty,
+                "both keys of the fingerprint")
         #expect(try flow.refresh().0 == 200)
         let device = try #require(try flow.storedDevice())
         let log = try flow.context.store.read { try $0.flagChanges(.of(device)) }
         #expect(log.map(\.reason) == ["suspected emulator", "false positive"] && log.map(\.flags) == [[.blocked], []])
         #expect(log[1].at == log[0].at + 60 && log[1].keyID == first.keyID)
         let blocked = try flow.outbox().filter { $0.event == "device_blocked" }
-        #expect(try blocked.count == 1 && JSONParser.parse(blocked[0].dataJSON)["reason"]?.stringValue == "suspected emulator")
+        #expect(try blocked.count == 1
+                    && JSONParser.parse(blocked[0].dataJSON)["reason"]?.stringValue == "suspected emulator")
     }
 
     @Test func aJailbrokenFlagWithoutFingerprintAppliesToThatKey() throws {
@@ -167,7 +183,8 @@ import Testing
         _ = try flow.flag(.jailbroken)
         let (status, body) = try flow.refresh()
         let claims = try DeviceFlow.claims(body)
-        #expect(status == 200 && claims["jailbreak_detected"]?.boolValue == true && claims["risk_score"]?.intValue == 80)
+        #expect(status == 200 && claims["jailbreak_detected"]?.boolValue == true
+                    && claims["risk_score"]?.intValue == 80)
         #expect(claims["device_integrity"]?.stringValue == "flagged")
         #expect(try flow.storedDevice()?.operatorFlags == [.jailbreak])
         #expect(throws: ServiceError.self) { _ = try flow.flag(.block, [UInt8](repeating: 0, count: 32)) }

@@ -18,11 +18,14 @@ import Testing
         let tokenA = try #require(try flow.enroll()["token"]?.stringValue)
         try flow.context.store.write { txn in
             try txn.put(OrgRecord(name: "globex", tier: .pro, createdAt: flow.fixture.clock.now()))
-            try txn.put(AppRecord(teamID: "EVILTEAM99", bundleID: Fixture.bundleID, org: "globex", createdAt: flow.fixture.clock.now()))
+            try txn.put(AppRecord(teamID: "EVILTEAM99", bundleID: Fixture.bundleID, org: "globex",
+                                  createdAt: flow.fixture.clock.now()))
         }
         let headersB = ["X-Bundle-ID": Fixture.bundleID, "X-Team-ID": "EVILTEAM99"]
         let challenge = try flow.fixture.challenge(headers: headersB)
-        let (status, answer) = flow.post(.validate, try flow.validateBody(challenge: challenge, device: try SoftwareDevice.generate(), teamID: "EVILTEAM99"),
+        let (status, answer) = flow.post(.validate, try flow.validateBody(challenge: challenge,
+                                                                          device: try SoftwareDevice.generate(),
+                                                                          teamID: "EVILTEAM99"),
                                          headers: headersB)
         #expect(status == 200, "\(answer.jsonText)")
         let a = try JWT(compact: tokenA).claims
@@ -30,7 +33,8 @@ import Testing
         #expect(a["aud"]?.stringValue == Fixture.teamID + "." + Fixture.bundleID)
         #expect(claimsB["aud"]?.stringValue == "EVILTEAM99." + Fixture.bundleID)
         #expect(claimsB["aud"] != a["aud"], "a relying party of team A that checks aud refuses team B's token")
-        #expect(claimsB["bundle_id"]?.stringValue == Fixture.bundleID && claimsB["team_id"]?.stringValue == "EVILTEAM99", "both kept")
+        #expect(claimsB["bundle_id"]?.stringValue == Fixture.bundleID
+                    && claimsB["team_id"]?.stringValue == "EVILTEAM99", "both kept")
     }
 
     /// `bundle` (a config.json written before the key existed): the hosted service's form.
@@ -43,12 +47,14 @@ import Testing
         #expect(try JWT(compact: old).claims["aud"]?.stringValue == Fixture.bundleID)
         var flipped = flow.context.configuration
         flipped.tokenAudience = .appId
-        let after = try ServiceContext(configuration: flipped, store: flow.context.store, clock: flow.fixture.clock, random: SystemRandom(),
-                                       challengeSecret: flow.fixture.data.challengeSecret(), trustAnchors: [flow.pki.rootCertificate],
-                                       testRoots: [], keyRing: KeyRing(flow.fixture.data))
+        let after = try ServiceContext(configuration: flipped, store: flow.context.store, clock: flow.fixture.clock,
+                                       random: SystemRandom(), challengeSecret: flow.fixture.data.challengeSecret(),
+                                       trustAnchors: [flow.pki.rootCertificate], testRoots: [],
+                                       keyRing: KeyRing(flow.fixture.data))
         var headers = Fixture.appHeaders
         headers["Authorization"] = "Bearer " + old
-        let request = Fixture.request("POST", HeartbeatEndpoint.path, body: HeartbeatStandingTests.body, headers: headers, remote: "127.0.0.1")
+        let request = Fixture.request("POST", HeartbeatEndpoint.path, body: HeartbeatStandingTests.body,
+                                      headers: headers, remote: "127.0.0.1")
         #expect(Endpoint.mad.handle(request, after).status == 200, "a bundle-form token after the flip")
         let new = try #require(try DeviceFlow(configure: { $0.tokenAudience = .appId }).enroll()["token"]?.stringValue)
         #expect(try JWT(compact: new).claims["aud"]?.stringValue == Fixture.appID)
@@ -64,7 +70,8 @@ import Testing
     }
 
     @Test func aConfigWithoutTheKeyMeansBundleAndANewDataDirectoryGetsAppID() throws {
-        #expect(try Configuration(jsonText: "{}").tokenAudience == .bundle, "an upgraded data directory keeps its audience")
+        #expect(try Configuration(jsonText: "{}").tokenAudience == .bundle,
+                "an upgraded data directory keeps its audience")
         var template = Array("/tmp/attest-audience-test-XXXXXX".utf8CString)
         let root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         defer { try? FileManager.default.removeItem(atPath: root) }

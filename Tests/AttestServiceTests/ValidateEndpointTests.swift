@@ -47,7 +47,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
     @Test func successDecodesAsTheSDKDeclaresIt() throws {
         let flow = try DeviceFlow()
         let response = Fixture.request("POST", Endpoint.validate.path,
-                                       body: try flow.validateBody(challenge: try flow.fixture.challenge()).jsonText, headers: Fixture.appHeaders)
+                                       body: try flow.validateBody(challenge: try flow.fixture.challenge()).jsonText,
+                                       headers: Fixture.appHeaders)
         let raw = Endpoint.validate.handle(response, flow.context)
         #expect(raw.status == 200)
         let decoded = try JSONDecoder().decode(SDKAttestationResponse.self, from: Data(raw.body))
@@ -79,7 +80,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         let device = try #require(try flow.storedDevice())
         #expect(device.publicKey == flow.device.publicKey)
         #expect(device.counter == 0 && device.status == .active && device.environment == .production)
-        #expect(device.metadata.deviceModel == "iPhone15,2" && device.metadata.appBuildNumber == "42" && device.metadata.platform == "iOS")
+        #expect(device.metadata.deviceModel == "iPhone15,2" && device.metadata.appBuildNumber == "42"
+                    && device.metadata.platform == "iOS")
         #expect(try flow.context.store.read { try $0.receipt(keyID: flow.device.keyID) }?.isEmpty == false)
         #expect(device.bundleVersion == "1.0" && device.validationCategory == 1)
     }
@@ -94,9 +96,9 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         let point = [UInt8(4)] + Base64.decode(jwk["x"]!.stringValue!)! + Base64.decode(jwk["y"]!.stringValue!)!
         #expect(jwt.hasValidES256Signature(try ECPublicKey(x962Point: point)))
         let c = jwt.claims
-        for name in ["iss", "aud", "sub", "device_id", "iat", "exp", "jti", "team_id", "bundle_id", "environment", "risk_score",
-                     "risk_category", "device_integrity", "jailbreak_detected", "attestation_count", "attest", "device_model",
-                     "os_version", "app_version", "platform", "custom_claims"] {
+        for name in ["iss", "aud", "sub", "device_id", "iat", "exp", "jti", "team_id", "bundle_id", "environment",
+                     "risk_score", "risk_category", "device_integrity", "jailbreak_detected", "attestation_count",
+                     "attest", "device_model", "os_version", "app_version", "platform", "custom_claims"] {
             #expect(c[name] != nil, "claim \(name)")
         }
         #expect(c["aud"]?.stringValue == Fixture.bundleID && c["attest"]?.stringValue == "hardware")
@@ -107,7 +109,9 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         let flow = try DeviceFlow(tier: .pro)
         try flow.context.store.write { txn in
             var app = try #require(try txn.app(id: Fixture.appID))
-            app.customClaimsJSON = #"[{"type":"static","key":"user_tier","value":"premium"},{"type":"static","key":"limits","value":{"seats":3}},{"type":"conditional","key":"beta","property":"environment","equals":"production","value":true}]"#
+            app.customClaimsJSON = #"[{"type":"static","key":"user_tier","value":"premium"},"#
+                + #"{"type":"static","key":"limits","value":{"seats":3}},"#
+                + #"{"type":"conditional","key":"beta","property":"environment","equals":"production","value":true}]"#
             try txn.put(app)
         }
         let body = try flow.enroll()
@@ -121,7 +125,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
 
     // MARK: Error codes, in docs/contract.md §2 order.
 
-    func expectError(_ flow: DeviceFlow, _ body: JSONValue, status: Int, code: String, headers: [String: String] = Fixture.appHeaders,
+    func expectError(_ flow: DeviceFlow, _ body: JSONValue, status: Int, code: String,
+                     headers: [String: String] = Fixture.appHeaders,
                      sourceLocation: SourceLocation = #_sourceLocation) {
         let (s, b) = flow.post(.validate, body, headers: headers)
         #expect(s == status, "status for \(code)", sourceLocation: sourceLocation)
@@ -132,8 +137,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
 
     @Test func unknownAppIs403() throws {
         let flow = try DeviceFlow()
-        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge()), status: 403, code: "app_not_registered",
-                    headers: ["X-Bundle-ID": "com.unknown", "X-Team-ID": Fixture.teamID])
+        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge()), status: 403,
+                    code: "app_not_registered", headers: ["X-Bundle-ID": "com.unknown", "X-Team-ID": Fixture.teamID])
     }
 
     @Test func bodyAppMustEqualTheHeaders() throws {
@@ -153,7 +158,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         let flow = try DeviceFlow()
         for bad in ["%%%", Base64.encode([1, 2, 3])] {
             let body = try flow.validateBody(challenge: try flow.fixture.challenge(), extra: [])
-            expectError(flow, .object(body.objectValue!.map { $0.0 == "keyId" ? ($0.0, .string(bad)) : $0 }), status: 400, code: "key_id_invalid")
+            expectError(flow, .object(body.objectValue!.map { $0.0 == "keyId" ? ($0.0, .string(bad)) : $0 }),
+                        status: 400, code: "key_id_invalid")
         }
     }
 
@@ -162,7 +168,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         // Not base64; base64 of bytes that are not CBOR (0xFF is a break with nothing to end); CBOR that is not a map.
         for bad in ["!!!", Base64.encode([0xFF, 0x00]), Base64.encode(Array("not cbor at all".utf8))] {
             let body = try flow.validateBody(challenge: try flow.fixture.challenge())
-            expectError(flow, .object(body.objectValue!.map { $0.0 == "attestationObject" ? ($0.0, .string(bad)) : $0 }),
+            expectError(flow,
+                        .object(body.objectValue!.map { $0.0 == "attestationObject" ? ($0.0, .string(bad)) : $0 }),
                         status: 400, code: "attestation_object_invalid")
         }
     }
@@ -170,16 +177,20 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
     @Test func clientDataHashMustBeTheChallengesHash() throws {
         let flow = try DeviceFlow()
         let body = try flow.validateBody(challenge: try flow.fixture.challenge())
-        expectError(flow, .object(body.objectValue!.map { $0.0 == "clientDataHash" ? ($0.0, .string(Base64.encode(SHA256.hash([1])))) : $0 }),
+        expectError(flow, .object(body.objectValue!.map {
+                        $0.0 == "clientDataHash" ? ($0.0, .string(Base64.encode(SHA256.hash([1])))) : $0
+                    }),
                     status: 400, code: "client_data_hash_invalid")
     }
 
     @Test func forgedOrOtherAppChallengesAreInvalid() throws {
         let flow = try DeviceFlow()
         let other = ChallengeAuthority(secret: [UInt8](repeating: 7, count: 32))
-            .issue(appID: Fixture.appID, issued: flow.fixture.clock.now(), expiry: flow.fixture.clock.now() + 300, id: [UInt8](repeating: 1, count: 16))
+            .issue(appID: Fixture.appID, issued: flow.fixture.clock.now(), expiry: flow.fixture.clock.now() + 300,
+                   id: [UInt8](repeating: 1, count: 16))
         expectError(flow, try flow.validateBody(challenge: other), status: 400, code: "challenge_invalid")
-        let forAnotherApp = flow.context.challenges.issue(appID: "OTHER12345.app", issued: flow.fixture.clock.now(), expiry: flow.fixture.clock.now() + 300,
+        let forAnotherApp = flow.context.challenges.issue(appID: "OTHER12345.app", issued: flow.fixture.clock.now(),
+                                                          expiry: flow.fixture.clock.now() + 300,
                                                          id: [UInt8](repeating: 2, count: 16))
         expectError(flow, try flow.validateBody(challenge: forAnotherApp), status: 400, code: "challenge_invalid")
     }
@@ -205,19 +216,23 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         // Flip a bit in the authData's counter bytes: still CBOR, but the nonce no longer matches.
         let body = try flow.validateBody(challenge: challenge) { object in object[object.count - 80] ^= 0x01 }
         expectError(flow, body, status: 401, code: "apple_validation_failed")
-        #expect(flow.fixture.logs.contains { $0.contains("step") }, "the log names the failing step: \(flow.fixture.logs)")
+        #expect(flow.fixture.logs.contains { $0.contains("step") },
+                "the log names the failing step: \(flow.fixture.logs)")
         expectError(flow, try flow.validateBody(challenge: challenge), status: 400, code: "challenge_already_used")
         #expect(try flow.storedDevice() == nil)
     }
 
     @Test func anUntrustedCAIs401() throws {
         let flow = try DeviceFlow()
-        let stranger = try TestPKI.generate(validFrom: Timestamp(iso8601: "2026-01-01T00:00:00Z")!, validUntil: Timestamp(iso8601: "2027-01-01T00:00:00Z")!)
+        let stranger = try TestPKI.generate(validFrom: Timestamp(iso8601: "2026-01-01T00:00:00Z")!,
+                                            validUntil: Timestamp(iso8601: "2027-01-01T00:00:00Z")!)
         let challenge = try flow.fixture.challenge()
         let cdh = SHA256.hash(challenge.utf8)
-        let (keyID, object) = try flow.device.attest(clientDataHash: cdh, appID: Fixture.appID, pki: stranger, at: flow.fixture.clock.now())
+        let (keyID, object) = try flow.device.attest(clientDataHash: cdh, appID: Fixture.appID, pki: stranger,
+                                                     at: flow.fixture.clock.now())
         let body: JSONValue = .object([("challenge", .string(challenge)), ("keyId", .string(Base64.encode(keyID))),
-                                       ("attestationObject", .string(Base64.encode(object))), ("clientDataHash", .string(Base64.encode(cdh))),
+                                       ("attestationObject", .string(Base64.encode(object))),
+                                       ("clientDataHash", .string(Base64.encode(cdh))),
                                        ("bundleId", .string(Fixture.bundleID)), ("teamId", .string(Fixture.teamID))])
         expectError(flow, body, status: 401, code: "apple_validation_failed")
     }
@@ -227,19 +242,22 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge(), environment: .development),
                     status: 401, code: "apple_validation_failed")
         let both = try DeviceFlow(policy: .both)
-        #expect(both.post(.validate, try both.validateBody(challenge: try both.fixture.challenge(), environment: .development)).0 == 200)
+        #expect(both.post(.validate, try both.validateBody(challenge: try both.fixture.challenge(),
+                                                           environment: .development)).0 == 200)
     }
 
     @Test func anAlreadyAttestedKeyIsRefused() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
-        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge()), status: 401, code: "apple_validation_failed")
+        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge()), status: 401,
+                    code: "apple_validation_failed")
     }
 
     @Test func blankOptionalFieldsCountAsAbsent() throws {
         let flow = try DeviceFlow()
         let (status, _) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(),
-                                                                   extra: [("deviceFingerprint", "  "), ("subjectId", "")]))
+                                                                   extra: [("deviceFingerprint", "  "),
+                                                                           ("subjectId", "")]))
         #expect(status == 200)
         let device = try #require(try flow.storedDevice())
         #expect(device.fingerprint.isEmpty && device.subjectID.isEmpty)
@@ -251,7 +269,8 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         for _ in 0..<3 {
             flow.fixture.clock.advance(7_200)  // apart enough not to be a burst (RiskModelTests)
             let d = try SoftwareDevice.generate()
-            let (status, body) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: d,
+            let (status, body) = flow.post(.validate,
+                                           try flow.validateBody(challenge: try flow.fixture.challenge(), device: d,
                                                                          extra: [("deviceFingerprint", "fp-1")]))
             #expect(status == 200)
             scores.append(body["deviceIntelligence"]?["riskScore"]?.intValue ?? -1)
@@ -268,15 +287,19 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         #expect(response.status == 413)
         let body = try JSONParser.parse(response.body)
         #expect(body["code"]?.stringValue == "payload_too_large")
-        #expect(body["hint"]?.stringValue == "Bodies are limited to 2048 bytes (server.bodyLimitBytes).", "the configured limit, not a fixed one")
+        #expect(body["hint"]?.stringValue == "Bodies are limited to 2048 bytes (server.bodyLimitBytes).",
+                "the configured limit, not a fixed one")
         #expect(flow.fixture.call(.validate, "GET").0 == 405)
     }
 
     @Test func theOrganizationBucketIsSharedAndAnswers429WithHeaders() throws {
         let flow = try DeviceFlow(rate: 3)
         try flow.enroll()
-        for _ in 0..<2 { #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200) }
-        let request = Fixture.request("POST", Endpoint.refresh.path, body: try flow.refreshBody(challenge: try flow.fixture.challenge()).jsonText,
+        for _ in 0..<2 {
+            #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
+        }
+        let request = Fixture.request("POST", Endpoint.refresh.path,
+                                      body: try flow.refreshBody(challenge: try flow.fixture.challenge()).jsonText,
                                       headers: Fixture.appHeaders)
         let response = Endpoint.refresh.handle(request, flow.context)
         #expect(response.status == 429)
@@ -285,15 +308,18 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         #expect(Int(headers["Retry-After"] ?? "") ?? 0 > 0 && headers["X-RateLimit-Reset"] != nil)
         #expect((try JSONParser.parse(response.body))["code"]?.stringValue == "rate_limited")
         flow.fixture.clock.advance(60)
-        #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200, "a new window")
+        #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200,
+                "a new window")
     }
 
     @Test func thePerIPLimitAppliesToValidateOnly() throws {
         let flow = try DeviceFlow(configure: { $0.validatePerIPPerMinute = 2 })
         for _ in 0..<2 {
-            #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), device: try SoftwareDevice.generate())).0 == 200)
+            #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(),
+                                                               device: try SoftwareDevice.generate())).0 == 200)
         }
-        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge(), device: try SoftwareDevice.generate()),
+        expectError(flow, try flow.validateBody(challenge: try flow.fixture.challenge(),
+                                                device: try SoftwareDevice.generate()),
                     status: 429, code: "rate_limited")
     }
 }

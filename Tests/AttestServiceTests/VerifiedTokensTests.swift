@@ -51,7 +51,8 @@ import Testing
 
     @Test func onlyDeviceIDsOfOurFormAreKept() {
         var set = VerifiedTokens(capacity: 4)
-        for id in ["d", "0123456789ABCDEF00FF7E8091A2B3C4", "0123456789abcdef00ff7e8091a2b3", "0123456789abcdef00ff7e8091a2b3c4d5"] {
+        for id in ["d", "0123456789ABCDEF00FF7E8091A2B3C4", "0123456789abcdef00ff7e8091a2b3",
+                   "0123456789abcdef00ff7e8091a2b3c4d5"] {
             set.insert(VerifiedTokens.Claims(expires: 1, bundleID: "b", teamID: "t", deviceID: id), for: Self.digest(0))
         }
         #expect(set.count == 0)
@@ -79,8 +80,10 @@ import Testing
         #expect(heartbeat(flow, forged) == 401)
         #expect(flow.context.caches.verifiedTokens.count == 1)
         var tampered = Array(token.utf8)
-        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        #expect(heartbeat(flow, String(decoding: tampered, as: UTF8.self)) == 401, "one byte changed: another digest, checked, refused")
+        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A")
+            ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(heartbeat(flow, String(decoding: tampered, as: UTF8.self)) == 401,
+                "one byte changed: another digest, checked, refused")
         #expect(flow.context.caches.verifiedTokens.count == 1)
 
         // Were the forged token in the set, its signature would not be looked at: hence the rule.
@@ -96,7 +99,8 @@ import Testing
         #expect(heartbeat(flow, token) == 200)
         // Another registered app's headers.
         try flow.context.store.write { txn in
-            try txn.put(AppRecord(teamID: "OTHER12345", bundleID: "com.other", org: "acme", createdAt: flow.fixture.clock.now()))
+            try txn.put(AppRecord(teamID: "OTHER12345", bundleID: "com.other", org: "acme",
+                                  createdAt: flow.fixture.clock.now()))
         }
         #expect(heartbeat(flow, token, headers: ["X-Bundle-ID": "com.other", "X-Team-ID": "OTHER12345"]) == 401)
         #expect(heartbeat(flow, token) == 200)
@@ -123,7 +127,8 @@ import Testing
         #expect(heartbeat(flow, token) == 200)
         // `attestctl keys rotate` (another process): the old key stops signing now and leaves
         // jwks.json 60 s later, well before the token expires.
-        try KeyRing(flow.fixture.data).rotate(algorithm: "ES256", now: flow.fixture.clock.now(), publicationDelay: 0, overlap: 60)
+        try KeyRing(flow.fixture.data).rotate(algorithm: "ES256", now: flow.fixture.clock.now(), publicationDelay: 0,
+                                              overlap: 60)
         flow.fixture.clock.advance(30)
         #expect(heartbeat(flow, token) == 200, "still published during the overlap")
         flow.fixture.clock.advance(31)

@@ -33,9 +33,11 @@ import Testing
     @Test func aNewKeyOnAKnownFingerprintIsNotANewDevice() throws {
         let flow = try DeviceFlow()
         let fp: [(String, JSONValue)] = [("deviceFingerprint", "fp-1")]
-        #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), extra: fp)).0 == 200)
+        #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), extra: fp)).0
+                    == 200)
         flow.device = try SoftwareDevice.generate()
-        #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), extra: fp)).0 == 200)
+        #expect(flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), extra: fp)).0
+                    == 200)
         #expect(try Self.events(flow).map(\.event) == ["device.new", "attestation.completed", "attestation.completed"])
         #expect(try Self.data(try Self.events(flow)[2])["attestation_count"]?.intValue == 2)
     }
@@ -55,7 +57,8 @@ import Testing
 
     @Test func aFailedAttestationQueuesAttestationFailedWithTheStep() throws {
         let flow = try DeviceFlow(policy: .production)
-        let (status, _) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(), environment: .development))
+        let (status, _) = flow.post(.validate, try flow.validateBody(challenge: try flow.fixture.challenge(),
+                                                                     environment: .development))
         #expect(status == 401)
         let queued = try Self.events(flow)
         #expect(queued.map(\.event) == ["device.attestation_failed"])
@@ -104,7 +107,8 @@ import Testing
         let challenge = try flow.fixture.challenge()
         let cdh = SHA256.hash(challenge.utf8)
         let assertion = try impostor.assertion(clientDataHash: cdh, appID: Fixture.appID, counter: 1)
-        let body: JSONValue = ["keyId": .string(Base64.encode(flow.device.keyID)), "assertion": .string(Base64.encode(assertion)),
+        let body: JSONValue = ["keyId": .string(Base64.encode(flow.device.keyID)),
+                               "assertion": .string(Base64.encode(assertion)),
                                "clientDataHash": .string(Base64.encode(cdh)), "challenge": .string(challenge)]
         #expect(flow.post(.refresh, body).0 == 409)
         let last = try #require(try Self.events(flow).last)

@@ -18,7 +18,9 @@ import Testing
         static func makeKey(_ fixture: Fixture, org: String) throws -> String {
             let (key, record) = APIKeys.generate(org: org, name: "t", random: SystemRandom(), now: fixture.clock.now())
             try fixture.context.store.write([.durable]) { txn in
-                if try txn.org(named: org) == nil { try txn.put(OrgRecord(name: org, tier: .pro, createdAt: fixture.clock.now())) }
+                if try txn.org(named: org) == nil {
+                    try txn.put(OrgRecord(name: org, tier: .pro, createdAt: fixture.clock.now()))
+                }
                 try txn.put(record)
             }
             return key
@@ -68,8 +70,10 @@ import Testing
         let id = try #require(api.create().1["id"]?.stringValue)
         let other = try API.makeKey(api.fixture, org: "globex")
         #expect(api.call("GET", key: other).1["webhooks"] == [])
-        for (method, path) in [("GET", "/" + id), ("PATCH", "/" + id), ("DELETE", "/" + id), ("POST", "/\(id)/test"), ("GET", "/\(id)/deliveries")] {
-            let (status, body) = api.call(method, path, body: method == "PATCH" ? #"{"isActive":false}"# : nil, key: other)
+        for (method, path) in [("GET", "/" + id), ("PATCH", "/" + id), ("DELETE", "/" + id), ("POST", "/\(id)/test"),
+                               ("GET", "/\(id)/deliveries")] {
+            let (status, body) = api.call(method, path, body: method == "PATCH" ? #"{"isActive":false}"# : nil,
+                                          key: other)
             #expect(status == 404, "\(method) \(path) from another organization")
             #expect(body["code"]?.stringValue == "not_found")
         }
@@ -89,21 +93,25 @@ import Testing
             (#"{}"#, "url"), (#"{"url":5}"#, "url"), (#"{"url":"ftp://x.example.com"}"#, "url"),
             (#"{"url":"https://hooks.example.com","events":["nope"]}"#, "events"),
             (#"{"url":"https://hooks.example.com","events":"device.new"}"#, "events"),
-            (#"{"url":"https://hooks.example.com","description":"\#(String(repeating: "x", count: 300))"}"#, "description"),
+            (#"{"url":"https://hooks.example.com","description":"\#(String(repeating: "x", count: 300))"}"#,
+             "description"),
         ]
         for (body, field) in cases {
             let (status, answer) = api.call("POST", body: body)
             #expect(status == 400, "\(body)")
-            #expect(answer["error"]?.stringValue?.contains(field) == true, "\(body) names \(field): \(answer["error"]?.stringValue ?? "")")
+            #expect(answer["error"]?.stringValue?.contains(field) == true,
+                    "\(body) names \(field): \(answer["error"]?.stringValue ?? "")")
         }
         let id = try #require(api.create().1["id"]?.stringValue)
-        #expect(api.call("PATCH", "/" + id, body: #"{"isActive":"no"}"#).1["error"]?.stringValue?.contains("isActive") == true)
+        #expect(api.call("PATCH", "/" + id, body: #"{"isActive":"no"}"#).1["error"]?.stringValue?.contains("isActive")
+                    == true)
     }
 
     @Test func theSSRFGuardRefusesPlainHTTPAndPrivateDestinations() throws {
         let api = try API()
         let refused: [(String, String)] = [
-            ("http://hooks.example.com/in", "https"), ("https://127.0.0.1/in", "loopback"), ("https://10.0.0.1/in", "private"),
+            ("http://hooks.example.com/in", "https"), ("https://127.0.0.1/in", "loopback"),
+            ("https://10.0.0.1/in", "private"),
             ("https://[::1]/in", "loopback"), ("https://169.254.169.254/", "link-local"),
             ("https://224.0.0.1/", "multicast"), ("https://[::ffff:192.168.1.1]/", "private"),
             ("https://user:pw@hooks.example.com/", "user"),
@@ -112,7 +120,8 @@ import Testing
             ("https://[::ffff:0:a00:1]/", "private"), ("https://192.88.99.1/", "6to4 relay"),
             // IPv4 in inet_aton's other forms: no resolver is asked, so they are parsed here.
             ("https://2130706433/", "loopback"), ("https://127.1/", "loopback"), ("https://0x7f.0.0.1/", "loopback"),
-            ("https://0177.0.0.1:8443/", "loopback"), ("https://0xa000001/", "private"), ("https://1.2.3.999/", "malformed"),
+            ("https://0177.0.0.1:8443/", "loopback"), ("https://0xa000001/", "private"),
+            ("https://1.2.3.999/", "malformed"),
         ]
         for (url, why) in refused {
             let (status, body) = api.create(url)
