@@ -83,7 +83,9 @@ enum Bench {
         if argv.first == "claims" { return try ClaimsBench.run(Array(argv.dropFirst())) }
         if argv.first == "store" { return try StoreBench.run(Array(argv.dropFirst())) }
         if argv.first == "refresh" { return try RefreshBench.run(Array(argv.dropFirst())) }
-        guard argv.first == "verify" else { throw UsageError("say what to measure: verify, usage, claims, store or refresh") }
+        guard argv.first == "verify" else {
+            throw UsageError("say what to measure: verify, usage, claims, store or refresh")
+        }
         let args = try Arguments(Array(argv.dropFirst()), valued: ["seconds"], switches: ["json"])
         guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
         let seconds = try args.int("seconds", default: 3, in: 1...600)
@@ -95,7 +97,8 @@ enum Bench {
             Output.out(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
             let rows = results.map { r in
-                [r.name, String(format0: r.rate), "\(String(format0: r.rawRate)) (\(r.rawCurve))", String(format2: r.ratio)]
+                [r.name, String(format0: r.rate), "\(String(format0: r.rawRate)) (\(r.rawCurve))",
+                 String(format2: r.ratio)]
             }
             Output.out("verification rate vs raw OpenSSL ECDSA: one thread, \(seconds) s of CPU time each side\n")
             Output.out(Output.table(["measurement", "verify/s", "raw verify/s", "ratio"], rows))
@@ -114,6 +117,7 @@ extension String {
     init(format0 value: Double) { self = String(Int(value.rounded())) }
     init(format2 value: Double) {
         let hundredths = abs(Int((value * 100).rounded()))
-        self = "\(value < 0 && hundredths > 0 ? "-" : "")\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+        let sign = value < 0 && hundredths > 0 ? "-" : ""
+        self = "\(sign)\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
     }
 }

@@ -38,7 +38,8 @@ enum RefreshBench {
         let parent = args.value("dir") ?? "/tmp"
         var template = Array((parent + "/attestctl-bench-refresh.XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
-            throw UsageError("--dir \(parent): cannot create a scratch directory in it: \(String(cString: strerror(errno)))")
+            throw UsageError("--dir \(parent): cannot create a scratch directory in it: "
+                                 + "\(String(cString: strerror(errno)))")
         }
         let path = String(cString: made)
         defer { _ = system("rm -rf '\(path)'") }
@@ -51,7 +52,8 @@ enum RefreshBench {
         config.validatePerIPPerMinute = 0
         config.refreshPerIPPerMinute = 0
         _ = try data.initialise(configuration: config, now: start)
-        let context = try ServiceContext.open(dataDirectory: data, trust: TrustAnchors(hardware: [pki.rootCertificate]), log: { _ in })
+        let context = try ServiceContext.open(dataDirectory: data, trust: TrustAnchors(hardware: [pki.rootCertificate]),
+                                              log: { _ in })
         try context.store.write([.durable]) { txn in
             try txn.put(OrgRecord(name: "bench", tier: .enterprise, createdAt: start))
             try txn.put(AppRecord(teamID: teamID, bundleID: bundleID, org: "bench", createdAt: start))
@@ -63,12 +65,14 @@ enum RefreshBench {
             let device = try SoftwareDevice.generate()
             let challenge = try fetchChallenge(context)
             let cdh = SHA256.hash(challenge.utf8)
-            let built = try device.synthetic(clientDataHash: cdh, appID: teamID + "." + bundleID).build(pki: pki, at: start)
+            let built = try device.synthetic(clientDataHash: cdh, appID: teamID + "." + bundleID)
+                .build(pki: pki, at: start)
             let body = JSONValue.object([
                 ("challenge", .string(challenge)), ("keyId", .string(Base64.encode(built.keyID))),
-                ("attestationObject", .string(Base64.encode(built.attestationObject))), ("clientDataHash", .string(Base64.encode(cdh))),
-                ("bundleId", .string(bundleID)), ("teamId", .string(teamID)), ("deviceModel", "iPhone15,2"), ("osVersion", "18.0"),
-                ("appVersion", "1.0"), ("appBuildNumber", "1"), ("platform", "iOS"),
+                ("attestationObject", .string(Base64.encode(built.attestationObject))),
+                ("clientDataHash", .string(Base64.encode(cdh))),
+                ("bundleId", .string(bundleID)), ("teamId", .string(teamID)), ("deviceModel", "iPhone15,2"),
+                ("osVersion", "18.0"), ("appVersion", "1.0"), ("appBuildNumber", "1"), ("platform", "iOS"),
             ])
             try expect200(Endpoint.validate, body, context)
             enrolled.append(device)
@@ -81,7 +85,8 @@ enum RefreshBench {
             let cdh = SHA256.hash(challenge.utf8)
             let assertion = try enrolled[i % devices].assert(clientDataHash: cdh, appID: teamID + "." + bundleID)
             let body = JSONValue.object([
-                ("keyId", .string(Base64.encode(enrolled[i % devices].keyID))), ("assertion", .string(Base64.encode(assertion))),
+                ("keyId", .string(Base64.encode(enrolled[i % devices].keyID))),
+                ("assertion", .string(Base64.encode(assertion))),
                 ("clientDataHash", .string(Base64.encode(cdh))), ("challenge", .string(challenge)),
             ])
             requests.append(request(.refresh, "POST", body: body.jsonBytes, id: i))
@@ -109,10 +114,12 @@ enum RefreshBench {
                   sign: microseconds(rounds) { _ = try? signer.sign(claims) },
                   verify: microseconds(rounds) { _ = verifier.verifyOnce() })
         let rest = us.refresh - us.sign - us.verify
-        Output.out("refresh_us=\(String(format2: us.refresh)) verify_us=\(String(format2: us.verify)) sign_us=\(String(format2: us.sign)) rest_us=\(String(format2: rest))")
+        Output.out("refresh_us=\(String(format2: us.refresh)) verify_us=\(String(format2: us.verify)) "
+                   + "sign_us=\(String(format2: us.sign)) rest_us=\(String(format2: rest))")
         Output.err("""
 
-            in-process refresh, one thread (thread CPU time): \(count) refreshes over \(devices) devices, store.sync \(sync), keys \(cold ? "cold" : "warm")
+            in-process refresh, one thread (thread CPU time): \(count) refreshes over \(devices) devices, \
+            store.sync \(sync), keys \(cold ? "cold" : "warm")
             """)
         Output.err(Output.table(["part", "µs per refresh", "share"], [
             ["whole refresh (Endpoint.refresh)", String(format2: us.refresh), "1.00"],
@@ -132,8 +139,9 @@ enum RefreshBench {
 
     static func request(_ endpoint: Endpoint, _ method: String, body: [UInt8] = [], id: Int) -> Request {
         Request(method: method, path: endpoint.path, params: [
-            "REQUEST_METHOD": method, "DOCUMENT_URI": endpoint.path, "REQUEST_ID": "bench-\(id)", "REMOTE_ADDR": "127.0.0.1",
-            "HTTP_X_BUNDLE_ID": bundleID, "HTTP_X_TEAM_ID": teamID, "CONTENT_TYPE": "application/json",
+            "REQUEST_METHOD": method, "DOCUMENT_URI": endpoint.path, "REQUEST_ID": "bench-\(id)",
+            "REMOTE_ADDR": "127.0.0.1", "HTTP_X_BUNDLE_ID": bundleID, "HTTP_X_TEAM_ID": teamID,
+            "CONTENT_TYPE": "application/json",
         ], body: body)
     }
 
@@ -152,7 +160,8 @@ enum RefreshBench {
 
     static func check(_ response: Response) throws {
         guard response.status == 200 else {
-            throw BenchError("an in-process request answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            throw BenchError("an in-process request answered \(response.status): "
+                                 + "\(String(decoding: response.body, as: UTF8.self))")
         }
     }
 }

@@ -11,7 +11,8 @@ import Glibc
 ///
 /// - `bench store puts [--seconds N] [--dir DIR]`: LMDB put rates in a scratch store, one
 ///   100-byte put per write transaction: `commit` (synced: what one durable commit costs)
-///   and `interval` (no sync at commit; the background sync every 10 ms runs). Prints `durable_puts_per_s=… nosync_puts_per_s=…`.
+///   and `interval` (no sync at commit; the background sync every 10 ms runs). Prints
+///   `durable_puts_per_s=… nosync_puts_per_s=…`.
 /// - `bench store load --count N --app APPID [--data DIR]`: writes N synthetic active device
 ///   records of APPID (random keyIds, one P-256 public key shared by all, counter 0) and their
 ///   deviceId index entries straight into the durable store, 10,000 per transaction, so that
@@ -63,13 +64,15 @@ enum StoreBench {
         let data = DataDirectory(flag: args.value("data"))
         let (loaded, elapsed, perDevice) = try loadDevices(count, appID: appID, into: data)
         let compacted = try compactDurable(data)
-        Output.out("loaded=\(loaded) seconds=\(String(format2: elapsed)) bytes_per_device=\(perDevice) compacted_bytes=\(compacted)")
+        Output.out("loaded=\(loaded) seconds=\(String(format2: elapsed)) bytes_per_device=\(perDevice) "
+                   + "compacted_bytes=\(compacted)")
         return 0
     }
 
     /// Writes `count` synthetic devices; returns them, the seconds taken and the map bytes used
     /// per device. The store is closed on return.
-    private static func loadDevices(_ count: Int, appID: String, into data: DataDirectory) throws -> (Int, Double, Int) {
+    private static func loadDevices(_ count: Int, appID: String,
+                                    into data: DataDirectory) throws -> (Int, Double, Int) {
         let store = try Store(directory: data.storeDirectory, options: try data.loadConfiguration().storeOptions)
         let publicKey = try SigningKey.generate(.p256).publicKey().x962Point
         let created = SystemClock().now()
@@ -82,8 +85,9 @@ enum StoreBench {
             try store.write([.durable]) { txn in
                 for _ in 0..<batch {
                     let keyID = random.bytes(32)
-                    try txn.put(DeviceRecord(keyID: keyID, deviceID: DeviceIdentity.deviceID(keyID: keyID), appID: appID,
-                                             publicKey: publicKey, environment: .production, createdAt: created))
+                    try txn.put(DeviceRecord(keyID: keyID, deviceID: DeviceIdentity.deviceID(keyID: keyID),
+                                             appID: appID, publicKey: publicKey, environment: .production,
+                                             createdAt: created))
                 }
             }
             done += batch
@@ -98,7 +102,9 @@ enum StoreBench {
     private static func compactDurable(_ data: DataDirectory) throws -> Int {
         let durable = data.storeDirectory + "/durable", scratch = durable + ".compacting"
         _ = system("rm -rf '\(scratch)'")
-        guard mkdir(scratch, 0o700) == 0 else { throw UsageError("cannot create \(scratch): \(String(cString: strerror(errno)))") }
+        guard mkdir(scratch, 0o700) == 0 else {
+            throw UsageError("cannot create \(scratch): \(String(cString: strerror(errno)))")
+        }
         do {
             let store = try Store(directory: data.storeDirectory, options: try data.loadConfiguration().storeOptions)
             try store.copyCompacted(.durable, to: scratch)

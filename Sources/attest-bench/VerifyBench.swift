@@ -39,14 +39,18 @@ enum VerifyBench {
         let verifier = AttestationVerifier(chainVerifier: try .apple())
         let object = AppleSample.attestationObject, keyID = AppleSample.keyID
         func verify() throws -> VerifiedAttestation {
-            try verifier.verify(attestationObject: object[...], keyID: keyID, clientDataHash: AppleSample.clientDataHash,
-                                appID: AppleSample.appID, policy: .production, at: AppleSample.verifyAt)
+            try verifier.verify(attestationObject: object[...], keyID: keyID,
+                                clientDataHash: AppleSample.clientDataHash, appID: AppleSample.appID,
+                                policy: .production, at: AppleSample.verifyAt)
         }
         _ = try verify()
-        precondition(verifier.chainVerifier.cachedIntermediateCount == 1, "the warm-up verification caches the intermediate")
+        precondition(verifier.chainVerifier.cachedIntermediateCount == 1,
+                     "the warm-up verification caches the intermediate")
         let raw = try RawECDSAVerifier(curve: .p384)
-        let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, { _ = try? verify() }, { _ = raw.verifyOnce() })
-        return Result(name: "attestation (Apple sample, warm cache)", rate: rate, rawCurve: "P-384", rawRate: rawRate, ratio: ratio)
+        let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, { _ = try? verify() },
+                                                        { _ = raw.verifyOnce() })
+        return Result(name: "attestation (Apple sample, warm cache)", rate: rate, rawCurve: "P-384", rawRate: rawRate,
+                      ratio: ratio)
     }
 
     static func assertion(seconds: Double, parseKeyEachTime: Bool) throws -> Result {
@@ -58,13 +62,15 @@ enum VerifyBench {
         let parsedOnce = try ECPublicKey(x962Point: point)
         func verify() throws -> VerifiedAssertion {
             let key = parseKeyEachTime ? try ECPublicKey(x962Point: point) : parsedOnce
-            return try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash, publicKey: key,
-                                                appID: appID, previousCounter: 0)
+            return try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash,
+                                                publicKey: key, appID: appID, previousCounter: 0)
         }
         _ = try verify()
         let raw = try RawECDSAVerifier(curve: .p256)
-        let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, { _ = try? verify() }, { _ = raw.verifyOnce() })
-        let name = parseKeyEachTime ? "assertion, key loaded from its point each time" : "assertion (software device, key parsed once)"
+        let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, { _ = try? verify() },
+                                                        { _ = raw.verifyOnce() })
+        let name = parseKeyEachTime
+            ? "assertion, key loaded from its point each time" : "assertion (software device, key parsed once)"
         return Result(name: name, rate: rate, rawCurve: "P-256", rawRate: rawRate, ratio: ratio)
     }
 }

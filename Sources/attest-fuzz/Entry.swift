@@ -9,7 +9,8 @@ import Glibc
 nonisolated(unsafe) var selected: FuzzTarget?
 
 @_silgen_name("LLVMFuzzerRunDriver")
-func runDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+func runDriver(_ argc: UnsafeMutablePointer<CInt>,
+               _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
                _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
 
 @_cdecl("attest_fuzz_main")

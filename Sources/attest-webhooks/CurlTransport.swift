@@ -18,6 +18,7 @@ final class CurlTransport: WebhookTransport {
 
     func post(url: String, headers: [(String, String)], body: [UInt8], timeoutSeconds: Int) -> AttemptResult {
         let r = client.post(url, headers: headers, body: body, timeoutSeconds: timeoutSeconds)
-        return AttemptResult(status: r.status, durationMs: r.milliseconds, excerpt: AttemptResult.excerpt(of: r.body), error: r.error)
+        return AttemptResult(status: r.status, durationMs: r.milliseconds, excerpt: AttemptResult.excerpt(of: r.body),
+                             error: r.error)
     }
 }

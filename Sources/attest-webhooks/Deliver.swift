@@ -37,14 +37,19 @@ enum Deliver {
             signal(SIGPIPE, SIG_IGN)
             let allowPrivate = configuration.webhookAllowPrivateDestinations
             if allowPrivate {
-                Output.err("attest-webhooks deliver: WARNING webhooks.allowPrivateDestinations is on: http:// and private addresses are allowed")
+                Output.err("attest-webhooks deliver: WARNING webhooks.allowPrivateDestinations is on: "
+                           + "http:// and private addresses are allowed")
             }
-            let worker = DeliveryWorker(store: store, configuration: configuration) { CurlTransport(allowPrivate: allowPrivate) }
+            let worker = DeliveryWorker(store: store, configuration: configuration) {
+                CurlTransport(allowPrivate: allowPrivate)
+            }
             worker.log = { Output.err("attest-webhooks deliver[\(processID())]: \($0.text)") }
             Output.err("attest-webhooks deliver[\(processID())]: delivering from \(data.path) "
-                       + "(\(configuration.webhookMaxConcurrentDeliveries) threads, \(configuration.webhookConcurrencyPerEndpoint) per endpoint)")
+                       + "(\(configuration.webhookMaxConcurrentDeliveries) threads, "
+                       + "\(configuration.webhookConcurrencyPerEndpoint) per endpoint)")
             worker.run { stopRequested != 0 }
-            Output.err("attest-webhooks deliver[\(processID())]: stopped after \(worker.attempts) attempts, \(worker.delivered) delivered, \(worker.pruned) pruned from the log")
+            Output.err("attest-webhooks deliver[\(processID())]: stopped after \(worker.attempts) attempts, "
+                       + "\(worker.delivered) delivered, \(worker.pruned) pruned from the log")
             return 0
         } catch let error as UsageError {
             Output.err("attest-webhooks deliver: \(error.message)\n\(usage)")

@@ -29,41 +29,52 @@ let apiKeyCommand = Command(
             let name = args.value("name") ?? ""
             guard name.utf8.count <= 100 else { throw UsageError("--name is at most 100 bytes") }
             let scopeName = args.value("scope") ?? APIKeyRecord.Scope.all.name
-            guard let scope = APIKeyRecord.Scope(name: scopeName) else { throw UsageError("--scope is all or heartbeat, not \"\(scopeName)\"") }
+            guard let scope = APIKeyRecord.Scope(name: scopeName) else {
+                throw UsageError("--scope is all or heartbeat, not \"\(scopeName)\"")
+            }
             let created = try store.write([.durable]) { txn -> String in
-                guard try txn.org(named: org) != nil else { throw CommandFailure(.notFound, "no organization \"\(org)\" (see 'attestctl org list')") }
+                guard try txn.org(named: org) != nil else {
+                    throw CommandFailure(.notFound, "no organization \"\(org)\" (see 'attestctl org list')")
+                }
                 while true {
-                    let (key, record) = APIKeys.generate(org: org, name: name, scope: scope, random: SystemRandom(), now: now())
-                    guard try txn.apiKey(id: record.id) == nil else { continue }  // ids are 48 random bits: a clash is retried
+                    let (key, record) = APIKeys.generate(org: org, name: name, scope: scope, random: SystemRandom(),
+                                                         now: now())
+                    // ids are 48 random bits: a clash is retried
+                    guard try txn.apiKey(id: record.id) == nil else { continue }
                     try txn.put(record)
                     return key
                 }
             }
             if args.flag("json") {
-                Output.out(JSONValue.object([("key", .string(created)), ("id", .string(String(created.prefix(12)))), ("org", .string(org)),
-                                             ("scope", .string(scope.name))]).prettyJSONText)
+                Output.out(JSONValue.object([("key", .string(created)), ("id", .string(String(created.prefix(12)))),
+                                             ("org", .string(org)), ("scope", .string(scope.name))]).prettyJSONText)
             } else {
                 Output.out(created)
-                Output.err("API key \(created.prefix(12))… for \(org) (scope \(scope.name)): store it now, it is not shown again.")
+                Output.err("API key \(created.prefix(12))… for \(org) (scope \(scope.name)): "
+                           + "store it now, it is not shown again.")
             }
         case "list":
             let keys = try store.read { try $0.apiKeys() }.filter { k in args.value("org").map { k.org == $0 } ?? true }
             if args.flag("json") {
                 Output.out(JSONValue.array(keys.map { k in
-                    .object([("id", .string(k.id)), ("org", .string(k.org)), ("name", .string(k.name)), ("scope", .string(k.scope.name)),
-                             ("createdAt", .string(k.createdAt.iso8601)), ("revokedAt", k.revokedAt.map { .string($0.iso8601) } ?? .null)])
+                    .object([("id", .string(k.id)), ("org", .string(k.org)), ("name", .string(k.name)),
+                             ("scope", .string(k.scope.name)), ("createdAt", .string(k.createdAt.iso8601)),
+                             ("revokedAt", k.revokedAt.map { .string($0.iso8601) } ?? .null)])
                 }).prettyJSONText)
             } else if keys.isEmpty {
                 Output.out("no API keys (create one with 'attestctl apikey create --org NAME')")
             } else {
                 Output.out(Output.table(["ID", "ORG", "NAME", "SCOPE", "CREATED", "STATUS"], keys.map {
-                    [$0.id + "…", $0.org, $0.name, $0.scope.name, $0.createdAt.iso8601, $0.revokedAt.map { "revoked " + $0.iso8601 } ?? "active"]
+                    [$0.id + "…", $0.org, $0.name, $0.scope.name, $0.createdAt.iso8601,
+                     $0.revokedAt.map { "revoked " + $0.iso8601 } ?? "active"]
                 }))
             }
         default:
             let id = String(try args.positional(0, "key ID (see 'attestctl apikey list')").prefix(12))
             try store.write([.durable]) { txn in
-                guard var key = try txn.apiKey(id: id) else { throw CommandFailure(.notFound, "no API key \(id) (see 'attestctl apikey list')") }
+                guard var key = try txn.apiKey(id: id) else {
+                    throw CommandFailure(.notFound, "no API key \(id) (see 'attestctl apikey list')")
+                }
                 guard key.revokedAt == nil else { throw CommandFailure(.already, "API key \(id) is already revoked") }
                 key.revokedAt = now()
                 try txn.put(key)

@@ -30,7 +30,8 @@ let appCommand = Command(
             if args.flag("json") {
                 Output.out(JSONValue.array(apps.map(appJSON)).prettyJSONText)
             } else if apps.isEmpty {
-                Output.out("no apps (register one with 'attestctl app add --org NAME --team TEAMID --bundle BUNDLE_ID')")
+                Output.out("no apps (register one with "
+                           + "'attestctl app add --org NAME --team TEAMID --bundle BUNDLE_ID')")
             } else {
                 Output.out(Output.table(["APP ID", "ORG", "ENV", "ENABLED", "TOKEN LIFETIME"], apps.map {
                     [$0.appID, $0.org, $0.policy.rawValue, $0.enabled ? "yes" : "no",
@@ -44,7 +45,8 @@ let appCommand = Command(
             throw UsageError("--team must be the 10-character Apple Developer Team ID (A-Z, 0-9)")
         }
         guard let bundle = args.value("bundle"), AppIdentifier.isValidBundleID(bundle) else {
-            throw UsageError("--bundle must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'")
+            throw UsageError("--bundle must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) "
+                             + "letters, digits, '.' and '-'")
         }
         guard let policy = EnvironmentPolicy(rawValue: args.value("env") ?? "production") else {
             throw UsageError("--env must be production, development or both")
@@ -52,7 +54,9 @@ let appCommand = Command(
         let claims = args.value("claims") ?? ""
         let lifetime = try args.int("token-lifetime", default: 0, in: 0...2_592_000)
         guard lifetime == 0 || lifetime >= Configuration.minimumTokenLifetimeSeconds else {
-            throw UsageError("--token-lifetime must be 0 (the deployment default) or at least \(Configuration.minimumTokenLifetimeSeconds) seconds: the iOS SDK treats a token as expired 300 s before its expiresAt, so shorter lifetimes make every call re-attest")
+            throw UsageError("--token-lifetime must be 0 (the deployment default) or at least "
+                             + "\(Configuration.minimumTokenLifetimeSeconds) seconds: the iOS SDK treats a token as "
+                             + "expired 300 s before its expiresAt, so shorter lifetimes make every call re-attest")
         }
         let app = AppRecord(teamID: team, bundleID: bundle, org: orgName, policy: policy,
                             tokenLifetimeSeconds: UInt32(lifetime),
@@ -60,14 +64,17 @@ let appCommand = Command(
                             minOSVersion: args.value("min-os-version") ?? "", createdAt: now())
         try store.write([.durable]) { txn in
             guard let org = try txn.org(named: orgName) else {
-                throw CommandFailure(.notFound, "no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
+                throw CommandFailure(.notFound,
+                                     "no organization \"\(orgName)\" (add it with 'attestctl org add \(orgName)')")
             }
             let rules = try claimFailure { () throws(ServiceError) -> [ClaimRule] in
                 let rules = try CustomClaims.parse(claims)
                 try CustomClaims.validate(rules, tier: org.tier)
                 return rules
             }
-            guard try txn.app(id: app.appID) == nil else { throw CommandFailure(.already, "app \(app.appID) is already registered") }
+            guard try txn.app(id: app.appID) == nil else {
+                throw CommandFailure(.already, "app \(app.appID) is already registered")
+            }
             var stored = app
             stored.customClaimsJSON = CustomClaims.encode(rules)
             try txn.put(stored)

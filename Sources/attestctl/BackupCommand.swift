@@ -28,13 +28,16 @@ let backupCommand = Command(
         let args = try Arguments(argv, valued: ["data", "to"], switches: [])
         guard let target = args.value("to") else { throw UsageError("--to FILE is required") }
         let data = dataDirectory(args)
-        guard data.isInitialised else { throw CommandFailure(.failed, "\(data.path) is not a data directory (attestctl init creates one)") }
+        guard data.isInitialised else {
+            throw CommandFailure(.failed, "\(data.path) is not a data directory (attestctl init creates one)")
+        }
         // LMDB opens the store's files by path: with the owner's rights, not root's.
         let (_, store) = try asDataOwner(data) { try openStore(data) }
         let summary = try Backup.take(data: data, store: store, to: target, now: now()) { Output.progress($0, $1) }
         Output.progressDone()
         for entry in summary.skipped { Output.err("attestctl backup: left out \(entry)") }
-        Output.out("backup of \(data.path) written to \(target): \(summary.header.entries) entries, \(summary.bytes / 1024) KiB, store schema \(summary.header.schema)")
+        Output.out("backup of \(data.path) written to \(target): \(summary.header.entries) entries, "
+                   + "\(summary.bytes / 1024) KiB, store schema \(summary.header.schema)")
         return 0
     })
 
@@ -62,27 +65,33 @@ let restoreCommand = Command(
         // sparse gigabyte cannot hold root here.
         let run = try? PinnedDirectory.open(data.path).directory("run")
         let live = (run?.names() ?? []).filter { $0.hasSuffix(".sock.pid") }.filter { name in
-            guard let bytes = try? run?.read(name, atMost: 32), let pid = PoolMaster.parse(String(decoding: bytes, as: UTF8.self)) else { return false }
+            guard let bytes = try? run?.read(name, atMost: 32),
+                  let pid = PoolMaster.parse(String(decoding: bytes, as: UTF8.self)) else { return false }
             return kill(pid, 0) == 0 || errno == EPERM
         }
         guard live.isEmpty else {
-            throw CommandFailure(.failed, "\(data.path) is served right now (\(live.joined(separator: ", "))): stop the stack before restoring into it")
+            throw CommandFailure(.failed, "\(data.path) is served right now (\(live.joined(separator: ", "))): "
+                                     + "stop the stack before restoring into it")
         }
         // Pools started elsewhere (systemd's run under /run/attestedge) leave no pid file here:
         // the store's own lock files say whether any process has it open.
         switch Store.isOpenElsewhere(directory: data.storeDirectory) {
         case true?:
-            throw CommandFailure(.failed, "\(data.storeDirectory) is open in another process (a running pool or attestctl): stop the stack before restoring into it")
+            throw CommandFailure(.failed, "\(data.storeDirectory) is open in another process "
+                                     + "(a running pool or attestctl): stop the stack before restoring into it")
         case nil:
-            throw CommandFailure(.failed, "cannot tell whether \(data.storeDirectory) is open elsewhere (its lock files cannot be read): stop the stack and check the files' owner")
+            throw CommandFailure(.failed, "cannot tell whether \(data.storeDirectory) is open elsewhere "
+                                     + "(its lock files cannot be read): stop the stack and check the files' owner")
         case false?:
             break
         }
         if FileIO.exists(data.storeDirectory + "/durable/data.mdb") && !args.flag("force") {
-            throw CommandFailure(.already, "\(data.path) already holds a store: restore into a new directory, or pass --force to replace it")
+            throw CommandFailure(.already, "\(data.path) already holds a store: restore into a new directory, "
+                                     + "or pass --force to replace it")
         }
         let summary = try Backup.restore(from: source, into: data) { Output.progress($0, $1) }
         Output.progressDone()
-        Output.out("restored \(summary.header.entries) entries (\(summary.bytes / 1024) KiB, taken \(summary.header.created.iso8601)) into \(data.path)")
+        Output.out("restored \(summary.header.entries) entries (\(summary.bytes / 1024) KiB, "
+                   + "taken \(summary.header.created.iso8601)) into \(data.path)")
         return 0
     })

@@ -21,11 +21,13 @@ let claimsCommand = Command(
         test shows the risk and claims a stored device (KEY: keyId or deviceId) or a described
         profile would get now, and why, e.g. --profile '{"appVersion":"2.0","subscribed":true}'.
 
-        example: attestctl claims add --app ABCDE12345.com.example.app --key tier --value '"gold"' --when 'riskScore le 20'
+        example: attestctl claims add --app ABCDE12345.com.example.app --key tier --value '"gold"' \
+        --when 'riskScore le 20'
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "list", "remove", "test"])
-        let args = try Arguments(rest, valued: ["data", "app", "key", "value", "when", "device", "profile"], switches: ["json"])
+        let args = try Arguments(rest, valued: ["data", "app", "key", "value", "when", "device", "profile"],
+                                 switches: ["json"])
         guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE is required") }
         let (_, store) = try openStore(dataDirectory(args))
         switch sub {
@@ -37,13 +39,19 @@ let claimsCommand = Command(
                 Output.out("no custom claims for \(appID)")
             } else {
                 Output.out(Output.table(["#", "KEY", "VALUE", "WHEN"], rules.enumerated().map {
-                    [String($0.offset + 1), $0.element.key, $0.element.value.jsonText, $0.element.condition?.text ?? "always"]
+                    [String($0.offset + 1), $0.element.key, $0.element.value.jsonText,
+                     $0.element.condition?.text ?? "always"]
                 }))
             }
         case "add":
-            guard let key = args.value("key"), let valueText = args.value("value") else { throw UsageError("--key and --value are required") }
+            guard let key = args.value("key"), let valueText = args.value("value") else {
+                throw UsageError("--key and --value are required")
+            }
             let value = (try? JSONParser.parse(valueText)) ?? .string(valueText)
-            let new = try claimFailure { ClaimRule(key: key, value: value, condition: try args.value("when").map { try ClaimCondition(text: $0, claim: key) }) }
+            let new = try claimFailure {
+                ClaimRule(key: key, value: value,
+                          condition: try args.value("when").map { try ClaimCondition(text: $0, claim: key) })
+            }
             let count = try updateRules(store, appID) { $0.append(new) }
             Output.out("added claim \(key) to \(appID) (\(new.condition?.text ?? "always")); \(count) claim(s) now")
         case "remove":
@@ -99,9 +107,14 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
     var subjectID = ""
     if let key = args.value("device") {
         let device = try findDevice(key, store)
-        guard device.appID == appID else { throw CommandFailure(.failed, "device \(device.deviceID) belongs to \(device.appID), not \(appID)") }
+        guard device.appID == appID else {
+            throw CommandFailure(.failed, "device \(device.deviceID) belongs to \(device.appID), not \(appID)")
+        }
         subjectID = device.subjectID
-        assessment = try store.read { try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: $0, now: now(), explain: true) }
+        assessment = try store.read {
+            try DeviceAssessment(device: device, app: app, rules: rules, org: org.name, in: $0, now: now(),
+                                 explain: true)
+        }
     } else {
         let profile = try claimFailure { try DeviceProfile(profileJSON: args.value("profile") ?? "{}") }
         assessment = DeviceAssessment(profile: profile, app: app, rules: rules, explain: true)
@@ -109,10 +122,12 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
     let risk = assessment.risk
     if args.flag("json") {
         Output.out(JSONValue.object([
-            ("riskScore", org.tier == .free ? .null : .int(Int64(risk.score))), ("riskCategory", .string(risk.category)),
+            ("riskScore", org.tier == .free ? .null : .int(Int64(risk.score))),
+            ("riskCategory", .string(risk.category)),
             ("factors", riskFactorsJSON(risk)),
             ("claims", .array(assessment.steps.map {
-                .object([("key", .string($0.rule.key)), ("value", $0.rule.value), ("when", $0.rule.condition.map { .string($0.text) } ?? .null),
+                .object([("key", .string($0.rule.key)), ("value", $0.rule.value),
+                         ("when", $0.rule.condition.map { .string($0.text) } ?? .null),
                          ("applied", .bool($0.applied)), ("why", .string($0.why))])
             })),
             ("customClaims", .object(assessment.claims)),
@@ -120,16 +135,20 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
         ]).prettyJSONText)
         return
     }
-    Output.out("risk \(risk.score) (\(risk.category))\(org.tier == .free ? "; the free tier's tokens carry a null risk_score" : "")")
+    Output.out("risk \(risk.score) (\(risk.category))"
+               + "\(org.tier == .free ? "; the free tier's tokens carry a null risk_score" : "")")
     for f in risk.factors { Output.out("  +\(f.points)  \(Output.pad(f.signal, 26)) \(f.detail)") }
     if rules.isEmpty { Output.out("no custom claims"); return }
     Output.out("claims, in order:")
     for (i, step) in assessment.steps.enumerated() {
-        Output.out("  \(i + 1). \(step.applied ? "applies " : "skipped ") \(step.rule.key) = \(step.rule.value.jsonText)   [\(step.why)]")
+        Output.out("  \(i + 1). \(step.applied ? "applies " : "skipped ") \(step.rule.key) = "
+                   + "\(step.rule.value.jsonText)   [\(step.why)]")
     }
     Output.out("custom_claims: \(JSONValue.object(assessment.claims).jsonText)")
 }
 
 func riskFactorsJSON(_ risk: RiskAssessment) -> JSONValue {
-    .array(risk.factors.map { .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points))), ("detail", .string($0.detail))]) })
+    .array(risk.factors.map {
+        .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points))), ("detail", .string($0.detail))])
+    })
 }

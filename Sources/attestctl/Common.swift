@@ -20,7 +20,8 @@ func now() -> Timestamp { SystemClock().now() }
 /// Parses a subcommand word (`org add …`): returns it and the arguments after it.
 func subcommand(_ argv: [String], _ choices: [String]) throws -> (String, [String]) {
     guard let word = argv.first, choices.contains(word) else {
-        throw UsageError(argv.first.map { "unknown subcommand '\($0)'" } ?? "missing subcommand (\(choices.joined(separator: ", ")))")
+        throw UsageError(argv.first.map { "unknown subcommand '\($0)'" }
+                             ?? "missing subcommand (\(choices.joined(separator: ", ")))")
     }
     return (word, Array(argv.dropFirst()))
 }

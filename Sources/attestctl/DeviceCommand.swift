@@ -24,7 +24,8 @@ let deviceCommand = Command(
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["show", "list", "revoke", "flag"])
-        let args = try Arguments(rest, valued: ["data", "app", "limit", "reason"], switches: ["json", "jailbroken", "block", "clear"])
+        let args = try Arguments(rest, valued: ["data", "app", "limit", "reason"],
+                                 switches: ["json", "jailbroken", "block", "clear"])
         let (config, store) = try openStore(dataDirectory(args))
         switch sub {
         case "list":
@@ -37,7 +38,8 @@ let deviceCommand = Command(
                 Output.out("no devices")
             } else {
                 Output.out(Output.table(["DEVICE ID", "APP ID", "ENV", "STATUS", "COUNTER", "LAST SEEN"], devices.map {
-                    [$0.deviceID, $0.appID, $0.environment.rawValue, $0.status.name, String($0.counter), $0.lastSeenAt.iso8601]
+                    [$0.deviceID, $0.appID, $0.environment.rawValue, $0.status.name, String($0.counter),
+                     $0.lastSeenAt.iso8601]
                 }))
             }
         case "show":
@@ -45,18 +47,24 @@ let deviceCommand = Command(
             try showDevice(device, store: store, json: args.flag("json"))
         case "flag":
             let device = try findDevice(try args.positional(0, "KEY (keyId or deviceId)"), store)
-            let chosen = DeviceFlags.Action.allCases.filter { args.flag($0 == .jailbroken ? "jailbroken" : $0.rawValue) }
+            let chosen = DeviceFlags.Action.allCases.filter {
+                args.flag($0 == .jailbroken ? "jailbroken" : $0.rawValue)
+            }
             guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
             let change = try claimFailure {
-                try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store, random: SystemRandom(), now: now(),
-                                      queueEvents: config.webhookQueueEvents)
+                try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store,
+                                      random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
             }
-            Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → \(change.flags.names) on \(change.keys) key(s)\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
+            Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → "
+                       + "\(change.flags.names) on \(change.keys) key(s)"
+                       + "\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
         default:
             let key = try args.positional(0, "KEY (keyId or deviceId)")
             let device = try findDevice(key, store)
             try store.write([.durable]) { txn in
-                guard var current = try txn.device(keyID: device.keyID) else { throw CommandFailure(.failed, "device vanished") }
+                guard var current = try txn.device(keyID: device.keyID) else {
+                    throw CommandFailure(.failed, "device vanished")
+                }
                 current.status = .revoked
                 try txn.put(current)
             }
@@ -71,21 +79,27 @@ func findDevice(_ key: String, _ store: Store) throws -> DeviceRecord {
         if let keyID = Base64.decode(key), keyID.count == 32 { return try txn.device(keyID: keyID) }
         return nil
     }
-    guard let found else { throw CommandFailure(.notFound, "no device with keyId or deviceId \"\(key)\" (see 'attestctl device list')") }
+    guard let found else {
+        throw CommandFailure(.notFound, "no device with keyId or deviceId \"\(key)\" (see 'attestctl device list')")
+    }
     return found
 }
 
 func deviceJSON(_ d: DeviceRecord) -> JSONValue {
     .object([
         ("deviceId", .string(d.deviceID)), ("keyId", .string(Base64.encode(d.keyID))), ("appId", .string(d.appID)),
-        ("environment", .string(d.environment.rawValue)), ("status", .string(d.status.name)), ("counter", .int(Int64(d.counter))),
+        ("environment", .string(d.environment.rawValue)), ("status", .string(d.status.name)),
+        ("counter", .int(Int64(d.counter))),
         ("attestationCount", .int(Int64(d.attestationCount))), ("failedAssertions", .int(Int64(d.failedAssertions))),
-        ("jailbreakFlagged", .bool(d.operatorFlags.contains(.jailbreak))), ("blockedFlagged", .bool(d.operatorFlags.contains(.blocked))),
+        ("jailbreakFlagged", .bool(d.operatorFlags.contains(.jailbreak))),
+        ("blockedFlagged", .bool(d.operatorFlags.contains(.blocked))),
         ("createdAt", .string(d.createdAt.iso8601)), ("lastAttestedAt", .string(d.lastAttestedAt.iso8601)),
-        ("lastSeenAt", .string(d.lastSeenAt.iso8601)), ("fingerprint", .string(d.fingerprint)), ("subjectId", .string(d.subjectID)),
+        ("lastSeenAt", .string(d.lastSeenAt.iso8601)), ("fingerprint", .string(d.fingerprint)),
+        ("subjectId", .string(d.subjectID)),
         ("deviceModel", .string(d.metadata.deviceModel)), ("osVersion", .string(d.metadata.osVersion)),
         ("appVersion", .string(d.metadata.appVersion)), ("appBuildNumber", .string(d.metadata.appBuildNumber)),
         ("platform", .string(d.metadata.platform)), ("publicKey", .string(Base64.encode(d.publicKey))),
-        ("validationCategory", d.validationCategory.map { .int(Int64($0)) } ?? .null), ("bundleVersion", .string(d.bundleVersion)),
+        ("validationCategory", d.validationCategory.map { .int(Int64($0)) } ?? .null),
+        ("bundleVersion", .string(d.bundleVersion)),
     ])
 }

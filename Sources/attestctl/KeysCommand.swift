@@ -37,31 +37,38 @@ let keysCommand = Command(
         let time = now()
         if sub == "rotate" {
             let algorithm = args.value("algorithm") ?? config.tokenAlgorithm.rawValue
-            guard algorithm == "ES256" || algorithm == "RS256" else { throw UsageError("--algorithm must be ES256 or RS256") }
+            guard algorithm == "ES256" || algorithm == "RS256" else {
+                throw UsageError("--algorithm must be ES256 or RS256")
+            }
             // A token signed just before the rotation stays valid for its lifetime: its key must
             // stay in the JWKS at least that long, or relying parties reject it before its exp.
             let (_, store) = try openStore(data)
             let longest = config.longestTokenLifetime(apps: try store.read { try $0.apps() })
-            let overlap = try args.int("overlap", default: max(config.rotationOverlapSeconds, longest), in: 0...31_536_000)
+            let overlap = try args.int("overlap", default: max(config.rotationOverlapSeconds, longest),
+                                       in: 0...31_536_000)
             if overlap < longest {
                 Output.err("""
-                    WARNING: --overlap \(overlap) is shorter than the longest token lifetime in use (\(longest) s): tokens the \
-                    current key signed just before it retires stop verifying before they expire. Shorten it only to withdraw a \
-                    compromised key.
+                    WARNING: --overlap \(overlap) is shorter than the longest token lifetime in use (\(longest) s): \
+                    tokens the current key signed just before it retires stop verifying before they expire. \
+                    Shorten it only to withdraw a compromised key.
                     """)
             }
             let delay = args.flag("now") ? 0 : config.publicationDelaySeconds
-            let entry = try ring.rotate(algorithm: algorithm, now: time, publicationDelay: Int64(delay), overlap: Int64(overlap))
+            let entry = try ring.rotate(algorithm: algorithm, now: time, publicationDelay: Int64(delay),
+                                        overlap: Int64(overlap))
             if entry.activateAt == time {
                 if args.flag("now") && ring.entries.count > 1 {
                     Output.err("""
-                        WARNING: --now: key \(entry.kid) signs tokens from now on, but relying parties that fetched jwks.json \
-                        in the last 300 s (its max-age) do not know it yet and will reject those tokens until their cache expires.
+                        WARNING: --now: key \(entry.kid) signs tokens from now on, but relying parties that fetched \
+                        jwks.json in the last 300 s (its max-age) do not know it yet and will reject those tokens \
+                        until their cache expires.
                         """)
                 }
-                Output.out("new key \(entry.kid) (\(entry.algorithm)) published and active now; previous keys stay in jwks.json for \(overlap)s")
+                Output.out("new key \(entry.kid) (\(entry.algorithm)) published and active now; "
+                           + "previous keys stay in jwks.json for \(overlap)s")
             } else {
-                Output.out("new key \(entry.kid) (\(entry.algorithm)) published in jwks.json now; it signs from \(entry.activateAt.iso8601) "
+                Output.out("new key \(entry.kid) (\(entry.algorithm)) published in jwks.json now; "
+                           + "it signs from \(entry.activateAt.iso8601) "
                            + "(in \(delay)s); the current key stays in jwks.json for \(overlap)s after that")
             }
             return 0
@@ -70,7 +77,8 @@ let keysCommand = Command(
         if args.flag("json") {
             Output.out(ring.listing(at: time).prettyJSONText)
         } else {
-            Output.out(Output.table(["KID", "ALG", "STATE", "PUBLISH", "ACTIVATE", "RETIRE", "WITHDRAW"], ring.listingRows(at: time)))
+            Output.out(Output.table(["KID", "ALG", "STATE", "PUBLISH", "ACTIVATE", "RETIRE", "WITHDRAW"],
+                                    ring.listingRows(at: time)))
         }
         return 0
     })

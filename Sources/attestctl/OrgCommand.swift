@@ -34,10 +34,13 @@ let orgCommand = Command(
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "set", "list", "secret"])
-        let args = try Arguments(rest, valued: ["data", "tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit", "subject-links"],
+        let args = try Arguments(rest, valued: ["data", "tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit",
+                                                "subject-links"],
                                  switches: ["json", "rotate"])
         let links = try args.value("subject-links").map { text -> SubjectLinkPolicy in
-            guard let policy = SubjectLinkPolicy(rawValue: text) else { throw UsageError("--subject-links must be signed, operator or asserted") }
+            guard let policy = SubjectLinkPolicy(rawValue: text) else {
+                throw UsageError("--subject-links must be signed, operator or asserted")
+            }
             return policy
         }
         let (_, store) = try openStore(dataDirectory(args))
@@ -48,62 +51,92 @@ let orgCommand = Command(
             } else if orgs.isEmpty {
                 Output.out("no organizations (add one with 'attestctl org add NAME')")
             } else {
-                Output.out(Output.table(["NAME", "TIER", "MAD LIMIT", "GRACE", "RATE/MIN", "SUBJECT LINKS", "UPGRADE URL"], orgs.map {
-                    [$0.name, $0.tier.rawValue, $0.madLimit == 0 ? "unlimited" : String($0.madLimit), "\($0.graceDays)d",
-                     $0.ratePerMinute == 0 ? "unlimited" : String($0.ratePerMinute), $0.subjectLinks.rawValue, $0.upgradeURL]
+                Output.out(Output.table(["NAME", "TIER", "MAD LIMIT", "GRACE", "RATE/MIN", "SUBJECT LINKS",
+                                         "UPGRADE URL"], orgs.map {
+                    [$0.name, $0.tier.rawValue, $0.madLimit == 0 ? "unlimited" : String($0.madLimit),
+                     "\($0.graceDays)d", $0.ratePerMinute == 0 ? "unlimited" : String($0.ratePerMinute),
+                     $0.subjectLinks.rawValue, $0.upgradeURL]
                 }))
             }
             return 0
         }
         let name = try args.positional(0, "organization NAME")
         if sub == "secret" {
-            Output.out(try claimFailure { try SubjectLinks.secret(org: name, rotate: args.flag("rotate"), store: store, random: SystemRandom()) })
+            Output.out(try claimFailure {
+                try SubjectLinks.secret(org: name, rotate: args.flag("rotate"), store: store, random: SystemRandom())
+            })
             return 0
         }
         if sub == "set" {
             let changed = try store.write([.durable]) { txn -> OrgRecord in
-                guard var org = try txn.org(named: name) else { throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')") }
+                guard var org = try txn.org(named: name) else {
+                    throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')")
+                }
                 if let tier = args.value("tier") {
-                    guard let t = Tier(rawValue: tier) else { throw UsageError("--tier must be free, pro, business or enterprise") }
+                    guard let t = Tier(rawValue: tier) else {
+                        throw UsageError("--tier must be free, pro, business or enterprise")
+                    }
                     // Limits still at the old tier's defaults follow the tier; ones set by hand stay.
                     if org.madLimit == org.tier.defaultMADLimit { org.madLimit = t.defaultMADLimit }
                     if org.ratePerMinute == org.tier.defaultRatePerMinute { org.ratePerMinute = t.defaultRatePerMinute }
                     org.tier = t
                 }
-                if args.value("mad-limit") != nil { org.madLimit = UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))) }
-                if args.value("grace-days") != nil { org.graceDays = UInt16(try args.int("grace-days", default: 7, in: 0...365)) }
+                if args.value("mad-limit") != nil {
+                    org.madLimit = UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max)))
+                }
+                if args.value("grace-days") != nil {
+                    org.graceDays = UInt16(try args.int("grace-days", default: 7, in: 0...365))
+                }
                 if let url = args.value("upgrade-url") { org.upgradeURL = url }
-                if args.value("rate-limit") != nil { org.ratePerMinute = UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))) }
+                if args.value("rate-limit") != nil {
+                    org.ratePerMinute = UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max)))
+                }
                 if let links {
                     org.subjectLinks = links
                     // An organization from before link policies gets its secret when it first needs one.
-                    if links == .signed && org.subjectSecret.isEmpty { org.subjectSecret = SignedSubject.newSecret(random: SystemRandom()) }
+                    if links == .signed && org.subjectSecret.isEmpty {
+                        org.subjectSecret = SignedSubject.newSecret(random: SystemRandom())
+                    }
                 }
                 try txn.put(org)
                 return org
             }
-            Output.out("organization \(name): \(changed.tier.rawValue), MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), grace \(changed.graceDays)d, rate \(changed.ratePerMinute == 0 ? "unlimited" : "\(changed.ratePerMinute)/min"), subject links \(changed.subjectLinks.rawValue)")
+            Output.out("organization \(name): \(changed.tier.rawValue), "
+                       + "MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), "
+                       + "grace \(changed.graceDays)d, "
+                       + "rate \(changed.ratePerMinute == 0 ? "unlimited" : "\(changed.ratePerMinute)/min"), "
+                       + "subject links \(changed.subjectLinks.rawValue)")
             return 0
         }
         guard !name.isEmpty, name.count <= 100 else { throw UsageError("NAME must be 1 to 100 characters") }
         let tierName = args.value("tier") ?? "free"
-        guard let tier = Tier(rawValue: tierName) else { throw UsageError("--tier must be free, pro, business or enterprise") }
+        guard let tier = Tier(rawValue: tierName) else {
+            throw UsageError("--tier must be free, pro, business or enterprise")
+        }
         let org = OrgRecord(name: name, tier: tier,
-                            madLimit: args.value("mad-limit") == nil ? nil : UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))),
+                            madLimit: args.value("mad-limit") == nil
+                                ? nil : UInt32(try args.int("mad-limit", default: 0, in: 0...Int(UInt32.max))),
                             graceDays: UInt16(try args.int("grace-days", default: 7, in: 0...365)),
                             upgradeURL: args.value("upgrade-url") ?? "",
-                            ratePerMinute: args.value("rate-limit") == nil ? nil : UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))),
-                            createdAt: now(), subjectLinks: links ?? .signed, subjectSecret: SignedSubject.newSecret(random: SystemRandom()))
+                            ratePerMinute: args.value("rate-limit") == nil
+                                ? nil : UInt32(try args.int("rate-limit", default: 0, in: 0...Int(UInt32.max))),
+                            createdAt: now(), subjectLinks: links ?? .signed,
+                            subjectSecret: SignedSubject.newSecret(random: SystemRandom()))
         try store.write([.durable]) { txn in
-            guard try txn.org(named: name) == nil else { throw CommandFailure(.already, "organization \"\(name)\" already exists") }
+            guard try txn.org(named: name) == nil else {
+                throw CommandFailure(.already, "organization \"\(name)\" already exists")
+            }
             try txn.put(org)
         }
-        Output.out("added organization \(name) (\(tier.rawValue), MAD limit \(org.madLimit == 0 ? "unlimited" : String(org.madLimit)), subject links \(org.subjectLinks.rawValue))")
+        Output.out("added organization \(name) (\(tier.rawValue), "
+                   + "MAD limit \(org.madLimit == 0 ? "unlimited" : String(org.madLimit)), "
+                   + "subject links \(org.subjectLinks.rawValue))")
         return 0
     })
 
 func orgJSON(_ o: OrgRecord) -> JSONValue {
     ["name": .string(o.name), "tier": .string(o.tier.rawValue), "madLimit": .int(Int64(o.madLimit)),
      "graceDays": .int(Int64(o.graceDays)), "upgradeUrl": .string(o.upgradeURL),
-     "ratePerMinute": .int(Int64(o.ratePerMinute)), "subjectLinks": .string(o.subjectLinks.rawValue), "createdAt": .string(o.createdAt.iso8601)]
+     "ratePerMinute": .int(Int64(o.ratePerMinute)), "subjectLinks": .string(o.subjectLinks.rawValue),
+     "createdAt": .string(o.createdAt.iso8601)]
 }

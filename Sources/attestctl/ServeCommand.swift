@@ -40,7 +40,8 @@ let serveCommand = Command(
         example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates", "user"], switches: ["test-ca", "allow-private-webhooks"])
+        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates", "user"],
+                                 switches: ["test-ca", "allow-private-webhooks"])
         try prepareToServe(dataDirectory(args), testCA: args.flag("test-ca"))
         return try Serve(args).run()
     })
@@ -67,7 +68,8 @@ func createDemoTenant(_ data: DataDirectory) throws {
     try store.write([.durable]) { txn in
         try txn.put(OrgRecord(name: "demo", tier: .pro, ratePerMinute: 0, createdAt: time,
                               subjectSecret: SignedSubject.newSecret(random: SystemRandom())))
-        try txn.put(AppRecord(teamID: "DEMOTEAM01", bundleID: "com.example.demo", org: "demo", policy: .both, createdAt: time))
+        try txn.put(AppRecord(teamID: "DEMOTEAM01", bundleID: "com.example.demo", org: "demo", policy: .both,
+                              createdAt: time))
     }
     Output.out("created demo organization \"demo\" (pro) and app DEMOTEAM01.com.example.demo (environments: both)")
 }

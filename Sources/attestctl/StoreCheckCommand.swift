@@ -10,7 +10,8 @@ func storeCheck(_ store: Store, json: Bool) throws -> Int32 {
         Output.out(JSONValue.object([
             ("consistent", .bool(report.isConsistent)),
             ("databases", .object(report.databases.map { result in
-                (result.database.rawValue, ["entries": .int(Int64(result.entries)), "recordsChecked": .bool(result.recordsChecked),
+                (result.database.rawValue, ["entries": .int(Int64(result.entries)),
+                                            "recordsChecked": .bool(result.recordsChecked),
                                             "problemCount": .int(Int64(result.problemCount)),
                                             "problems": .array(result.problems.map { .string($0) })])
             })),
@@ -18,7 +19,8 @@ func storeCheck(_ store: Store, json: Bool) throws -> Int32 {
         ]).prettyJSONText)
     } else {
         Output.out(Output.table(["DATABASE", "ENTRIES", "RECORDS", "PROBLEMS"], report.databases.map {
-            [$0.database.rawValue, String($0.entries), $0.recordsChecked ? "checked" : "counted only", String($0.problemCount)]
+            [$0.database.rawValue, String($0.entries), $0.recordsChecked ? "checked" : "counted only",
+             String($0.problemCount)]
         }))
         for result in report.databases {
             for problem in result.problems { Output.out("\(result.database.rawValue): \(problem)") }

@@ -38,10 +38,12 @@ let storeCommand = Command(
         let data = dataDirectory(args)
         switch verb {
         case "migrate": return try storeMigrate(data, url: args.value("url"))
-        case "copy": return try storeCopy(data, to: args.value("to"), url: args.value("url"), replace: args.flag("replace"))
+        case "copy":
+            return try storeCopy(data, to: args.value("to"), url: args.value("url"), replace: args.flag("replace"))
         default:
             let (_, store) = try openStore(data)
-            return verb == "check" ? try storeCheck(store, json: args.flag("json")) : try storeStats(store, json: args.flag("json"))
+            return verb == "check" ? try storeCheck(store, json: args.flag("json"))
+                                   : try storeStats(store, json: args.flag("json"))
         }
     })
 
@@ -52,18 +54,24 @@ func storeStats(_ store: Store, json: Bool) throws -> Int32 {
         Output.out(JSONValue.object([
             ("databases", .object(Database.allCases.map { ($0.rawValue, .int(Int64(counts[$0] ?? 0))) })),
             ("environments", .object(usage.map {
-                ($0.environment.rawValue, ["mapSize": .int(Int64($0.mapSize)), "used": .int(Int64($0.used)), "writesThroughMap": .bool($0.throughMap)])
+                ($0.environment.rawValue, ["mapSize": .int(Int64($0.mapSize)), "used": .int(Int64($0.used)),
+                                           "writesThroughMap": .bool($0.throughMap)])
             })),
         ]).prettyJSONText)
     } else {
-        if store.kind == "postgres" { Output.out("backend: postgres (" + ((try? store.sqlSchemaVersion()).flatMap { $0 }.map { "schema version \($0.database)" } ?? "?") + ")\n") }
+        if store.kind == "postgres" {
+            Output.out("backend: postgres ("
+                       + ((try? store.sqlSchemaVersion()).flatMap { $0 }.map { "schema version \($0.database)" } ?? "?")
+                       + ")\n")
+        }
         Output.out(Output.table(["DATABASE", "ENVIRONMENT", "ENTRIES"], Database.allCases.map {
             [$0.rawValue, $0.environment.rawValue, String(counts[$0] ?? 0)]
         }))
         guard !usage.isEmpty else { return 0 }
         Output.out("")
         Output.out(Output.table(["ENVIRONMENT", "USED", "MAP SIZE", "FULL", "WRITES"], usage.map {
-            [$0.environment.rawValue, mib($0.used), mib($0.mapSize), "\(($0.used * 1000 / max(1, $0.mapSize) + 5) / 10)%",
+            [$0.environment.rawValue, mib($0.used), mib($0.mapSize),
+             "\(($0.used * 1000 / max(1, $0.mapSize) + 5) / 10)%",
              $0.throughMap ? "through the map (reserved on disk)" : "pwrite"]
         }))
     }

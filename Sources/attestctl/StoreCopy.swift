@@ -8,7 +8,8 @@ import CLISupport
 func postgresURL(_ config: Configuration, _ url: String?) throws -> String {
     if let url, !url.isEmpty { return url }
     guard !config.postgresURL.isEmpty else {
-        throw CommandFailure(.failed, "no database: pass --url, or 'attestctl config set store.postgres.url \"host=… dbname=… user=…\"'")
+        throw CommandFailure(.failed, "no database: pass --url, or "
+                                 + "'attestctl config set store.postgres.url \"host=… dbname=… user=…\"'")
     }
     return config.postgresURL
 }
@@ -17,7 +18,8 @@ func postgresURL(_ config: Configuration, _ url: String?) throws -> String {
 func storeMigrate(_ data: DataDirectory, url: String?) throws -> Int32 {
     var config = try data.loadConfiguration()
     guard url != nil || config.storeBackend == .postgres else {
-        throw CommandFailure(.failed, "store.backend is \"\(config.storeBackend.rawValue)\": LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
+        throw CommandFailure(.failed, "store.backend is \"\(config.storeBackend.rawValue)\": "
+                                 + "LMDB has no schema to migrate (pass --url to migrate a PostgreSQL database)")
     }
     config.postgresURL = try postgresURL(config, url)
     var options = config.storeOptions
@@ -26,7 +28,8 @@ func storeMigrate(_ data: DataDirectory, url: String?) throws -> Int32 {
     let applied = try store.migrate()
     let version = try store.sqlSchemaVersion()
     Output.out(applied.isEmpty ? "schema is up to date (version \(version?.database ?? 0))"
-                               : "applied migration \(applied.map(String.init).joined(separator: ", ")); schema version \(version?.database ?? 0)")
+                               : "applied migration \(applied.map(String.init).joined(separator: ", ")); "
+                                   + "schema version \(version?.database ?? 0)")
     return 0
 }
 
@@ -36,7 +39,8 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
     guard target == "postgres" else { throw UsageError("--to postgres is the one destination") }
     let config = try data.loadConfiguration()
     guard config.storeBackend == .lmdb else {
-        throw CommandFailure(.already, "this data directory's store is already in PostgreSQL (store.backend is postgres)")
+        throw CommandFailure(.already,
+                             "this data directory's store is already in PostgreSQL (store.backend is postgres)")
     }
     let source = try Store(directory: data.storeDirectory, options: config.storeOptions)
     var options = config.storeOptions
@@ -45,7 +49,9 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
     let present = try destination.entryCounts().filter { $0.key != .meta && $0.value > 0 }
     if !present.isEmpty {
         guard replace else {
-            throw CommandFailure(.already, "the database already holds a store (\(present.values.reduce(0, +)) entries in \(present.count) tables): pass --replace to empty it first")
+            throw CommandFailure(.already, "the database already holds a store "
+                                     + "(\(present.values.reduce(0, +)) entries in \(present.count) tables): "
+                                     + "pass --replace to empty it first")
         }
         for db in Database.allCases { try empty(db, in: destination) }
     }
@@ -78,7 +84,8 @@ func storeCopy(_ data: DataDirectory, to target: String?, url: String?, replace:
     let report = try destination.check()
     Output.out("copied \(total) entries; the copy \(report.isConsistent ? "passes" : "FAILS") the consistency check")
     guard report.isConsistent else { return 1 }
-    Output.out("next: stop serving, run this again with --replace, then 'attestctl config set store.backend postgres' and 'attestctl config set store.postgres.url …', and start")
+    Output.out("next: stop serving, run this again with --replace, then 'attestctl config set store.backend postgres' "
+               + "and 'attestctl config set store.postgres.url …', and start")
     return 0
 }
 

@@ -40,11 +40,16 @@ let subjectCommand = Command(
         case "sign":
             let subject = try args.value("subject") ?? args.positional(0, "--subject SUBJECT")
             let ttl = try durationSeconds(args.value("ttl") ?? "10m", option: "--ttl")
-            Output.out(try claimFailure { try SubjectLinks.sign(org: org, subject: subject, ttl: ttl, store: store, random: SystemRandom(), now: at) })
+            Output.out(try claimFailure {
+                try SubjectLinks.sign(org: org, subject: subject, ttl: ttl, store: store, random: SystemRandom(),
+                                      now: at)
+            })
         case "link", "unlink":
             let subject = sub == "link" ? try args.positional(0, "SUBJECT") : ""
             let device = try findDevice(try args.positional(sub == "link" ? 1 : 0, "DEVICE (deviceId or keyId)"), store)
-            _ = try claimFailure { try SubjectLinks.link(keyID: device.keyID, to: subject, org: org, store: store, now: at) }
+            _ = try claimFailure {
+                try SubjectLinks.link(keyID: device.keyID, to: subject, org: org, store: store, now: at)
+            }
             Output.out(sub == "link" ? "linked device \(device.deviceID) (\(device.appID)) to \(subject) (\(org))"
                                      : "unlinked device \(device.deviceID) (\(device.appID)) (\(org))")
         case "grant", "revoke":
@@ -56,25 +61,33 @@ let subjectCommand = Command(
                     }
                     return t
                 }
-                _ = try claimFailure { try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until, store: store, now: at) }
+                _ = try claimFailure {
+                    try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until,
+                                            store: store, now: at)
+                }
                 Output.out("granted \(entitlement) to \(subject) (\(org))\(until.map { " until \($0.iso8601)" } ?? "")")
             } else {
-                _ = try claimFailure { try SubjectGrants.revoke(org: org, subjectID: subject, entitlement: entitlement, store: store) }
+                _ = try claimFailure {
+                    try SubjectGrants.revoke(org: org, subjectID: subject, entitlement: entitlement, store: store)
+                }
                 Output.out("revoked \(entitlement) from \(subject) (\(org))")
             }
         case "show":
             let id = try args.positional(0, "SUBJECT")
             let (record, devices) = try store.read { txn -> (SubjectRecord?, [DeviceRecord]) in
-                (try txn.subject(org: org, subjectID: id), try txn.subjectDevices(org: org, subjectID: id).compactMap { try txn.device(keyID: $0) })
+                (try txn.subject(org: org, subjectID: id),
+                 try txn.subjectDevices(org: org, subjectID: id).compactMap { try txn.device(keyID: $0) })
             }
             guard let record else { throw CommandFailure(.notFound, "no subject \(id) in \(org)") }
             let json = subjectJSON(record, devices: devices, at: at)
             if args.flag("json") { Output.out(json.prettyJSONText); return 0 }
             Output.out("subject \(id) (\(org)), since \(record.createdAt.iso8601)")
-            Output.out(record.entitlements.isEmpty ? "no entitlements" : Output.table(["ENTITLEMENT", "GRANTED", "UNTIL", "IN FORCE"], record.entitlements.map {
+            Output.out(record.entitlements.isEmpty ? "no entitlements"
+                       : Output.table(["ENTITLEMENT", "GRANTED", "UNTIL", "IN FORCE"], record.entitlements.map {
                 [$0.name, $0.grantedAt.iso8601, $0.until?.iso8601 ?? "-", $0.isActive(at: at) ? "yes" : "no"]
             }))
-            Output.out(devices.isEmpty ? "no linked devices" : Output.table(["DEVICE ID", "APP ID", "STATUS", "LAST SEEN"], devices.map {
+            Output.out(devices.isEmpty ? "no linked devices"
+                       : Output.table(["DEVICE ID", "APP ID", "STATUS", "LAST SEEN"], devices.map {
                 [$0.deviceID, $0.appID, $0.status.name, $0.lastSeenAt.iso8601]
             }))
         default:
@@ -83,11 +96,13 @@ let subjectCommand = Command(
             }
             if args.flag("json") {
                 Output.out(JSONValue.array(rows.map { subject, n in
-                    .object([("subjectId", .string(subject.subjectID)), ("entitlements", .array(subject.active(at: at).map { .string($0.name) })),
+                    .object([("subjectId", .string(subject.subjectID)),
+                             ("entitlements", .array(subject.active(at: at).map { .string($0.name) })),
                              ("devices", .int(Int64(n))), ("createdAt", .string(subject.createdAt.iso8601))])
                 }).prettyJSONText)
             } else {
-                Output.out(rows.isEmpty ? "no subjects in \(org)" : Output.table(["SUBJECT", "ENTITLEMENTS IN FORCE", "DEVICES"], rows.map { s, n in
+                Output.out(rows.isEmpty ? "no subjects in \(org)"
+                           : Output.table(["SUBJECT", "ENTITLEMENTS IN FORCE", "DEVICES"], rows.map { s, n in
                     [s.subjectID, s.active(at: at).map(\.name).joined(separator: ",").ifEmpty("-"), String(n)]
                 }))
             }
@@ -109,7 +124,9 @@ func durationSeconds(_ text: String, option: String) throws -> Int64 {
 func organization(_ args: Arguments, _ store: Store) throws -> String {
     let orgs = try store.read { try $0.orgs() }
     if let name = args.value("org") {
-        guard orgs.contains(where: { $0.name == name }) else { throw CommandFailure(.notFound, "no organization \"\(name)\"") }
+        guard orgs.contains(where: { $0.name == name }) else {
+            throw CommandFailure(.notFound, "no organization \"\(name)\"")
+        }
         return name
     }
     guard orgs.count == 1 else { throw UsageError("--org NAME is required (\(orgs.count) organizations)") }
@@ -123,7 +140,10 @@ func subjectJSON(_ s: SubjectRecord, devices: [DeviceRecord], at: Timestamp) -> 
             .object([("name", .string($0.name)), ("grantedAt", .string($0.grantedAt.iso8601)),
                      ("until", $0.until.map { .string($0.iso8601) } ?? .null), ("active", .bool($0.isActive(at: at)))])
         })),
-        ("devices", .array(devices.map { .object([("deviceId", .string($0.deviceID)), ("appId", .string($0.appID)), ("status", .string($0.status.name))]) })),
+        ("devices", .array(devices.map {
+            .object([("deviceId", .string($0.deviceID)), ("appId", .string($0.appID)),
+                     ("status", .string($0.status.name))])
+        })),
     ])
 }
 

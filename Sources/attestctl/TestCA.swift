@@ -20,7 +20,8 @@ func ensureTestCA(_ data: DataDirectory) throws -> String {
     if !FileIO.exists(bundle) {
         try FileIO.makeDirectories(data.testCADirectory)
         let time = now()
-        let pki = try TestPKI.generate(name: "AttestEdge Test CA", validFrom: time - 86_400, validUntil: time + 10 * 365 * 86_400)
+        let pki = try TestPKI.generate(name: "AttestEdge Test CA", validFrom: time - 86_400,
+                                       validUntil: time + 10 * 365 * 86_400)
         try FileIO.writeAtomically(bundle, text: pki.pemEncoded, mode: 0o600)
         try FileIO.writeAtomically(root, text: pki.rootCertificate.pemEncoded, mode: 0o644)
         Output.out("created test CA \(bundle) (root \(root))")

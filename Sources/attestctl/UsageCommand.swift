@@ -27,18 +27,27 @@ let usageCommand = Command(
         let reports = try store.read { txn -> [UsageReport] in
             let orgs: [OrgRecord]
             if let name = args.value("org") {
-                guard let org = try txn.org(named: name) else { throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')") }
+                guard let org = try txn.org(named: name) else {
+                    throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')")
+                }
                 orgs = [org]
             } else {
                 orgs = try txn.orgs()
             }
-            return try orgs.map { UsageReport(org: $0, month: month, totals: try txn.usageMonthReport(org: $0.name, month: month), now: time) }
+            return try orgs.map {
+                UsageReport(org: $0, month: month, totals: try txn.usageMonthReport(org: $0.name, month: month),
+                            now: time)
+            }
         }
         if args.flag("json") {
             Output.out((args.value("org") != nil ? reports[0].json : .array(reports.map(\.json))).prettyJSONText)
         } else if args.flag("csv") {
             var lines = ["org,date,new_devices,active_devices"]
-            for r in reports { for d in r.daily { lines.append("\(csv(r.org.name)),\(d.date),\(d.day.newDevices),\(d.day.activeDevices)") } }
+            for r in reports {
+                for d in r.daily {
+                    lines.append("\(csv(r.org.name)),\(d.date),\(d.day.newDevices),\(d.day.activeDevices)")
+                }
+            }
             Output.out(lines.joined(separator: "\n"))
         } else if reports.isEmpty {
             Output.out("no organizations (add one with 'attestctl org add NAME')")
@@ -50,7 +59,8 @@ let usageCommand = Command(
 
 /// A CSV field, quoted when it needs to be.
 func csv(_ field: String) -> String {
-    field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + field.replacingAll("\"", with: "\"\"") + "\"" : field
+    field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
+        ? "\"" + field.replacingAll("\"", with: "\"\"") + "\"" : field
 }
 
 /// The human form of a usage report: a summary line, a per-app table and a per-day bar chart.
@@ -58,11 +68,15 @@ enum UsageText {
     static func render(_ r: UsageReport) -> String {
         let t = r.totals
         let limit = r.org.madLimit == 0 ? "unlimited" : String(r.org.madLimit)
-        var out = "\(r.org.name) · \(r.month) · \(t.activeDevices) active device\(t.activeDevices == 1 ? "" : "s") of \(limit)"
-        if r.org.madLimit > 0 { out += " (\(Int((Double(t.activeDevices) / Double(r.org.madLimit) * 100).rounded()))%)" }
+        var out = "\(r.org.name) · \(r.month) · "
+            + "\(t.activeDevices) active device\(t.activeDevices == 1 ? "" : "s") of \(limit)"
+        if r.org.madLimit > 0 {
+            out += " (\(Int((Double(t.activeDevices) / Double(r.org.madLimit) * 100).rounded()))%)"
+        }
         if t.apiKeyDevices > 0 { out += " · \(t.apiKeyDevices) API-key devices (not billed)" }
         if let start = t.graceStartedAt, let end = r.graceEndsAt {
-            out += "\n  grace started \(start.iso8601), " + (r.onboardingPaused ? "ended \(end.iso8601): NEW DEVICES ARE REFUSED" : "ends \(end.iso8601)")
+            out += "\n  grace started \(start.iso8601), "
+                + (r.onboardingPaused ? "ended \(end.iso8601): NEW DEVICES ARE REFUSED" : "ends \(end.iso8601)")
         }
         if !t.apps.isEmpty {
             out += "\n\n" + Output.table(["APP", "ACTIVE"], t.apps.map { [$0.appID, String($0.activeDevices)] })
@@ -73,7 +87,8 @@ enum UsageText {
             let width = 40
             out += "\n\n" + Output.table(["DATE", "NEW", "ACTIVE", ""], days.map { d in
                 let filled = Int((Double(d.day.activeDevices) / Double(peak) * Double(width)).rounded(.up))
-                return [d.date, String(d.day.newDevices), String(d.day.activeDevices), String(repeating: "█", count: filled)]
+                return [d.date, String(d.day.newDevices), String(d.day.activeDevices),
+                        String(repeating: "█", count: filled)]
             })
         }
         return out

@@ -16,8 +16,8 @@ func verifyAssertion(_ input: VerifyInput) throws(CommandFailure) -> VerifyRepor
     let appID = try input.appID()
     let previousCounter = try input.counter()
     do {
-        let result = try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash, publicKey: key,
-                                                  appID: appID, previousCounter: previousCounter)
+        let result = try AssertionVerifier.verify(assertion: assertion[...], clientDataHash: clientDataHash,
+                                                  publicKey: key, appID: appID, previousCounter: previousCounter)
         var report = VerifyReport(kind: "assertion", steps: assertionSteps, error: nil)
         report.counter = result.counter
         return report

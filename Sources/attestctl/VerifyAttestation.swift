@@ -14,7 +14,8 @@ let attestationSteps: [VerifyReport.Step] = [
 ]
 
 /// Verifies an attestation input; throws `CommandFailure` (`input`) only for unusable input.
-func verifyAttestation(_ input: VerifyInput, at time: Timestamp, anchors: ChainVerifier) throws(CommandFailure) -> VerifyReport {
+func verifyAttestation(_ input: VerifyInput, at time: Timestamp,
+                       anchors: ChainVerifier) throws(CommandFailure) -> VerifyReport {
     let object = try input.bytes(input.attestationObject, "attestationObject")
     let keyID = try input.bytes(input.keyId, "keyId")
     let clientDataHash = try input.bytes(input.clientDataHash, "clientDataHash")
@@ -22,7 +23,8 @@ func verifyAttestation(_ input: VerifyInput, at time: Timestamp, anchors: ChainV
     let policy = try input.policy()
     do {
         let result = try AttestationVerifier(chainVerifier: anchors).verify(
-            attestationObject: object[...], keyID: keyID, clientDataHash: clientDataHash, appID: appID, policy: policy, at: time)
+            attestationObject: object[...], keyID: keyID, clientDataHash: clientDataHash, appID: appID, policy: policy,
+            at: time)
         var report = VerifyReport(kind: "attestation", steps: attestationSteps, error: nil)
         report.environment = result.environment.rawValue
         report.publicKey = Base64.encode(result.publicKey)

@@ -40,7 +40,8 @@ let verifyCommand = Command(
     do {
         let input = try VerifyInput.read(path)
         report = kind == "attestation"
-            ? try verifyAttestation(input, at: verificationTime(args.value("at")), anchors: trustAnchors(args.values("trust-root")))
+            ? try verifyAttestation(input, at: verificationTime(args.value("at")),
+                                    anchors: trustAnchors(args.values("trust-root")))
             : try verifyAssertion(input)
     } catch {
         Output.err("attestctl verify \(kind): \(error)")

@@ -48,7 +48,8 @@ struct VerifyInput: Decodable {
         guard let field = context.codingPath.last?.stringValue else {
             return error.isTypeMismatch ? "input is not a JSON object" : "input is not JSON"
         }
-        return field == "previousCounter" ? "field \"previousCounter\" must be a number" : "field \"\(field)\" must be a string"
+        return field == "previousCounter"
+            ? "field \"previousCounter\" must be a number" : "field \"\(field)\" must be a string"
     }
 
     /// A required text field.
@@ -74,7 +75,8 @@ struct VerifyInput: Decodable {
     func policy() throws(CommandFailure) -> EnvironmentPolicy {
         let value = try text(environment, "environment")
         guard let policy = EnvironmentPolicy(rawValue: value) else {
-            throw CommandFailure(.input, "field \"environment\" must be production, development or both, not \"\(value)\"")
+            throw CommandFailure(.input,
+                                 "field \"environment\" must be production, development or both, not \"\(value)\"")
         }
         return policy
     }
@@ -106,14 +108,18 @@ struct VerifyInput: Decodable {
 /// system's reason.
 func readFile(_ path: String, option: String) throws(CommandFailure) -> [UInt8] {
     let fd = path == "-" ? 0 : open(path, O_RDONLY)
-    guard fd >= 0 else { throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else {
+        throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))")
+    }
     defer { if fd != 0 { close(fd) } }
     var out = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while true {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if n < 0, errno == EINTR { continue }
-        guard n >= 0 else { throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))") }
+        guard n >= 0 else {
+            throw CommandFailure(.input, "cannot read \(option) \(path): \(String(cString: strerror(errno)))")
+        }
         guard n > 0 else { return out }
         out += buffer[..<n]
     }

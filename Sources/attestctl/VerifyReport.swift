@@ -49,7 +49,8 @@ struct VerifyReport: Encodable {
         reason = error?.reason
         let failing = error.map { e in steps.firstIndex { $0.codes.contains(e.code) } ?? 0 } ?? steps.count
         self.steps = steps.indices.map { i in
-            StepResult(step: steps[i].label, check: steps[i].name, result: i < failing ? "pass" : i == failing ? "fail" : "not run")
+            StepResult(step: steps[i].label, check: steps[i].name,
+                       result: i < failing ? "pass" : i == failing ? "fail" : "not run")
         }
     }
 
@@ -61,8 +62,9 @@ struct VerifyReport: Encodable {
         let rows = steps.map { [$0.step, $0.check, $0.result == "fail" ? "FAIL  \(reason ?? "")" : $0.result] }
         lines += Output.table(["step", "check", "result"], rows).split(separator: "\n").map { "  " + $0 }
         let facts: [(String, String?)] = [
-            ("environment", environment), ("publicKey", publicKey), ("keyId", keyId), ("signCount", signCount.map(String.init)),
-            ("receipt", receiptLength.map { "\($0) bytes" }), ("validationCategory", validationCategory.map(String.init)),
+            ("environment", environment), ("publicKey", publicKey), ("keyId", keyId),
+            ("signCount", signCount.map(String.init)), ("receipt", receiptLength.map { "\($0) bytes" }),
+            ("validationCategory", validationCategory.map(String.init)),
             ("bundleVersion", bundleVersion), ("counter", counter.map(String.init)),
         ]
         for case let (name, value?) in facts { lines.append("\(name): \(value)") }

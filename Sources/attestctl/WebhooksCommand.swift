@@ -22,26 +22,33 @@ let webhooksCommand = Command(
         test queues webhook.test for that endpoint; the delivery worker (attest-webhooks
         deliver, run by 'attestctl serve') sends it. log shows attempts, newest first.
 
-        example: attestctl webhooks add --org acme https://hooks.example.com/attest --events device.new,attestation.anomaly
+        example: attestctl webhooks add --org acme https://hooks.example.com/attest \
+        --events device.new,attestation.anomaly
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "list", "remove", "test", "log"])
-        let args = try Arguments(rest, valued: ["data", "org", "events", "description", "limit"], switches: ["json"])
+        let args = try Arguments(rest, valued: ["data", "org", "events", "description", "limit"],
+                                 switches: ["json"])
         let (config, store) = try openStore(dataDirectory(args))
-        var admin = WebhookAdmin(store: store, allowPrivate: config.webhookAllowPrivateDestinations, random: SystemRandom(), now: now())
+        var admin = WebhookAdmin(store: store, allowPrivate: config.webhookAllowPrivateDestinations,
+                                 random: SystemRandom(), now: now())
         admin.quotas = .init(config)
         do {
             switch sub {
             case "add":
                 guard let org = args.value("org") else { throw UsageError("--org is required") }
                 let url = try args.positional(0, "the endpoint URL")
-                let events = args.value("events").map { $0.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) } }
-                let record = try admin.create(org: org, url: url, events: events, description: args.value("description"))
+                let events = args.value("events").map {
+                    $0.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
+                }
+                let record = try admin.create(org: org, url: url, events: events,
+                                              description: args.value("description"))
                 if args.flag("json") {
                     Output.out(WebhooksEndpoint.json(record, secret: true).prettyJSONText)
                 } else {
                     Output.out(record.secret)
-                    Output.err("webhook endpoint \(record.id) for \(org) → \(record.url); its secret is above: store it now, it is not shown again.")
+                    Output.err("webhook endpoint \(record.id) for \(org) → \(record.url); "
+                               + "its secret is above: store it now, it is not shown again.")
                 }
             case "list":
                 let all = try admin.list(org: args.value("org"))
@@ -51,7 +58,8 @@ let webhooksCommand = Command(
                     Output.out("no webhook endpoints (add one with 'attestctl webhooks add --org NAME URL')")
                 } else {
                     Output.out(Output.table(["ID", "ORG", "URL", "EVENTS", "ACTIVE", "CREATED"], all.map {
-                        [$0.id, $0.org, $0.url, $0.events.isEmpty ? "all" : $0.events.joined(separator: ","), $0.isActive ? "yes" : "no", $0.createdAt.iso8601]
+                        [$0.id, $0.org, $0.url, $0.events.isEmpty ? "all" : $0.events.joined(separator: ","),
+                         $0.isActive ? "yes" : "no", $0.createdAt.iso8601]
                     }))
                 }
             case "remove":
@@ -73,14 +81,16 @@ let webhooksCommand = Command(
                     var rows = [[String]]()
                     for d in log {
                         let next = d.state == .pending ? d.nextAttemptAt.map { "next " + $0.iso8601 } ?? "" : ""
-                        rows.append(["dlv_\(d.sequence)", d.event, d.eventID, d.state.name, String(d.attempts.count), next])
+                        rows.append(["dlv_\(d.sequence)", d.event, d.eventID, d.state.name, String(d.attempts.count),
+                                     next])
                         for a in d.attempts {
                             let excerpt = a.excerpt.prefix(60).map { $0.isNewline ? " " : String($0) }.joined()
-                            rows.append(["", "  " + a.at.iso8601, a.status == 0 ? "-" : String(a.status), "\(a.durationMs) ms",
-                                         a.error.isEmpty ? excerpt : a.error, ""])
+                            rows.append(["", "  " + a.at.iso8601, a.status == 0 ? "-" : String(a.status),
+                                         "\(a.durationMs) ms", a.error.isEmpty ? excerpt : a.error, ""])
                         }
                     }
-                    Output.out(Output.table(["DELIVERY", "EVENT / ATTEMPT", "EVENT ID / STATUS", "STATE / TIME", "ATTEMPTS / ANSWER", "NEXT"], rows))
+                    Output.out(Output.table(["DELIVERY", "EVENT / ATTEMPT", "EVENT ID / STATUS", "STATE / TIME",
+                                             "ATTEMPTS / ANSWER", "NEXT"], rows))
                 }
             }
         } catch let error as ServiceError {

@@ -30,10 +30,12 @@ let commands: [Command] = [
 
 /// Commands that write into the data directory: run by root on a directory another user owns,
 /// they act as that user (`actAsDataOwner`).
-let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks", "restore",
-                                        "apikey", "subject", "claims", "usage"]
+let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks",
+                                        "restore", "apikey", "subject", "claims", "usage"]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))
-if let command = arguments.first, dataWritingCommands.contains(command) { actAsDataOwner(dataPath(arguments), program: "attestctl") }
+if let command = arguments.first, dataWritingCommands.contains(command) {
+    actAsDataOwner(dataPath(arguments), program: "attestctl")
+}
 exit(runCommand(arguments, commands: commands, program: "attestctl"))

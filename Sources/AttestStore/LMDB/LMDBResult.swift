@@ -12,7 +12,8 @@ func storeError(_ rc: Int32, _ what: String, file: String = #fileID, line: Int =
     switch rc {
     case MDB_MAP_FULL: return StoreError(.full, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
     case MDB_READERS_FULL: return StoreError(.busy, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
-    case MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID: return StoreError(.corrupt, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
+    case MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID:
+        return StoreError(.corrupt, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
     case MDB_VERSION_MISMATCH: return StoreError(.open, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
     default: return StoreError(.io, "\(what): \(text)", lmdbCode: rc, file: file, line: line)
     }

@@ -159,7 +159,8 @@ final class PGConnection {
         precondition(inTransaction, "a queued query outside a transaction")
         guard let conn else { throw StoreError(.io, "the database connection is closed") }
         tickets &+= 1
-        queued.append(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters, ticket: tickets))
+        queued.append(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters,
+                             ticket: tickets))
         return tickets
     }
 
@@ -187,7 +188,8 @@ final class PGConnection {
     /// Runs `sql` (prepared on first use) with `parameters`, after whatever is queued.
     func run(_ sql: String, _ parameters: [Parameter]) throws -> PGResult {
         guard let conn else { throw StoreError(.io, "the database connection is closed") }
-        guard let result = try send(Queued(name: try statement(sql, parameters.count, conn), sql: sql, parameters: parameters)) else {
+        guard let result = try send(Queued(name: try statement(sql, parameters.count, conn), sql: sql,
+                                           parameters: parameters)) else {
             throw StoreError(.io, "database: a statement returned no result")
         }
         return result
@@ -287,7 +289,8 @@ final class PGConnection {
     private func check(_ result: OpaquePointer?) throws {
         let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
-        let state = result.flatMap { PQresultErrorField($0, attest_pg_diag_sqlstate()) }.map { String(cString: $0) } ?? ""
+        let state = result.flatMap { PQresultErrorField($0, attest_pg_diag_sqlstate()) }.map { String(cString: $0) }
+            ?? ""
         let message = result.flatMap { PQresultErrorField($0, attest_pg_diag_message()) }.map { String(cString: $0) }
             ?? conn.map { Self.trimmed(PQerrorMessage($0)) } ?? "no connection"
         if !isConnected { throw StoreError(.io, "lost the database connection: \(message)") }
