@@ -11,10 +11,12 @@ enum AssertionTarget {
 
     static func make() -> FuzzTarget {
         let key = setUp("device key") { try FuzzKeys.device.publicKey() }
-        return FuzzTarget(name: "assertion", summary: "AssertionVerifier.verify with a stored key and counter") { input in
+        return FuzzTarget(name: "assertion",
+                          summary: "AssertionVerifier.verify with a stored key and counter") { input in
             do throws(AttestError) {
-                let verified = try AssertionVerifier.verify(assertion: input, clientDataHash: FuzzKeys.clientDataHash, publicKey: key,
-                                                            appID: FuzzService.appID, previousCounter: previousCounter)
+                let verified = try AssertionVerifier.verify(assertion: input, clientDataHash: FuzzKeys.clientDataHash,
+                                                            publicKey: key, appID: FuzzService.appID,
+                                                            previousCounter: previousCounter)
                 expect(verified.counter > previousCounter, "accepted counter \(verified.counter)")
             } catch {
                 expect(refusals.contains(error.code), "assertion error code \(error.code): \(error.reason)")

@@ -17,8 +17,8 @@ enum AttestationTarget {
         let time: Timestamp
     }
 
-    static let refusals: Set<AttestError.Code> = [.cborMalformed, .cborLimitExceeded, .format, .certificateChain, .nonce,
-                                                  .keyID, .rpIDHash, .counter, .environment, .credentialID]
+    static let refusals: Set<AttestError.Code> = [.cborMalformed, .cborLimitExceeded, .format, .certificateChain,
+                                                  .nonce, .keyID, .rpIDHash, .counter, .environment, .credentialID]
 
     static func make() -> FuzzTarget {
         let apple = setUp("Apple setting") {
@@ -30,7 +30,8 @@ enum AttestationTarget {
                     keyID: SHA256.hash(FuzzKeys.device.x962Point), clientDataHash: FuzzKeys.clientDataHash,
                     appID: FuzzService.appID, time: FuzzKeys.verifyAt)
         }
-        return FuzzTarget(name: "attestation", summary: "AttestationVerifier.verify (Apple sample and test PKI settings)") { input in
+        return FuzzTarget(name: "attestation",
+                          summary: "AttestationVerifier.verify (Apple sample and test PKI settings)") { input in
             guard let selector = input.first else { return }
             let setting = selector & 1 == 0 ? apple : synthetic
             let policy: EnvironmentPolicy = selector & 2 == 0 ? .production : .both
@@ -38,7 +39,8 @@ enum AttestationTarget {
                 let verified = try setting.verifier.verify(attestationObject: input.dropFirst(), keyID: setting.keyID,
                                                            clientDataHash: setting.clientDataHash, appID: setting.appID,
                                                            policy: policy, at: setting.time)
-                expect(verified.publicKey.count == 65 && verified.publicKey.first == 4, "accepted key is not an uncompressed point")
+                expect(verified.publicKey.count == 65 && verified.publicKey.first == 4,
+                       "accepted key is not an uncompressed point")
                 expect(SHA256.hash(verified.publicKey) == setting.keyID, "accepted key does not hash to keyId")
                 expect(policy.allows(verified.environment), "accepted an environment the policy refuses")
                 expect(verified.signCount == 0, "accepted a non-zero counter")

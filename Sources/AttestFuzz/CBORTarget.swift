@@ -7,12 +7,16 @@ enum CBORTarget {
         FuzzTarget(name: "cbor", summary: "CBORReader.decode, then CBORWriter round trip") { input in
             let value: CBORValue
             do throws(AttestError) { value = try CBORReader.decode(input) } catch {
-                expect(error.code == .cborMalformed || error.code == .cborLimitExceeded, "CBOR error code \(error.code)")
+                expect(error.code == .cborMalformed || error.code == .cborLimitExceeded,
+                       "CBOR error code \(error.code)")
                 return
             }
             let encoded = CBORWriter.encode(value)
-            expect(encoded.count <= input.count, "preferred encoding (\(encoded.count) bytes) longer than the input (\(input.count))")
-            guard let again = try? CBORReader.decode(encoded[...]) else { fatalError("fuzz property violated: re-encoded CBOR does not decode") }
+            expect(encoded.count <= input.count,
+                   "preferred encoding (\(encoded.count) bytes) longer than the input (\(input.count))")
+            guard let again = try? CBORReader.decode(encoded[...]) else {
+                fatalError("fuzz property violated: re-encoded CBOR does not decode")
+            }
             expect(again == value, "CBOR round trip changed the value")
         }
     }

@@ -16,7 +16,8 @@ enum ChallengeTarget {
         let authority = ChallengeAuthority(secret: secret)
         let mac = HMACSHA256(key: secret)
         let appID = FuzzService.appID
-        return FuzzTarget(name: "challenge", summary: "ChallengeAuthority.check on raw text and on re-signed bytes") { input in
+        return FuzzTarget(name: "challenge",
+                          summary: "ChallengeAuthority.check on raw text and on re-signed bytes") { input in
             _ = try? authority.check(String(decoding: input, as: UTF8.self), appID: appID, now: now)
             guard input.count >= 26 else { return }
             var prefix = Array(input.prefix(26))
@@ -34,7 +35,8 @@ enum ChallengeTarget {
                 expect(token.id == Array(prefix[10..<26]) && token.expiry.seconds == expiry && token.boundToApp == bound
                        && token.issued?.seconds == issued, "the token differs from what was signed")
             } catch {
-                expect(error.code == .challengeExpired && now.seconds > expiry, "authentic challenge refused: \(error.code)")
+                expect(error.code == .challengeExpired && now.seconds > expiry,
+                       "authentic challenge refused: \(error.code)")
             }
         }
     }

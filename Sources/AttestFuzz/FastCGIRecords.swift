@@ -35,8 +35,8 @@ public enum FastCGIRecords {
 
     static func record(type: UInt8, requestID: UInt16, content: [UInt8]) -> [UInt8] {
         let padding = (8 - content.count % 8) % 8
-        return [1, type, UInt8(requestID >> 8), UInt8(requestID & 0xFF), UInt8(content.count >> 8), UInt8(content.count & 0xFF),
-                UInt8(padding), 0] + content + [UInt8](repeating: 0, count: padding)
+        return [1, type, UInt8(requestID >> 8), UInt8(requestID & 0xFF), UInt8(content.count >> 8),
+                UInt8(content.count & 0xFF), UInt8(padding), 0] + content + [UInt8](repeating: 0, count: padding)
     }
 
     static func length(_ n: Int, _ out: inout [UInt8]) {

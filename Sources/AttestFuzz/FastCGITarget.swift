@@ -23,7 +23,8 @@ enum FastCGITarget {
         let socketPath = service.path + "/fuzz.sock"
         let listenFD = setUp("listening socket") { try listen(at: socketPath) }
         var responder: any Responder = FuzzResponder(service: service)
-        return FuzzTarget(name: "fastcgi", summary: "FastCGI record stream over a unix socket into the endpoints") { input in
+        return FuzzTarget(name: "fastcgi",
+                          summary: "FastCGI record stream over a unix socket into the endpoints") { input in
             guard input.count <= maxInput else { return }
             let client = connect(to: socketPath)
             defer { close(client) }
@@ -64,12 +65,15 @@ enum FastCGITarget {
         let stdout = records.filter { $0.type == 6 }
         guard let response else {
             expect(stdout.isEmpty, "a refused stream got FCGI_STDOUT")
-            expect(records.allSatisfy { [3, 10, 11].contains($0.type) }, "a refused stream got record types \(records.map(\.type))")
+            expect(records.allSatisfy { [3, 10, 11].contains($0.type) },
+                   "a refused stream got record types \(records.map(\.type))")
             return
         }
         expect(records.count >= 2 && records[records.count - 1].type == 3 && records[records.count - 2].type == 6
-               && records[records.count - 2].content.isEmpty, "the answer does not end with an empty STDOUT and END_REQUEST")
-        expect(records[records.count - 1].content == [0, 0, 0, 0, 0, 0, 0, 0], "END_REQUEST is not complete with status 0")
+               && records[records.count - 2].content.isEmpty,
+               "the answer does not end with an empty STDOUT and END_REQUEST")
+        expect(records[records.count - 1].content == [0, 0, 0, 0, 0, 0, 0, 0],
+               "END_REQUEST is not complete with status 0")
         let cgi = stdout.flatMap(\.content)
         expect(cgi.starts(with: Array("Status: \(response.status) ".utf8)), "STDOUT does not start with the status")
         expect(cgi.suffix(response.body.count).elementsEqual(response.body), "STDOUT does not end with the body")
@@ -83,7 +87,9 @@ enum FastCGITarget {
         guard fd >= 0 else { throw SocketError(what: "socket") }
         var address = unixAddress(path)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, Glibc.listen(fd, 16) == 0 else { throw SocketError(what: "bind/listen \(path)") }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -96,7 +102,9 @@ enum FastCGITarget {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = unixAddress(path)
         let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         expect(fd >= 0 && status == 0, "cannot connect to the fuzz socket (errno \(errno))")
         return fd

@@ -21,7 +21,9 @@ public enum FuzzCommand {
                 for (target, inputs) in try SeedCorpus.make().sorted(by: { $0.key < $1.key }) {
                     let dir = arguments[1] + "/" + target
                     mkdir(dir, 0o755)
-                    for input in inputs { try FuzzFiles.write(dir + "/seed-" + Hex.encode(SHA256.hash(input).prefix(8)), input) }
+                    for input in inputs {
+                        try FuzzFiles.write(dir + "/seed-" + Hex.encode(SHA256.hash(input).prefix(8)), input)
+                    }
                     print("\(target): \(inputs.count) seeds")
                 }
                 return 0
@@ -31,7 +33,8 @@ public enum FuzzCommand {
             }
         case "replay" where arguments.count >= 3:
             guard let target = FuzzTargets.make(arguments[1]) else {
-                warn("attest-fuzz: unknown target \(arguments[1]) (targets: \(FuzzTargets.names.joined(separator: " ")))")
+                warn("attest-fuzz: unknown target \(arguments[1]) (targets: "
+                     + "\(FuzzTargets.names.joined(separator: " ")))")
                 return 2
             }
             var count = 0
@@ -70,7 +73,9 @@ public enum FuzzFiles {
         defer { closedir(dir) }
         var files = [String]()
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             if name.hasPrefix(".") { continue }
             var info = stat()
             let full = path + "/" + name
@@ -98,7 +103,9 @@ public enum FuzzFiles {
         if info.st_mode & S_IFMT == S_IFDIR, let dir = opendir(path) {
             var names = [String]()
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+                }
                 if name != "." && name != ".." { names.append(name) }
             }
             closedir(dir)

@@ -49,7 +49,8 @@ final class FuzzService {
             let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
             try store.write { txn in
                 try txn.put(OrgRecord(name: "fuzz", tier: .pro, createdAt: clock.now()))
-                try txn.put(AppRecord(teamID: Self.teamID, bundleID: Self.bundleID, org: "fuzz", policy: .both, createdAt: clock.now()))
+                try txn.put(AppRecord(teamID: Self.teamID, bundleID: Self.bundleID, org: "fuzz", policy: .both,
+                                      createdAt: clock.now()))
             }
             return try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                       challengeSecret: data.challengeSecret(), trustAnchors: [pki.rootCertificate],
@@ -70,10 +71,13 @@ final class FuzzService {
             try device.attest(clientDataHash: hash, appID: Self.appID, pki: FuzzKeys.pki, at: clock.now())
         }
         let body: JSONValue = ["challenge": .string(challenge), "keyId": .string(Base64.encode(keyID)),
-                               "attestationObject": .string(Base64.encode(object)), "clientDataHash": .string(Base64.encode(hash)),
+                               "attestationObject": .string(Base64.encode(object)),
+                               "clientDataHash": .string(Base64.encode(hash)),
                                "bundleId": .string(Self.bundleID), "teamId": .string(Self.teamID)]
-        let response = respond(Request(method: "POST", path: Endpoint.validate.path, params: Self.appHeaders, body: body.jsonBytes))
-        expect(response.status == 200, "enrolling the fuzz device: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        let response = respond(Request(method: "POST", path: Endpoint.validate.path, params: Self.appHeaders,
+                                       body: body.jsonBytes))
+        expect(response.status == 200,
+               "enrolling the fuzz device: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
     }
 
     /// A challenge bound to the fuzz app, as the challenge endpoint issues it.
@@ -88,7 +92,8 @@ final class FuzzService {
     /// The body with its placeholders replaced: `@CHALLENGE@` by a fresh challenge and
     /// `@CDH@` by the base64 SHA-256 of that challenge.
     func substitute(_ body: [UInt8]) -> [UInt8] {
-        guard body.firstRange(of: Self.challengePlaceholder) != nil || body.firstRange(of: Self.hashPlaceholder) != nil else {
+        guard body.firstRange(of: Self.challengePlaceholder) != nil
+                || body.firstRange(of: Self.hashPlaceholder) != nil else {
             return body
         }
         let challenge = freshChallenge()
@@ -103,7 +108,8 @@ final class FuzzService {
         clock.advance(1)
         if clock.now() > FuzzKeys.verifyAt + Self.clockCycleSeconds { clock.set(FuzzKeys.verifyAt) }
         guard let endpoint = Endpoint.allCases.first(where: { $0.path == request.path }) else {
-            return .json(404, #"{"error":"no such endpoint","code":"not_found","requestId":"","reason":"no such endpoint"}"#)
+            return .json(404,
+                         #"{"error":"no such endpoint","code":"not_found","requestId":"","reason":"no such endpoint"}"#)
         }
         return endpoint.handle(request, context)
     }
@@ -112,7 +118,8 @@ final class FuzzService {
     /// request's id and `reason` equal to `error`.
     static func checkAnswer(_ response: Response, requestID: String) {
         let allowed: Set<Int> = [200, 400, 401, 402, 403, 404, 405, 409, 413, 429, 503]
-        expect(allowed.contains(response.status), "status \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        expect(allowed.contains(response.status),
+               "status \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         guard let body = try? JSONParser.parse(response.body), body.objectValue != nil else {
             fatalError("fuzz property violated: body is not a JSON object (status \(response.status))")
         }

@@ -20,7 +20,8 @@ public struct FuzzTarget {
 
 /// Every target by name. Targets with set-up (keys, a data directory) build it when made.
 public enum FuzzTargets {
-    public static let names = ["cbor", "der", "authdata", "attestation", "assertion", "request", "challenge", "jwt", "fastcgi"]
+    public static let names = ["cbor", "der", "authdata", "attestation", "assertion", "request", "challenge",
+                               "jwt", "fastcgi"]
 
     /// Makes the target `name`; `nil` for an unknown name. Set-up failures are fatal.
     public static func make(_ name: String) -> FuzzTarget? {

@@ -12,11 +12,14 @@ import FastCGI
 enum RequestTarget {
     static func make() -> FuzzTarget {
         let service = FuzzService()
-        return FuzzTarget(name: "request", summary: "JSONParser round trip; validate/refresh endpoints in-process") { input in
+        return FuzzTarget(name: "request",
+                          summary: "JSONParser round trip; validate/refresh endpoints in-process") { input in
             guard let selector = input.first else { return }
             let body = Array(input.dropFirst())
             if let value = try? JSONParser.parse(body) {
-                guard let again = try? JSONParser.parse(value.jsonBytes) else { fatalError("fuzz property violated: written JSON does not parse") }
+                guard let again = try? JSONParser.parse(value.jsonBytes) else {
+                    fatalError("fuzz property violated: written JSON does not parse")
+                }
                 expect(again == value, "JSON round trip changed the value")
             }
             let endpoint: Endpoint = selector & 1 == 0 ? .validate : .refresh

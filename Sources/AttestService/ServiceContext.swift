@@ -96,8 +96,8 @@ public final class ServiceContext {
         switch result {
         case .success(var response):
             response.headers += headers
-            let line = logsEveryRequest ? RequestLogLine(endpoint: endpoint, requestID: requestID, status: response.status,
-                                                         code: "-", detail: "") : nil
+            let line = logsEveryRequest ? RequestLogLine(endpoint: endpoint, requestID: requestID,
+                                                         status: response.status, code: "-", detail: "") : nil
             return (response, line)
         case .failure(let error):
             let failure = ServiceError.unexpected(error)
@@ -134,7 +134,8 @@ public final class ServiceContext {
                 var n = 0
                 for i in start..<end {
                     let identity = UsageIdentity.device(appID: appID, fingerprint: "", deviceID: "bench-\(i)")
-                    let admission = try MonthlyCounter.countActive(identity, appID: appID, org: org, in: txn, now: now, self)
+                    let admission = try MonthlyCounter.countActive(identity, appID: appID, org: org, in: txn,
+                                                                   now: now, self)
                     if admission == .admitted { n += 1 }
                 }
                 return n

@@ -15,7 +15,8 @@ import FastCGI
 public enum ServiceMain {
     public static func run(_ endpoint: Endpoint, arguments argv: [String]) -> Int32 {
         let name = "attest-\(endpoint.rawValue)"
-        let usage = "usage: \(name) --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] [--data DIR] [--trust-root PEM]... [--allow-private-destinations]"
+        let usage = "usage: \(name) --socket PATH [--workers N] [--body-limit BYTES] [--socket-mode OCTAL] "
+                    + "[--data DIR] [--trust-root PEM]... [--allow-private-destinations]"
         do {
             var (options, rest) = try ServerOptions.parse(argv)
             let args = try Arguments(rest, valued: ["data", "trust-root"], switches: ["allow-private-destinations"])
@@ -26,13 +27,18 @@ public enum ServiceMain {
             _ = try data.challengeSecret()
             _ = try KeyRing(data).signer(at: SystemClock().now())
             if !argv.contains(where: { $0.hasPrefix("--workers") }) { options.workers = configuration.workers }
-            if !argv.contains(where: { $0.hasPrefix("--body-limit") }) { options.bodyLimit = configuration.bodyLimitBytes }
-            let anchors = try TrustAnchors.load(data: data, configuration: configuration, extraPEMFiles: args.values("trust-root"),
+            if !argv.contains(where: { $0.hasPrefix("--body-limit") }) {
+                options.bodyLimit = configuration.bodyLimitBytes
+            }
+            let anchors = try TrustAnchors.load(data: data, configuration: configuration,
+                                                extraPEMFiles: args.values("trust-root"),
                                                 warn: { warning in Output.err(LogMessage("\(name): \(warning)").text) })
             return FastCGIServer.run(options, name: name) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0.text)") },
-                                                      adjust: { if allowPrivate { $0.webhookAllowPrivateDestinations = true } })
+                                                      adjust: {
+                                                          if allowPrivate { $0.webhookAllowPrivateDestinations = true }
+                                                      })
                 return ServiceResponder(endpoint: endpoint, context: context, holdsAnswers: true)
             }
         } catch let error as UsageError {

@@ -62,8 +62,8 @@ package final class ChildProcess {
 
     /// A new process with the same command line, credentials and group choice.
     func respawn() throws -> ChildProcess {
-        try ChildProcess(name: name, executable: executable, arguments: arguments, logDirectory: logDirectory, logName: logName,
-                         credentials: credentials, ownsProcessGroup: ownsProcessGroup)
+        try ChildProcess(name: name, executable: executable, arguments: arguments, logDirectory: logDirectory,
+                         logName: logName, credentials: credentials, ownsProcessGroup: ownsProcessGroup)
     }
 
     /// Whether it is still running (reaps it when it has exited).
@@ -105,7 +105,8 @@ package final class ChildProcess {
     /// The last lines of its log (within its last `tailBytes`), for error messages.
     package func logTail(_ lines: Int = 15) -> String {
         guard let bytes = try? logDirectory.tail(logName, bytes: Self.tailBytes) else { return "" }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .suffix(lines).joined(separator: "\n")
     }
 
     package var exitDescription: String {
@@ -117,7 +118,9 @@ package final class ChildProcess {
     private static func spawn(_ executable: String, _ arguments: [String], log: Int32,
                               credentials: Credentials?, group: Bool) throws -> pid_t {
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        guard null >= 0 else { throw SupervisorError(.start, "cannot open /dev/null: \(String(cString: strerror(errno)))") }
+        guard null >= 0 else {
+            throw SupervisorError(.start, "cannot open /dev/null: \(String(cString: strerror(errno)))")
+        }
         defer { close(null) }
 
         let strings = [executable] + arguments
@@ -129,8 +132,11 @@ package final class ChildProcess {
             argv.deallocate()
         }
         // The environment, built before the fork: serve's own, or only what ServiceEnvironment keeps.
-        let childEnvironment = credentials.map { ServiceEnvironment.filtered(ServiceEnvironment.current(), home: $0.home) }
-        let envp = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: (childEnvironment?.count ?? 0) + 1)
+        let childEnvironment = credentials.map {
+            ServiceEnvironment.filtered(ServiceEnvironment.current(), home: $0.home)
+        }
+        let envp = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+            .allocate(capacity: (childEnvironment?.count ?? 0) + 1)
         for (i, s) in (childEnvironment ?? []).enumerated() { envp[i] = strdup(s) }
         envp[childEnvironment?.count ?? 0] = nil
         defer {
@@ -148,7 +154,9 @@ package final class ChildProcess {
         let failureLength = strlen(failure)
 
         let child = fork()
-        if child < 0 { throw SupervisorError(.start, "cannot start \(executable): fork: \(String(cString: strerror(errno)))") }
+        if child < 0 {
+            throw SupervisorError(.start, "cannot start \(executable): fork: \(String(cString: strerror(errno)))")
+        }
         if child == 0 {
             // The child: async-signal-safe calls only, on values prepared above (no allocation).
             if group { setpgid(0, 0) }
@@ -162,7 +170,8 @@ package final class ChildProcess {
             if let credentials {
                 let keep = credentials.bindsLowPorts
                 guard !keep || attest_fcgi_keep_capabilities_across_setuid() == 0,
-                      setgroups(groups.count, groupList) == 0, setgid(credentials.gid) == 0, setuid(credentials.uid) == 0,
+                      setgroups(groups.count, groupList) == 0, setgid(credentials.gid) == 0,
+                      setuid(credentials.uid) == 0,
                       !keep || attest_fcgi_keep_only_bind_capability() == 0 else {
                     _ = write(2, failure, failureLength)
                     _exit(126)

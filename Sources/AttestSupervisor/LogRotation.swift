@@ -47,13 +47,15 @@ final class LogRotation {
         for name in directory.names() where name.hasSuffix(".log") || name.hasSuffix(".out") {
             guard let st = directory.status(name) else { continue }
             guard st.st_mode & S_IFMT == S_IFREG else {
-                report(name, "\(directory.path)/\(name) is not a regular file (a symbolic link?): not rotated, not followed", warn)
+                report(name, "\(directory.path)/\(name) is not a regular file (a symbolic link?): "
+                             + "not rotated, not followed", warn)
                 continue
             }
             guard Int(st.st_size) > maxBytes else { continue }
             do {
                 if let previous = directory.status(name + ".1"), previous.st_mode & S_IFMT != S_IFREG {
-                    report(name + ".1", "\(directory.path)/\(name).1 was not a regular file (a symbolic link?): replaced, not followed", warn)
+                    report(name + ".1", "\(directory.path)/\(name).1 was not a regular file (a symbolic link?): "
+                                        + "replaced, not followed", warn)
                 }
                 if Self.reopenedByNginx.contains(name) {
                     try directory.rename(name, to: name + ".1")
@@ -72,7 +74,9 @@ final class LogRotation {
         let from = try directory.openFile(name, O_RDWR)
         defer { close(from) }
         var st = stat()
-        guard fstat(from, &st) == 0 else { throw SupervisorError(.logs, "cannot stat \(directory.path)/\(name): \(String(cString: strerror(errno)))") }
+        guard fstat(from, &st) == 0 else {
+            throw SupervisorError(.logs, "cannot stat \(directory.path)/\(name): \(String(cString: strerror(errno)))")
+        }
         let end = off_t(st.st_size)
         let start = max(0, end - off_t(maxBytes))
         let temporary = name + ".1.rotating"
@@ -92,7 +96,9 @@ final class LogRotation {
     static func copy(_ from: Int32, range: Range<off_t>, to: Int32) throws {
         // Linux's lseek whences; Glibc declares them only under _GNU_SOURCE, so Swift does not see them.
         let SEEK_DATA: Int32 = 3, SEEK_HOLE: Int32 = 4
-        func failure(_ what: String) -> SupervisorError { SupervisorError(.logs, "\(what): \(String(cString: strerror(errno)))") }
+        func failure(_ what: String) -> SupervisorError {
+            SupervisorError(.logs, "\(what): \(String(cString: strerror(errno)))")
+        }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = range.lowerBound
         while offset < range.upperBound {
@@ -100,14 +106,17 @@ final class LogRotation {
             if data < 0 && errno == ENXIO { break }  // a hole up to the end of the file
             if data > offset { offset = data; continue }  // (-1 otherwise: no SEEK_DATA here, read on)
             let hole = lseek(from, offset, SEEK_HOLE)
-            let want = Int(min(off_t(buffer.count), range.upperBound - offset, hole > offset ? hole - offset : off_t.max))
+            let want = Int(min(off_t(buffer.count), range.upperBound - offset,
+                               hole > offset ? hole - offset : off_t.max))
             let n = buffer.withUnsafeMutableBytes { pread(from, $0.baseAddress, want, offset) }
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { throw failure("read") }
             if n == 0 { break }
             var written = 0
             while written < n {
-                let w = buffer.withUnsafeBytes { pwrite(to, $0.baseAddress! + written, n - written, offset - range.lowerBound + off_t(written)) }
+                let w = buffer.withUnsafeBytes {
+                    pwrite(to, $0.baseAddress! + written, n - written, offset - range.lowerBound + off_t(written))
+                }
                 if w < 0 && errno == EINTR { continue }
                 guard w > 0 else { throw failure("write") }
                 written += w

@@ -33,8 +33,11 @@ package struct NginxSite {
     /// (responders this build does not have yet) answer 501 `not_implemented` as JSON instead
     /// of passing to a socket nobody listens on. `write` writes each rendered file (serve, as
     /// root, writes them as the data directory's owner; the templates are read as the caller).
-    func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String, absentPools: [String],
-                write: (_ path: String, _ text: String) throws -> Void = { try FileIO.writeAtomically($0, text: $1) }) throws -> String {
+    func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String,
+                absentPools: [String],
+                write: (_ path: String, _ text: String) throws -> Void = {
+                    try FileIO.writeAtomically($0, text: $1)
+                }) throws -> String {
         let listen = try Self.listenAddress(c)
         let values = [
             "@LISTEN@": listen.description, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
@@ -43,7 +46,8 @@ package struct NginxSite {
         ]
         // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
         // a socket option (reuseport) on one of them only.
-        try render(Self.files, values: values, overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
+        try render(Self.files, values: values,
+                   overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
                    absentPools: absentPools, into: data.nginxDirectory, write: write)
         return data.nginxDirectory + "/nginx.conf"
     }
@@ -77,7 +81,8 @@ package struct NginxSite {
     /// user's to write (by hand too), so the renderer refuses what the grammar refuses.
     static func listenAddress(_ c: Configuration) throws -> ListenAddress {
         do { return try ListenAddress(parsing: c.listen) } catch {
-            throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: config.json: \(error.message)")
+            throw SupervisorError(.nginxSite,
+                                  "refusing to write the nginx configuration: config.json: \(error.message)")
         }
     }
 
@@ -93,17 +98,21 @@ package struct NginxSite {
             // The paths go into directives unquoted: one with a space (a checkout under "My
             // Projects") made nginx fail with "invalid number of arguments".
             guard let bad = value.first(where: { unsafePathCharacters.contains($0) }) else { return }
-            throw SupervisorError(.nginxSite, "nginx cannot use the path \(value.debugDescription): it contains \(String(bad).debugDescription). "
-                                 + "Use a data directory (--data DIR) whose path has no spaces, quotes, ';', '{', '}', '$' or '#'")
+            throw SupervisorError(.nginxSite, "nginx cannot use the path \(value.debugDescription): "
+                                              + "it contains \(String(bad).debugDescription). "
+                                              + "Use a data directory (--data DIR) whose path has no spaces, quotes, "
+                                              + "';', '{', '}', '$' or '#'")
         case "@USER@":
             let names = value.split(separator: " ", omittingEmptySubsequences: false)
             guard (1...2).contains(names.count), names.allSatisfy({ Configuration.isUserName(String($0)) }) else {
-                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: nginx's user \(value.debugDescription) is not \"USER [GROUP]\" "
-                                     + "(ASCII letters, digits, '_', '-', '.'; see server.user)")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: nginx's user "
+                                                  + "\(value.debugDescription) is not \"USER [GROUP]\" "
+                                                  + "(ASCII letters, digits, '_', '-', '.'; see server.user)")
             }
         case "@START_ID@":
             guard !value.isEmpty, value.allSatisfy(\.isHexDigit), value.allSatisfy(\.isASCII) else {
-                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the start id \(value.debugDescription) is not hex")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the start id "
+                                                  + "\(value.debugDescription) is not hex")
             }
         case "@LISTEN@":
             do { _ = try ListenAddress(parsing: value) } catch {
@@ -111,29 +120,37 @@ package struct NginxSite {
             }
         case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":
             guard !value.isEmpty, value.allSatisfy({ ("0"..."9").contains($0) }) else {
-                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) \(value.debugDescription) is not a whole number")
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                  + "\(value.debugDescription) is not a whole number")
             }
         default:
             throw SupervisorError(.nginxSite, "no grammar for the placeholder \(placeholder): refusing to render it")
         }
     }
 
-    private func render(_ files: [String], values: [String: String], overrides: [String: [String: String]], absentPools: [String],
-                        into directory: String,
-                        write: (_ path: String, _ text: String) throws -> Void = { try FileIO.writeAtomically($0, text: $1) }) throws {
+    private func render(_ files: [String], values: [String: String], overrides: [String: [String: String]],
+                        absentPools: [String], into directory: String,
+                        write: (_ path: String, _ text: String) throws -> Void = {
+                            try FileIO.writeAtomically($0, text: $1)
+                        }) throws {
         for file in files {
-            guard var text = try FileIO.readText(templates + "/" + file) else { throw SupervisorError(.nginxSite, "cannot read \(templates)/\(file)") }
+            guard var text = try FileIO.readText(templates + "/" + file) else {
+                throw SupervisorError(.nginxSite, "cannot read \(templates)/\(file)")
+            }
             for pool in absentPools {
                 let message = "this server does not run the \(pool) responder yet"
                 text = text.replacingAll("fastcgi_pass unix:@RUN_DIR@/\(pool).sock;", with:
-                    "default_type application/json; return 501 '{\"error\":\"\(message)\",\"code\":\"not_implemented\",\"requestId\":\"$request_id\",\"reason\":\"\(message)\"}\\n';")
+                    "default_type application/json; return 501 "
+                    + "'{\"error\":\"\(message)\",\"code\":\"not_implemented\","
+                    + "\"requestId\":\"$request_id\",\"reason\":\"\(message)\"}\\n';")
             }
             for (placeholder, value) in values.merging(overrides[file] ?? [:], uniquingKeysWith: { $1 }) {
                 try Self.check(placeholder, value)
                 text = text.replacingAll(placeholder, with: value)
             }
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {
-                throw SupervisorError(.nginxSite, "\(templates)/\(file) has a placeholder this attestctl does not know: \(leftover.0)")
+                throw SupervisorError(.nginxSite, "\(templates)/\(file) has a placeholder "
+                                                  + "this attestctl does not know: \(leftover.0)")
             }
             try write(directory + "/" + file, text)
         }

@@ -46,7 +46,9 @@ enum SearchGrant {
 
     /// Whether `directory`'s ACL lets `uid` search it through an entry naming it.
     static func allows(uid: uid_t, on directory: String) -> Bool {
-        guard let entries = read(directory), let own = entries.first(where: { $0.tag == 0x02 && $0.id == uid }) else { return false }
+        guard let entries = read(directory), let own = entries.first(where: { $0.tag == 0x02 && $0.id == uid }) else {
+            return false
+        }
         let mask = entries.first { $0.tag == 0x10 }?.perm ?? 7
         return own.perm & mask & 1 != 0
     }
@@ -71,15 +73,19 @@ enum SearchGrant {
     }
 
     // <sys/xattr.h> is not part of the Glibc module: the two calls are looked up in libc.
-    private typealias SetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
-    private typealias GetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    private typealias SetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?,
+                                                 Int, Int32) -> Int32
+    private typealias GetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>,
+                                                 UnsafeMutableRawPointer?, Int) -> Int
 
-    private static func setxattr(_ path: String, _ name: String, _ value: UnsafeRawPointer?, _ size: Int, _ flags: Int32) -> Int32 {
+    private static func setxattr(_ path: String, _ name: String, _ value: UnsafeRawPointer?, _ size: Int,
+                                 _ flags: Int32) -> Int32 {
         guard let symbol = dlsym(nil, "setxattr") else { return -1 }
         return unsafeBitCast(symbol, to: SetXattr.self)(path, name, value, size, flags)
     }
 
-    private static func getxattr(_ path: String, _ name: String, _ value: UnsafeMutableRawPointer?, _ size: Int) -> Int {
+    private static func getxattr(_ path: String, _ name: String, _ value: UnsafeMutableRawPointer?,
+                                 _ size: Int) -> Int {
         guard let symbol = dlsym(nil, "getxattr") else { return -1 }
         return unsafeBitCast(symbol, to: GetXattr.self)(path, name, value, size)
     }

@@ -34,17 +34,20 @@ package struct Serve {
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
         let absent = Serve.optionalPools.filter { access(binaries + "/attest-" + $0, X_OK) != 0 }
-        let user = try serviceUser(named: args.value("user") ?? config.serviceUser, chosenByRoot: args.value("user") != nil,
-                                   trustRoots: trustRoots)
+        let user = try serviceUser(named: args.value("user") ?? config.serviceUser,
+                                   chosenByRoot: args.value("user") != nil, trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
         // Written as the data directory's owner (nginx reads the files as it too): DATA/nginx
         // may be a link the service user planted (to /etc/nginx, say), and root would write
         // through it. The templates are read as root: they may be where that user cannot read.
-        let nginxConf = try site.render(data: data, configuration: config, user: user?.nginxUser ?? NginxSite.currentUser(),
+        let nginxConf = try site.render(data: data, configuration: config,
+                                        user: user?.nginxUser ?? NginxSite.currentUser(),
                                         startID: startID, absentPools: absent) { path, text in
             try asDataOwner(data) { try FileIO.writeAtomically(path, text: text) }
         }
-        guard let nginxBinary = findProgram("nginx") else { throw SupervisorError(.start, "nginx is not installed (apt-get install nginx)") }
+        guard let nginxBinary = findProgram("nginx") else {
+            throw SupervisorError(.start, "nginx is not installed (apt-get install nginx)")
+        }
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
         let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
@@ -59,17 +62,26 @@ package struct Serve {
             for endpoint in Self.endpoints {
                 let name = "attest-\(endpoint.rawValue)"
                 let exe = binaries + "/" + name
-                guard access(exe, X_OK) == 0 else { throw SupervisorError(.start, "\(exe) is missing: build all products (swift build -c release)") }
-                var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers", String(workers), "--data", data.path]
+                guard access(exe, X_OK) == 0 else {
+                    throw SupervisorError(.start, "\(exe) is missing: build all products (swift build -c release)")
+                }
+                var childArgs = ["--socket", data.runDirectory + "/\(endpoint.rawValue).sock", "--workers",
+                                 String(workers), "--data", data.path]
                 for root in trustRoots { childArgs += ["--trust-root", root] }
-                if endpoint == .webhooks && args.flag("allow-private-webhooks") { childArgs.append("--allow-private-destinations") }
+                if endpoint == .webhooks && args.flag("allow-private-webhooks") {
+                    childArgs.append("--allow-private-destinations")
+                }
                 children.append(try ChildProcess(name: name, executable: exe, arguments: childArgs,
-                                                 logDirectory: logs, logName: "\(name).log", credentials: user?.credentials))
+                                                 logDirectory: logs, logName: "\(name).log",
+                                                 credentials: user?.credentials))
             }
             // The webhook sender: restarted like a pool if it dies; the only process that connects out.
             children.append(try ChildProcess(name: "attest-webhooks-deliver", executable: binaries + "/attest-webhooks",
-                                             arguments: ["deliver", "--data", data.path] + (args.flag("allow-private-webhooks") ? ["--allow-private-destinations"] : []),
-                                             logDirectory: logs, logName: "attest-webhooks-deliver.log", credentials: user?.credentials))
+                                             arguments: ["deliver", "--data", data.path]
+                                                 + (args.flag("allow-private-webhooks")
+                                                    ? ["--allow-private-destinations"] : []),
+                                             logDirectory: logs, logName: "attest-webhooks-deliver.log",
+                                             credentials: user?.credentials))
             try waitForSockets(children)
             // nginx leads its own process group: if its master dies, its workers can be found.
             // As root it runs as the service user too, master included: everything it opens by
@@ -79,8 +91,10 @@ package struct Serve {
             let listen = try NginxSite.listenAddress(config)
             nginxCredentials?.bindsLowPorts = listen.port < 1024
             let nginx = try ChildProcess(name: "nginx", executable: nginxBinary,
-                                         arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e", data.logDirectory + "/error.log"],
-                                         logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials, ownsProcessGroup: true)
+                                         arguments: ["-p", data.runDirectory, "-c", nginxConf, "-e",
+                                                     data.logDirectory + "/error.log"],
+                                         logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials,
+                                         ownsProcessGroup: true)
             children.append(nginx)
             let base = "http://\(listen.authority)"
             try waitForOurNginx(base, startID: startID, nginx)
@@ -106,10 +120,14 @@ package struct Serve {
     /// root hands the data directory and every process to, root's included.
     func serviceUser(named name: String, chosenByRoot: Bool, trustRoots: [String]) throws -> ServiceUser? {
         guard geteuid() == 0 else { return nil }
-        guard Configuration.isUserName(name) else { throw SupervisorError(.serviceUser, "server.user \(name.debugDescription) is not a user name") }
+        guard Configuration.isUserName(name) else {
+            throw SupervisorError(.serviceUser, "server.user \(name.debugDescription) is not a user name")
+        }
         let user = try ServiceUser.resolve(name)
         var info = stat()
-        guard stat(data.path, &info) == 0 else { throw SupervisorError(.serviceUser, "cannot stat \(data.path): \(String(cString: strerror(errno)))") }
+        guard stat(data.path, &info) == 0 else {
+            throw SupervisorError(.serviceUser, "cannot stat \(data.path): \(String(cString: strerror(errno)))")
+        }
         if !chosenByRoot && info.st_uid != 0 && info.st_uid != user.uid {
             throw SupervisorError(.serviceUser, """
                 server.user is \(name), but \(data.path) belongs to uid \(info.st_uid): config.json is that user's to \
@@ -141,9 +159,12 @@ package struct Serve {
             let path = data.runDirectory + "/\(endpoint.rawValue).sock"
             while !canConnect(unixSocket: path) {
                 if let dead = children.first(where: { !$0.isRunning }) {
-                    throw SupervisorError(.start, "\(dead.name) \(dead.exitDescription) while starting. Its log (\(dead.logFile)):\n\(dead.logTail())")
+                    throw SupervisorError(.start, "\(dead.name) \(dead.exitDescription) while starting. "
+                                                  + "Its log (\(dead.logFile)):\n\(dead.logTail())")
                 }
-                guard monotonicSeconds() < deadline else { throw SupervisorError(.start, "\(path) did not come up within 20 s") }
+                guard monotonicSeconds() < deadline else {
+                    throw SupervisorError(.start, "\(path) did not come up within 20 s")
+                }
                 usleep(20_000)
             }
         }
@@ -156,7 +177,9 @@ package struct Serve {
         let client = HTTPClient(timeoutMilliseconds: 1000)
         let host = "ready-\(startID).attestedge.invalid"
         try poll("nginx on \(base) answering this start's id", nginx) {
-            guard let r = try? client.send("GET", base + "/.attestedge/ready", headers: [("Host", host)]) else { return "no answer" }
+            guard let r = try? client.send("GET", base + "/.attestedge/ready", headers: [("Host", host)]) else {
+                return "no answer"
+            }
             return r.status == 200 && r.text == startID ? nil : "HTTP \(r.status), not this start's id"
         }
     }
@@ -179,7 +202,8 @@ package struct Serve {
             if !nginx.isRunning {
                 nginx.killGroup()
                 throw SupervisorError(.start, "nginx \(nginx.exitDescription). \(data.logDirectory)/error.log:\n"
-                                     + ((try? PinnedDirectory.open(data.path).directory("log")).map { ServeSupervisor.tail($0, "error.log") } ?? ""))
+                                     + ((try? PinnedDirectory.open(data.path).directory("log"))
+                                        .map { ServeSupervisor.tail($0, "error.log") } ?? ""))
             }
             guard let problem = attempt() else { return }
             last = problem
@@ -202,7 +226,8 @@ package struct Serve {
             """)
         let roots = ((try? data.loadConfiguration().testRoots) ?? []) + trustRoots
         if !roots.isEmpty {
-            Output.out("  TEST ROOTS TRUSTED: \(roots.joined(separator: ", ")) (software devices will attest; never in production)")
+            Output.out("  TEST ROOTS TRUSTED: \(roots.joined(separator: ", ")) "
+                       + "(software devices will attest; never in production)")
             if FileIO.exists(data.testCADirectory + "/ca.pem") {
                 Output.out("""
                   enroll a software device:
@@ -228,6 +253,8 @@ func canConnect(unixSocket path: String) -> Bool {
         raw[bytes.count] = 0
     }
     return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+        }
     }
 }

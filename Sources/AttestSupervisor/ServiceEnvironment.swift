@@ -14,8 +14,8 @@ import Glibc
 /// child reads any other variable (`ATTEST_FCGI_HANDOVER` a pool sets for itself), and
 /// `ATTEST_TEST_POSTGRES_URL` may carry a password.
 enum ServiceEnvironment {
-    static let names: Set<String> = ["PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_PRELOAD", "LD_LIBRARY_PATH", "SWIFT_BACKTRACE",
-                                     "ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"]
+    static let names: Set<String> = ["PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_PRELOAD", "LD_LIBRARY_PATH",
+                                     "SWIFT_BACKTRACE", "ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"]
     static let prefixes = ["LC_", "FAKETIME", "MALLOC_"]
 
     /// `NAME=value` entries of `current` that are kept, in their order, then `HOME=home`.

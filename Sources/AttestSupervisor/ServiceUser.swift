@@ -43,7 +43,8 @@ package struct ServiceUser: Equatable {
             list = [gid_t](repeating: 0, count: Int(count))
             _ = getgrouplist(name, gid, &list, &count)
         }
-        return ServiceUser(name: name, uid: uid, gid: gid, groupName: groupName, groups: Array(list.prefix(Int(max(count, 0)))), home: home)
+        return ServiceUser(name: name, uid: uid, gid: gid, groupName: groupName,
+                           groups: Array(list.prefix(Int(max(count, 0)))), home: home)
     }
 
     /// The account `serve` uses as root: `name` if it exists; the default account is created
@@ -51,12 +52,17 @@ package struct ServiceUser: Equatable {
     static func resolve(_ name: String) throws -> ServiceUser {
         if let user = lookUp(name) { return user }
         guard name == defaultName else {
-            throw SupervisorError(.serviceUser, "server.user \"\(name)\" does not exist: create it, or set server.user back to \(defaultName) (created automatically)")
+            throw SupervisorError(.serviceUser, "server.user \"\(name)\" does not exist: create it, or set server.user "
+                                                + "back to \(defaultName) (created automatically)")
         }
-        guard let useradd = findProgram("useradd") else { throw SupervisorError(.serviceUser, "cannot create the user \(name): useradd is not installed") }
+        guard let useradd = findProgram("useradd") else {
+            throw SupervisorError(.serviceUser, "cannot create the user \(name): useradd is not installed")
+        }
         let status = try runTool(useradd, ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
                                             "--shell", "/usr/sbin/nologin", "--comment", "AttestEdge", name])
-        guard status == 0, let user = lookUp(name) else { throw SupervisorError(.serviceUser, "useradd \(name) failed (status \(status))") }
+        guard status == 0, let user = lookUp(name) else {
+            throw SupervisorError(.serviceUser, "useradd \(name) failed (status \(status))")
+        }
         Output.out("created the system user \(name): nginx's workers and the pools run as it")
         return user
     }
@@ -71,7 +77,9 @@ package struct ServiceUser: Equatable {
     /// swapped for a link during the walk is refused. Root never chowns a file outside `path`.
     func takeOwnership(of path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw SupervisorError(.serviceUser, "cannot stat \(path): \(String(cString: strerror(errno)))") }
+        guard stat(path, &st) == 0 else {
+            throw SupervisorError(.serviceUser, "cannot stat \(path): \(String(cString: strerror(errno)))")
+        }
         if st.st_uid != uid || st.st_gid != gid, chown(path, uid, gid) != 0 {
             throw SupervisorError(.serviceUser, "cannot hand \(path) to \(name): \(String(cString: strerror(errno)))")
         }
@@ -90,7 +98,8 @@ package struct ServiceUser: Equatable {
             let isDirectory = st.st_mode & S_IFMT == S_IFDIR
             if !isDirectory && st.st_nlink > 1 { continue }
             if st.st_uid != uid || st.st_gid != gid, fchownat(fd, "", uid, gid, Self.emptyPath) != 0 {
-                throw SupervisorError(.serviceUser, "cannot hand \(directory.path)/\(entry) to \(name): \(String(cString: strerror(errno)))")
+                throw SupervisorError(.serviceUser, "cannot hand \(directory.path)/\(entry) to \(name): "
+                                                    + "\(String(cString: strerror(errno)))")
             }
             if isDirectory { try takeOwnership(inside: directory.directory(entry)) }
         }

@@ -18,7 +18,8 @@ extension Configuration {
         Self.flatten(root, prefix: "", into: &leaves)
         for (name, value) in leaves {
             guard let key = ConfigurationKey.named(name) else {
-                throw Problem(message: "config.json: unknown key \"\(name)\" (see 'attestctl config show' for the keys)")
+                throw Problem(message: "config.json: unknown key \"\(name)\" "
+                                       + "(see 'attestctl config show' for the keys)")
             }
             if let problem = key.problem(with: value) {
                 throw Problem(message: "config.json: \(name) \(problem)")
@@ -32,11 +33,13 @@ extension Configuration {
     public func validate() throws(Problem) {
         do { _ = try ListenAddress(parsing: listen) } catch { throw Problem(message: "config.json: " + error.message) }
         guard Self.isUserName(serviceUser) else {
-            throw Problem(message: "config.json: server.user must be a user name (ASCII letters, digits, '_', '-', '.'; not '-' first; "
-                          + "at most 32), got \(serviceUser.debugDescription)")
+            throw Problem(message: "config.json: server.user must be a user name "
+                                   + "(ASCII letters, digits, '_', '-', '.'; not '-' first; "
+                                   + "at most 32), got \(serviceUser.debugDescription)")
         }
         if storeBackend == .postgres && postgresURL.isEmpty {
-            throw Problem(message: "config.json: store.backend is \"postgres\" but store.postgres.url is empty (set it first)")
+            throw Problem(message: "config.json: store.backend is \"postgres\" but store.postgres.url is empty "
+                                   + "(set it first)")
         }
     }
 
@@ -44,7 +47,10 @@ extension Configuration {
     /// letters, digits, `_`, `-` or `.`, not starting with `-`.
     public static func isUserName(_ name: String) -> Bool {
         (1...32).contains(name.utf8.count) && name.first != "-"
-            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+            }
     }
 
     /// Sets one dotted key from JSON text (`attestctl config set`).

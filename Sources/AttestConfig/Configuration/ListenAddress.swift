@@ -53,8 +53,11 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// Parses `text`; throws a problem naming `server.listen`, what is wrong, and the value.
     public init(parsing text: String) throws(Configuration.Problem) {
         func refuse(_ why: String) -> Configuration.Problem {
-            Configuration.Problem(message: "server.listen \(why) (expected HOST:PORT, HOST an IPv4 address, [IPv6], a host name or *, "
-                                  + "then optionally: \(Parameter.allCases.map(\.rawValue).joined(separator: ", "))), got \(text.debugDescription)")
+            Configuration.Problem(message: "server.listen \(why) (expected HOST:PORT, HOST an IPv4 address, [IPv6], "
+                                           + "a host name or *, "
+                                           + "then optionally: "
+                                           + "\(Parameter.allCases.map(\.rawValue).joined(separator: ", "))), "
+                                           + "got \(text.debugDescription)")
         }
         guard text.utf8.count <= Self.maximumLength else { throw refuse("is too long") }
         let words = text.split(separator: " ", omittingEmptySubsequences: false)
@@ -62,7 +65,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         guard let colon = address.lastIndex(of: ":") else { throw refuse("has no port") }
         let hostText = String(address[..<colon]), portText = address[address.index(after: colon)...]
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ ("0"..."9").contains($0) }),
-              let port = Int(portText), (1...65535).contains(port) else { throw refuse("must end its address with a port 1...65535") }
+              let port = Int(portText), (1...65535).contains(port) else {
+                  throw refuse("must end its address with a port 1...65535")
+              }
         guard let host = Self.host(hostText) else { throw refuse("has no valid host before the port") }
         var parameters = [Parameter]()
         for word in words.dropFirst() {
@@ -82,7 +87,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         if text.hasPrefix("[") && text.hasSuffix("]") && text.count > 2 {
             let inner = String(text.dropFirst().dropLast())
             var v6 = in6_addr()
-            return inner.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) && inet_pton(AF_INET6, inner, &v6) == 1 ? .ipv6(inner) : nil
+            return inner.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) && inet_pton(AF_INET6, inner, &v6) == 1
+                ? .ipv6(inner) : nil
         }
         var v4 = in_addr()
         if text.allSatisfy({ ("0"..."9").contains($0) || $0 == "." }) {
@@ -96,7 +102,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.allSatisfy({ label in
             (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
-                && label.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }
+                && label.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-")
+                }
         }) else { return false }
         return !labels.last!.allSatisfy { ("0"..."9").contains($0) }
     }

@@ -45,7 +45,8 @@ public struct DataDirectory: Sendable {
     public func loadConfiguration() throws -> Configuration {
         guard FileIO.exists(configFile),
               let bytes = try PinnedDirectory.open(path).read("config.json", atMost: Self.maxConfigurationBytes) else {
-            throw ConfigError(.missing, "\(path) is not an AttestEdge data directory (no config.json): run 'attestctl init --data \(path)'")
+            throw ConfigError(.missing, "\(path) is not an AttestEdge data directory (no config.json): run 'attestctl "
+                                        + "init --data \(path)'")
         }
         return try Configuration(jsonText: String(decoding: bytes, as: UTF8.self))
     }

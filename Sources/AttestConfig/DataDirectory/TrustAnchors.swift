@@ -26,7 +26,8 @@ public struct TrustAnchors {
                 throw ConfigError(.missing, "trust root \(path) does not exist")
             }
             for cert in try Certificate.certificates(pemEncoded: pem) {
-                warn("WARNING: trusting TEST root \"\(cert.subject)\" from \(path): software test devices will pass attestation (their tokens say attest: \"test_root\"). Never do this in production.")
+                warn("WARNING: trusting TEST root \"\(cert.subject)\" from \(path): software test devices will pass "
+                     + "attestation (their tokens say attest: \"test_root\"). Never do this in production.")
                 anchors.test.append(cert)
             }
         }

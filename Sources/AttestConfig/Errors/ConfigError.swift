@@ -47,7 +47,8 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The call that just failed on `path`, from `errno`: "WHAT PATH: strerror".
-    public static func failed(_ what: String, _ path: String, file: String = #fileID, line: Int = #line) -> ConfigError {
+    public static func failed(_ what: String, _ path: String, file: String = #fileID,
+                              line: Int = #line) -> ConfigError {
         let number = errno
         return ConfigError(.fileSystem, "\(what) \(path): \(String(cString: strerror(number)))", errorNumber: number,
                            file: file, line: line)

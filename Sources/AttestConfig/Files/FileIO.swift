@@ -33,7 +33,9 @@ public enum FileIO {
         var out = [UInt8](repeating: 0, count: max(0, end - start))
         var filled = 0
         while filled < out.count {
-            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled)) }
+            let n = out.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled))
+            }
             if n < 0 { if errno == EINTR { continue }; throw ConfigError.failed("cannot read", path) }
             if n == 0 { break }
             filled += n
@@ -70,7 +72,9 @@ public enum FileIO {
         fchmod(fd, mode)
         guard fsync(fd) == 0 else { let f = ConfigError.failed("cannot sync", temp); close(fd); unlink(temp); throw f }
         close(fd)
-        guard rename(temp, path) == 0 else { let f = ConfigError.failed("cannot rename onto", path); unlink(temp); throw f }
+        guard rename(temp, path) == 0 else {
+            let f = ConfigError.failed("cannot rename onto", path); unlink(temp); throw f
+        }
     }
 
     public static func writeAtomically(_ path: String, text: String, mode: mode_t = 0o644) throws {

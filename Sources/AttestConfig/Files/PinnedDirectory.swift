@@ -69,7 +69,8 @@ public final class PinnedDirectory {
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, !writing || st.st_nlink == 1 else {
             close(fd)
             throw ConfigError(.refused, "refusing \(dir.path)/\(name): "
-                                 + (st.st_mode & S_IFMT != S_IFREG ? "not a regular file" : "it has \(st.st_nlink) hard links"))
+                                 + (st.st_mode & S_IFMT != S_IFREG ? "not a regular file"
+                                                                   : "it has \(st.st_nlink) hard links"))
         }
         if flags & O_TRUNC != 0, ftruncate(fd, 0) != 0 {
             let failure = ConfigError.failed("cannot truncate", dir.path + "/" + name)
@@ -89,7 +90,8 @@ public final class PinnedDirectory {
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw ConfigError.failed("cannot stat", path + "/" + relative) }
-        let tooLarge = ConfigError(.refused, "refusing \(path)/\(relative): larger than \(limit) bytes", errorNumber: EFBIG)
+        let tooLarge = ConfigError(.refused, "refusing \(path)/\(relative): larger than \(limit) bytes",
+                                   errorNumber: EFBIG)
         guard Int(st.st_size) <= limit else { throw tooLarge }
         let bytes = try FileIO.read(fd, from: 0, to: limit + 1, path: path + "/" + relative)
         guard bytes.count <= limit else { throw tooLarge }
@@ -109,13 +111,19 @@ public final class PinnedDirectory {
     }
 
     private func openForReading(_ relative: String) throws -> Int32? {
-        do { return try openFile(relative, O_RDONLY) } catch let failure as ConfigError where failure.errorNumber == ENOENT { return nil }
+        do {
+            return try openFile(relative, O_RDONLY)
+        } catch let failure as ConfigError where failure.errorNumber == ENOENT {
+            return nil
+        }
     }
 
     /// Creates `name` here afresh (`O_CREAT | O_EXCL`; a leftover of that name, link or file,
     /// is removed first) for writing; returns the descriptor.
     public func create(_ name: String, mode: mode_t) throws -> Int32 {
-        guard try Self.components(name).count == 1 else { throw ConfigError(.refused, "not a name in \(path): \(name.debugDescription)") }
+        guard try Self.components(name).count == 1 else {
+            throw ConfigError(.refused, "not a name in \(path): \(name.debugDescription)")
+        }
         unlinkat(descriptor, name, 0)
         return try openFile(name, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
     }
@@ -128,7 +136,9 @@ public final class PinnedDirectory {
 
     /// Renames `from` to `to`, both in this directory; `to`, a link included, is replaced.
     public func rename(_ from: String, to: String) throws {
-        guard renameat(descriptor, from, descriptor, to) == 0 else { throw ConfigError.failed("cannot rename \(path)/\(from) to", to) }
+        guard renameat(descriptor, from, descriptor, to) == 0 else {
+            throw ConfigError.failed("cannot rename \(path)/\(from) to", to)
+        }
     }
 
     /// Removes the entry `name` (a link itself, never its target); `true` when it is gone.
@@ -144,7 +154,9 @@ public final class PinnedDirectory {
         rewinddir(dir)
         var names = [String]()
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()
@@ -171,7 +183,8 @@ public final class PinnedDirectory {
     private static func refusal(_ path: String) -> ConfigError {
         let failure = ConfigError.failed("cannot open", path)
         var st = stat()
-        if failure.errorNumber == ELOOP || (failure.errorNumber == ENOTDIR && lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK) {
+        if failure.errorNumber == ELOOP
+            || (failure.errorNumber == ENOTDIR && lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK) {
             return ConfigError(.refused, "refusing \(path): a symbolic link, not followed", errorNumber: ELOOP)
         }
         return failure

@@ -34,8 +34,8 @@ public struct KeyEntry: Sendable, Equatable {
     public var retireAt: Timestamp?
     public var withdrawAt: Timestamp?
 
-    public init(kid: String, algorithm: String, file: String, jwk: JSONValue?, publishAt: Timestamp, activateAt: Timestamp,
-                retireAt: Timestamp? = nil, withdrawAt: Timestamp? = nil) {
+    public init(kid: String, algorithm: String, file: String, jwk: JSONValue?, publishAt: Timestamp,
+                activateAt: Timestamp, retireAt: Timestamp? = nil, withdrawAt: Timestamp? = nil) {
         self.kid = kid
         self.algorithm = algorithm
         self.file = file

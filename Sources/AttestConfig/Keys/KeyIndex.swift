@@ -18,7 +18,9 @@ package enum KeyIndex {
     /// withdrawn at `retiresAt`.
     static func parse(_ text: String) throws -> [KeyEntry] {
         let root = try JSONParser.parse(text)
-        guard let list = root["keys"]?.arrayValue else { throw ConfigError(.keyRing, "keys/index.json has no keys array") }
+        guard let list = root["keys"]?.arrayValue else {
+            throw ConfigError(.keyRing, "keys/index.json has no keys array")
+        }
         var entries = [KeyEntry]()
         for item in list {
             guard let kid = item["kid"]?.stringValue, let algorithm = item["algorithm"]?.stringValue,
@@ -34,14 +36,18 @@ package enum KeyIndex {
             }
             let jwk = item["jwk"].flatMap { $0.objectValue == nil ? nil : $0 }
             if let publishAt = try time("publishAt") {
-                guard let activateAt = try time("activateAt") else { throw ConfigError(.keyRing, "keys/index.json: \(kid) has no activateAt") }
-                entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: publishAt, activateAt: activateAt,
-                                        retireAt: try time("retireAt"), withdrawAt: try time("withdrawAt")))
+                guard let activateAt = try time("activateAt") else {
+                    throw ConfigError(.keyRing, "keys/index.json: \(kid) has no activateAt")
+                }
+                entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: publishAt,
+                                        activateAt: activateAt, retireAt: try time("retireAt"),
+                                        withdrawAt: try time("withdrawAt")))
             } else if let created = try time("createdAt") {
                 let retires = try time("retiresAt")
                 let successor = entries.last.map(\.publishAt)
-                entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: created, activateAt: created,
-                                        retireAt: retires.map { min($0, successor ?? $0) }, withdrawAt: retires))
+                entries.append(KeyEntry(kid: kid, algorithm: algorithm, file: file, jwk: jwk, publishAt: created,
+                                        activateAt: created, retireAt: retires.map { min($0, successor ?? $0) },
+                                        withdrawAt: retires))
             } else {
                 throw ConfigError(.keyRing, "keys/index.json: \(kid) has neither publishAt nor createdAt")
             }

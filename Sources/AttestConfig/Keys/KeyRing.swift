@@ -69,7 +69,8 @@ public final class KeyRing: @unchecked Sendable {
 
     private func signer(at now: Timestamp, rereadIndex: Bool) throws -> JWTSigner {
         guard let entry = activeEntry(at: now) else {
-            throw ConfigError(.keyRing, "no signing key is active at \(now.iso8601): run 'attestctl keys list', or 'attestctl keys rotate --now'")
+            throw ConfigError(.keyRing, "no signing key is active at \(now.iso8601): run 'attestctl keys list', or "
+                                        + "'attestctl keys rotate --now'")
         }
         if let signer = signers[entry.kid] { return signer }
         guard let key = try privateKey(entry) else {
@@ -117,10 +118,14 @@ public final class KeyRing: @unchecked Sendable {
     /// Runs `body` holding keys/lock, so that jwks.json is never written from a stale index.
     package func withLock<T>(_ body: () throws -> T) throws -> T {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ConfigError(.keyRing, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ConfigError(.keyRing, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw ConfigError(.keyRing, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else {
+                throw ConfigError(.keyRing, "cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
         }
         return try body()
     }

@@ -44,9 +44,12 @@ package func actAsDataOwner(_ path: String, program: String) {
     guard stat(path, &st) == 0, st.st_uid != 0, let pw = getpwuid(st.st_uid) else { return }
     var count: Int32 = 64
     var groups = [gid_t](repeating: 0, count: Int(count))
-    if getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) < 0 { groups = [pw.pointee.pw_gid]; count = 1 }
+    if getgrouplist(pw.pointee.pw_name, pw.pointee.pw_gid, &groups, &count) < 0 {
+        groups = [pw.pointee.pw_gid]; count = 1
+    }
     guard setgroups(Int(count), groups) == 0, setgid(pw.pointee.pw_gid) == 0, setuid(st.st_uid) == 0 else {
-        Output.err("\(program): \(path) belongs to uid \(st.st_uid); cannot act as it: \(String(cString: strerror(errno)))")
+        Output.err("\(program): \(path) belongs to uid \(st.st_uid); cannot act as it: "
+                   + "\(String(cString: strerror(errno)))")
         exit(1)
     }
 }
@@ -65,7 +68,8 @@ package func asDataOwner<T>(_ data: DataDirectory, _ body: () throws -> T) throw
     let savedGID = getegid()
     var ownerGroup = [st.st_gid]
     guard setgroups(1, &ownerGroup) == 0, setegid(st.st_gid) == 0, seteuid(st.st_uid) == 0 else {
-        throw OperationsError(.dataOwner, "cannot act as uid \(st.st_uid), the owner of \(data.path): \(String(cString: strerror(errno)))")
+        throw OperationsError(.dataOwner, "cannot act as uid \(st.st_uid), the owner of \(data.path): "
+                                          + "\(String(cString: strerror(errno)))")
     }
     defer {
         if seteuid(0) != 0 || setegid(savedGID) != 0 || setgroups(savedGroups.count, savedGroups) != 0 {

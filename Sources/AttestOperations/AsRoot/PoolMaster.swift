@@ -14,7 +14,10 @@ package enum PoolMaster {
     /// The pid file's text as a PID: decimal digits only (surrounding whitespace allowed).
     package static func parse(_ text: String) -> pid_t? {
         let digits = text.trimmingWhitespace
-        guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ ("0"..."9").contains($0) }), let pid = pid_t(digits), pid > 0 else { return nil }
+        guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ ("0"..."9").contains($0) }),
+              let pid = pid_t(digits), pid > 0 else {
+            return nil
+        }
         return pid
     }
 

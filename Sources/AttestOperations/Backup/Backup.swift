@@ -28,10 +28,15 @@ public enum Backup {
         let root = try PinnedDirectory.open(data.path)
         var names = ["config.json", "secrets/challenge.key", "jwks.json"]
         var skipped = [String]()
-        let listed: [(String, (String) -> Bool)] = [("keys", { $0 != "lock" && !$0.hasSuffix(".tmp") }), ("test-ca", { _ in true })]
+        let listed: [(String, (String) -> Bool)] = [("keys", { $0 != "lock" && !$0.hasSuffix(".tmp") }),
+                                                    ("test-ca", { _ in true })]
         for (dir, keep) in listed {
             guard root.status(dir) != nil else { continue }
-            do { names += try root.directory(dir).names().filter(keep).map { dir + "/" + $0 } } catch { skipped.append("\(dir)/: \(error)") }
+            do {
+                names += try root.directory(dir).names().filter(keep).map { dir + "/" + $0 }
+            } catch {
+                skipped.append("\(dir)/: \(error)")
+            }
         }
         var files = [(name: String, fd: Int32)]()
         for name in names {
@@ -51,8 +56,10 @@ public enum Backup {
     public static func take(data: DataDirectory, store: Store, to path: String, now: Timestamp,
                             progress: (String, Double) -> Void = { _, _ in }) throws -> Summary {
         var template = Array((path + ".parts-XXXXXX").utf8CString)
-        guard let scratch = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
-            throw OperationsError(.backupIO, "cannot create a scratch directory beside \(path): \(String(cString: strerror(errno)))")
+        guard let scratch = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) })
+                  .map({ String(cString: $0) }) else {
+            throw OperationsError(.backupIO, "cannot create a scratch directory beside \(path): "
+                                             + "\(String(cString: strerror(errno)))")
         }
         defer {
             for env in ["durable", "ephemeral"] { unlink(scratch + "/\(env)/data.mdb"); rmdir(scratch + "/\(env)") }
@@ -74,20 +81,26 @@ public enum Backup {
             }
             for env in ["durable", "ephemeral"] {
                 let fd = open(scratch + "/\(env)/data.mdb", O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw OperationsError(.backupIO, "cannot read \(scratch)/\(env)/data.mdb: \(String(cString: strerror(errno)))") }
+                guard fd >= 0 else {
+                    throw OperationsError(.backupIO, "cannot read \(scratch)/\(env)/data.mdb: "
+                                                     + "\(String(cString: strerror(errno)))")
+                }
                 defer { close(fd) }
-                try writer.entry(path: "store/\(env)/data.mdb", from: fd, source: scratch + "/\(env)/data.mdb", mode: 0o600) { progress("writing the \(env) store", $0) }
+                try writer.entry(path: "store/\(env)/data.mdb", from: fd, source: scratch + "/\(env)/data.mdb",
+                                 mode: 0o600) { progress("writing the \(env) store", $0) }
             }
             try writer.finish()
         } catch {
             unlink(temporary)
             throw error
         }
-        guard rename(temporary, path) == 0 else { throw OperationsError(.backupIO, "cannot rename \(temporary) to \(path)") }
+        guard rename(temporary, path) == 0 else {
+            throw OperationsError(.backupIO, "cannot rename \(temporary) to \(path)")
+        }
         var info = stat()
         stat(path, &info)
-        return Summary(header: BackupFile.Header(schema: Store.schemaVersion, created: now, entries: opened.count + 2), bytes: Int(info.st_size),
-                       skipped: skipped)
+        return Summary(header: BackupFile.Header(schema: Store.schemaVersion, created: now, entries: opened.count + 2),
+                       bytes: Int(info.st_size), skipped: skipped)
     }
 
     /// Reads all of `path` and checks it; the header when it is intact.
@@ -104,11 +117,13 @@ public enum Backup {
 
     /// Restores `path` into `data` (checked in full first). Existing files of the same names
     /// are replaced, each by an atomic rename; the caller decides whether that is allowed.
-    public static func restore(from path: String, into data: DataDirectory, progress: (String, Double) -> Void = { _, _ in }) throws -> Summary {
+    public static func restore(from path: String, into data: DataDirectory,
+                               progress: (String, Double) -> Void = { _, _ in }) throws -> Summary {
         progress("checking \(path)", 0)
         let header = try verify(path)
         guard header.schema == Store.schemaVersion else {
-            throw OperationsError(.backupInvalid, "\(path) holds store schema \(header.schema); this build reads \(Store.schemaVersion)")
+            throw OperationsError(.backupInvalid, "\(path) holds store schema \(header.schema); this build reads "
+                                                  + "\(Store.schemaVersion)")
         }
         try data.makeLayout()
         // Everything below the data directory goes through descriptors (PinnedDirectory): a
@@ -121,7 +136,8 @@ public enum Backup {
         for _ in 0..<header.entries {
             let entry = try reader.entryHeader()
             let parts = entry.path.split(separator: "/").map(String.init)
-            let dir = try parts.count == 1 ? root : root.directory(parts.dropLast().joined(separator: "/"), create: 0o700)
+            let dir = try parts.count == 1 ? root : root.directory(parts.dropLast().joined(separator: "/"),
+                                                                   create: 0o700)
             let name = parts.last!
             let temporary = name + ".restore-tmp"
             let fd = try dir.create(temporary, mode: mode_t(entry.mode & 0o777))
@@ -129,10 +145,13 @@ public enum Backup {
             do {
                 try reader.copy(entry.length) { chunk in
                     guard chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == chunk.count else {
-                        throw OperationsError(.backupIO, "cannot write \(dir.path)/\(temporary): \(String(cString: strerror(errno)))")
+                        throw OperationsError(.backupIO, "cannot write \(dir.path)/\(temporary): "
+                                                         + "\(String(cString: strerror(errno)))")
                     }
                     written += chunk.count
-                    if entry.length > 1 << 20 { progress("restoring \(entry.path)", Double(written) / Double(entry.length)) }
+                    if entry.length > 1 << 20 {
+                        progress("restoring \(entry.path)", Double(written) / Double(entry.length))
+                    }
                 }
                 fchmod(fd, mode_t(entry.mode & 0o777))
                 guard fsync(fd) == 0 else { throw OperationsError(.backupIO, "cannot sync \(dir.path)/\(temporary)") }

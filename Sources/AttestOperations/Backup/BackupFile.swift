@@ -36,7 +36,9 @@ public enum BackupFile {
         init(path: String) throws {
             unlink(path)
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0, let f = fdopen(fd, "wb") else { throw OperationsError(.backupIO, "cannot create \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0, let f = fdopen(fd, "wb") else {
+                throw OperationsError(.backupIO, "cannot create \(path): \(String(cString: strerror(errno)))")
+            }
             file = f
             self.path = path
         }
@@ -51,14 +53,18 @@ public enum BackupFile {
         }
 
         func header(schema: UInt8, created: Timestamp, entries: Int) throws {
-            try write(magic + [formatVersion, schema] + be(UInt64(bitPattern: created.seconds), 8) + be(UInt64(entries), 4))
+            try write(magic + [formatVersion, schema] + be(UInt64(bitPattern: created.seconds), 8)
+                      + be(UInt64(entries), 4))
         }
 
         /// One entry from an open file (`source` names it in errors), in chunks; its mode is the
         /// file's own unless `mode` is given; `progress` gets the fraction written.
-        func entry(path relative: String, from fd: Int32, source: String, mode: UInt32? = nil, progress: (Double) -> Void) throws {
+        func entry(path relative: String, from fd: Int32, source: String, mode: UInt32? = nil,
+                   progress: (Double) -> Void) throws {
             var info = stat()
-            guard fstat(fd, &info) == 0 else { throw OperationsError(.backupIO, "cannot read \(source): \(String(cString: strerror(errno)))") }
+            guard fstat(fd, &info) == 0 else {
+                throw OperationsError(.backupIO, "cannot read \(source): \(String(cString: strerror(errno)))")
+            }
             let length = Int(info.st_size)
             let mode = mode ?? UInt32(info.st_mode) & 0o777
             let name = Array(relative.utf8)
@@ -76,7 +82,8 @@ public enum BackupFile {
 
         func finish() throws {
             let digest = hasher.finish()
-            guard fwrite(digest, 1, digest.count, file) == digest.count, fflush(file) == 0, fsync(fileno(file)) == 0 else {
+            guard fwrite(digest, 1, digest.count, file) == digest.count, fflush(file) == 0,
+                  fsync(fileno(file)) == 0 else {
                 throw OperationsError(.backupIO, "cannot finish \(path): \(String(cString: strerror(errno)))")
             }
         }
@@ -90,21 +97,29 @@ public enum BackupFile {
         let path: String
 
         init(path: String) throws {
-            guard let f = fopen(path, "rb") else { throw OperationsError(.backupIO, "cannot open \(path): \(String(cString: strerror(errno)))") }
+            guard let f = fopen(path, "rb") else {
+                throw OperationsError(.backupIO, "cannot open \(path): \(String(cString: strerror(errno)))")
+            }
             file = f
             self.path = path
             var info = stat()
             stat(path, &info)
             remaining = Int(info.st_size) - SHA256.byteCount
-            guard remaining > magic.count + 14 else { throw OperationsError(.backupInvalid, "\(path) is too short to be a backup") }
+            guard remaining > magic.count + 14 else {
+                throw OperationsError(.backupInvalid, "\(path) is too short to be a backup")
+            }
         }
 
         deinit { fclose(file) }
 
         func read(_ count: Int) throws -> [UInt8] {
-            guard count <= remaining else { throw OperationsError(.backupInvalid, "\(path) is truncated or not a backup") }
+            guard count <= remaining else {
+                throw OperationsError(.backupInvalid, "\(path) is truncated or not a backup")
+            }
             var bytes = [UInt8](repeating: 0, count: count)
-            guard count == 0 || fread(&bytes, 1, count, file) == count else { throw OperationsError(.backupIO, "cannot read \(path)") }
+            guard count == 0 || fread(&bytes, 1, count, file) == count else {
+                throw OperationsError(.backupIO, "cannot read \(path)")
+            }
             hasher.update(bytes)
             remaining -= count
             return bytes
@@ -113,9 +128,14 @@ public enum BackupFile {
         func number(_ width: Int) throws -> UInt64 { try read(width).reduce(0) { $0 << 8 | UInt64($1) } }
 
         func header() throws -> Header {
-            guard try read(magic.count) == magic else { throw OperationsError(.backupInvalid, "\(path) is not an AttestEdge backup") }
+            guard try read(magic.count) == magic else {
+                throw OperationsError(.backupInvalid, "\(path) is not an AttestEdge backup")
+            }
             let format = try read(1)[0]
-            guard format == formatVersion else { throw OperationsError(.backupInvalid, "\(path) has backup format \(format); this build reads \(formatVersion)") }
+            guard format == formatVersion else {
+                throw OperationsError(.backupInvalid,
+                                      "\(path) has backup format \(format); this build reads \(formatVersion)")
+            }
             let schema = try read(1)[0]
             let created = Timestamp(seconds: Int64(bitPattern: try number(8)))
             return Header(schema: schema, created: created, entries: Int(try number(4)))
@@ -126,9 +146,12 @@ public enum BackupFile {
             let name = try read(Int(try number(2)))
             let mode = UInt32(try number(4))
             // A damaged length (the top bit set) must fail as a damaged file, not trap.
-            guard let length = Int(exactly: try number(8)) else { throw OperationsError(.backupInvalid, "\(self.path) is damaged: an entry's length is out of range") }
+            guard let length = Int(exactly: try number(8)) else {
+                throw OperationsError(.backupInvalid, "\(self.path) is damaged: an entry's length is out of range")
+            }
             let path = String(decoding: name, as: UTF8.self)
-            guard !path.isEmpty, !path.hasPrefix("/"), !path.split(separator: "/").contains(".."), !path.contains("\0") else {
+            guard !path.isEmpty, !path.hasPrefix("/"), !path.split(separator: "/").contains(".."),
+                  !path.contains("\0") else {
                 throw OperationsError(.backupInvalid, "\(self.path) names an unsafe path \(path.debugDescription)")
             }
             return (path, mode, length)
@@ -146,9 +169,12 @@ public enum BackupFile {
 
         /// Checks that the data is over and the digest matches.
         func finish() throws {
-            guard remaining == 0 else { throw OperationsError(.backupInvalid, "\(path) has \(remaining) unexpected bytes before its checksum") }
+            guard remaining == 0 else {
+                throw OperationsError(.backupInvalid, "\(path) has \(remaining) unexpected bytes before its checksum")
+            }
             var stored = [UInt8](repeating: 0, count: SHA256.byteCount)
-            guard fread(&stored, 1, stored.count, file) == stored.count, constantTimeEqual(stored, hasher.finish()) else {
+            guard fread(&stored, 1, stored.count, file) == stored.count,
+                  constantTimeEqual(stored, hasher.finish()) else {
                 throw OperationsError(.backupInvalid, "\(path) fails its SHA-256 check: it is damaged or incomplete")
             }
         }

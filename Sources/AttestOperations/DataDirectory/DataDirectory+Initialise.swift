@@ -9,7 +9,8 @@ extension DataDirectory {
     @discardableResult
     public func makeLayout() throws -> [String] {
         var created = [String]()
-        for dir in [path, path + "/secrets", keysDirectory, storeDirectory, runDirectory, logDirectory, nginxDirectory] where !FileIO.exists(dir) {
+        for dir in [path, path + "/secrets", keysDirectory, storeDirectory, runDirectory, logDirectory,
+                    nginxDirectory] where !FileIO.exists(dir) {
             try FileIO.makeDirectories(dir, mode: dir.hasSuffix("/secrets") || dir.hasSuffix("/keys") ? 0o700 : 0o755)
             created.append(dir)
         }

@@ -90,7 +90,8 @@ public struct DeliveryQueue {
                 // Read before anything of this organization changes in this transaction.
                 var count = try counts[event.org] ?? txn.webhookCount(org: event.org)
                 if !event.target.isEmpty { count.remove(1) }
-                for endpoint in endpoints[event.org]! where event.target.isEmpty ? endpoint.wants(event.event) : endpoint.id == event.target {
+                for endpoint in endpoints[event.org]!
+                where event.target.isEmpty ? endpoint.wants(event.event) : endpoint.id == event.target {
                     guard !event.target.isEmpty || storedQuota == 0 || count.stored < UInt64(storedQuota) else {
                         count.dropped &+= 1
                         dropped[event.org, default: 0] += 1
@@ -168,7 +169,9 @@ public struct DeliveryQueue {
                     return .take
                 }
                 guard taken < limit, counts[id, default: 0] < endpointLimit else { return .pass }
-                guard organizationLimit <= 0 || orgCounts[target.org, default: 0] < organizationLimit else { return .pass }
+                guard organizationLimit <= 0 || orgCounts[target.org, default: 0] < organizationLimit else {
+                    return .pass
+                }
                 counts[id, default: 0] += 1
                 orgCounts[target.org, default: 0] += 1
                 taken += 1
@@ -188,8 +191,10 @@ public struct DeliveryQueue {
             for d in found {
                 guard let target = endpoints[d.endpointID] ?? nil, target.isActive else { skipped.append(d); continue }
                 let body = WebhookSignature.body(d)
-                jobs.append(DeliveryJob(endpointID: d.endpointID, organization: target.org, sequence: d.sequence, url: target.url,
-                                        headers: WebhookSignature.headers(secret: target.secret, eventID: d.eventID, timestamp: now.seconds, body: body),
+                jobs.append(DeliveryJob(endpointID: d.endpointID, organization: target.org, sequence: d.sequence,
+                                        url: target.url,
+                                        headers: WebhookSignature.headers(secret: target.secret, eventID: d.eventID,
+                                                                          timestamp: now.seconds, body: body),
                                         body: body, dueAt: d.nextAttemptAt))
             }
             return (jobs, skipped, next)
@@ -198,7 +203,10 @@ public struct DeliveryQueue {
         guard !candidates.isEmpty || !skipped.isEmpty else { return [] }
         return try store.write([.durable]) { txn -> [DeliveryJob] in
             for d in skipped {
-                guard var current = try txn.delivery(endpoint: d.endpointID, sequence: d.sequence), current.state == .pending else { continue }
+                guard var current = try txn.delivery(endpoint: d.endpointID, sequence: d.sequence),
+                      current.state == .pending else {
+                    continue
+                }
                 let previous = current.nextAttemptAt
                 current.state = .skipped
                 current.nextAttemptAt = nil
@@ -211,8 +219,8 @@ public struct DeliveryQueue {
                 let until = now + Int64(leaseSeconds)
                 current.nextAttemptAt = until
                 try txn.put(current, previousDue: job.dueAt)
-                leased.append(DeliveryJob(endpointID: job.endpointID, organization: job.organization, sequence: job.sequence,
-                                          url: job.url, headers: job.headers,
+                leased.append(DeliveryJob(endpointID: job.endpointID, organization: job.organization,
+                                          sequence: job.sequence, url: job.url, headers: job.headers,
                                           body: job.body, dueAt: until))
             }
             return leased
@@ -228,7 +236,8 @@ public struct DeliveryQueue {
         let expired = try store.read { txn -> [[UInt8]] in
             var keys = [[UInt8]]()
             for endpoint in try txn.webhooks() where keys.count < limit {
-                keys += try txn.expiredDeliveries(endpoint: endpoint.id, createdBefore: cutoff, limit: limit - keys.count)
+                keys += try txn.expiredDeliveries(endpoint: endpoint.id, createdBefore: cutoff,
+                                                  limit: limit - keys.count)
             }
             return keys
         }
@@ -238,7 +247,9 @@ public struct DeliveryQueue {
             var orgs = [String: String?](), counts = [String: WebhookCountRecord]()
             for key in expired {
                 let endpoint = DeliveryRecord.endpointID(ofKey: key), sequence = BigEndian.uint64(key.suffix(8))
-                guard let d = try txn.delivery(endpoint: endpoint, sequence: sequence), d.state != .pending else { continue }
+                guard let d = try txn.delivery(endpoint: endpoint, sequence: sequence), d.state != .pending else {
+                    continue
+                }
                 if orgs[endpoint] == nil { orgs[endpoint] = .some(try txn.webhook(id: endpoint)?.org) }
                 if let org = orgs[endpoint] ?? nil {
                     // Read before this transaction removes any of the organization's deliveries.
@@ -263,10 +274,15 @@ public struct DeliveryQueue {
             var delivered = 0
             for (job, result) in results {
                 // Deleted meanwhile (its endpoint removed), or recorded already: nothing to do.
-                guard var d = try txn.delivery(endpoint: job.endpointID, sequence: job.sequence), d.state == .pending else { continue }
+                guard var d = try txn.delivery(endpoint: job.endpointID, sequence: job.sequence),
+                      d.state == .pending else {
+                    continue
+                }
                 let previous = d.nextAttemptAt
-                d.attempts.append(.init(at: now - Int64(result.durationMs / 1000), status: UInt16(clamping: result.status),
-                                        durationMs: UInt32(clamping: result.durationMs), error: result.error, excerpt: result.excerpt))
+                d.attempts.append(.init(at: now - Int64(result.durationMs / 1000),
+                                        status: UInt16(clamping: result.status),
+                                        durationMs: UInt32(clamping: result.durationMs), error: result.error,
+                                        excerpt: result.excerpt))
                 if result.succeeded {
                     d.state = .delivered
                     d.nextAttemptAt = nil

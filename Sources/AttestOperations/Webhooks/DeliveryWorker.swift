@@ -42,8 +42,8 @@ public final class DeliveryWorker {
     let retentionDays: Int
     private var lastPrune: Timestamp?
 
-    public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(), pollMilliseconds: Int = 50,
-                transport: @escaping @Sendable () -> any WebhookTransport) {
+    public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(),
+                pollMilliseconds: Int = 50, transport: @escaping @Sendable () -> any WebhookTransport) {
         queue = DeliveryQueue(store: store, retrySchedule: configuration.webhookRetrySchedule,
                               storedQuota: configuration.webhookStoredDeliveriesPerOrganization)
         self.clock = clock
@@ -91,7 +91,10 @@ public final class DeliveryWorker {
         let pruned = try pruneIfDue(now)
         let (fanned, dropped) = try queue.fanOutReporting(limit: 512, now: now)
         for (org, n) in dropped.sorted(by: { $0.key < $1.key }) {
-            log("deliver: organization \(org) stores webhooks.storedDeliveriesPerOrganization (\(queue.storedQuota)) deliveries: \(n) not stored")
+            log("""
+                deliver: organization \(org) stores webhooks.storedDeliveriesPerOrganization \
+                (\(queue.storedQuota)) deliveries: \(n) not stored
+                """)
         }
         var submitted = 0
         let free = threads - inFlight.count
@@ -101,8 +104,9 @@ public final class DeliveryWorker {
                 counts[job.endpoint, default: 0] += 1
                 orgCounts[job.organization, default: 0] += 1
             }
-            let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts, endpointLimit: perEndpoint,
-                                     perOrganization: orgCounts, organizationLimit: perOrganization,
+            let jobs = try queue.due(now: now, limit: free, busy: Set(inFlight.keys), perEndpoint: counts,
+                                     endpointLimit: perEndpoint, perOrganization: orgCounts,
+                                     organizationLimit: perOrganization,
                                      leaseSeconds: timeoutSeconds + 5, resume: &dueResume)
             for job in jobs {
                 inFlight[job.key] = (job.endpointID, job.organization)
@@ -151,7 +155,10 @@ public final class DeliveryWorker {
             for (job, result) in results {
                 inFlight[job.key] = nil
                 if !result.succeeded {
-                    log("deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) error=\"\(result.error)\"")
+                    log("""
+                        deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) \
+                        error=\"\(result.error)\"
+                        """)
                 }
             }
         }

@@ -56,7 +56,9 @@ public struct ChallengeAuthority: Sendable {
     func issueVersion1(appID: String?, expiry: Timestamp, id: [UInt8]) -> String {
         var bytes: [UInt8] = [1, appID == nil ? 0 : 1]
         let e = UInt64(bitPattern: expiry.seconds)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: e >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: e >> UInt64(shift)))
+        }
         bytes += id
         bytes += tag(bytes, appID: appID)
         return Base64.encode(bytes, url: true)
@@ -69,14 +71,16 @@ public struct ChallengeAuthority: Sendable {
     /// Checks authenticity, app binding and expiry (not single use: that needs the store).
     /// - Throws: `challenge_invalid` (not ours, forged, bound to another app, or unbound when
     ///   `requireBinding`), `challenge_expired` (authentic but past its expiry).
-    public func check(_ challenge: String, appID: String, now: Timestamp, requireBinding: Bool = true) throws(ServiceError) -> Token {
+    public func check(_ challenge: String, appID: String, now: Timestamp,
+                      requireBinding: Bool = true) throws(ServiceError) -> Token {
         guard challenge.utf8.count == 56, let bytes = Base64.decode(challenge), bytes.count == Self.encodedLength,
               bytes[0] == 1 || bytes[0] == 2, bytes[1] <= 1 else {
             throw ServiceError.challengeInvalid(log: "malformed challenge")
         }
         let bound = bytes[1] == 1
         guard constantTimeEqual(tag(Array(bytes[0..<26]), appID: bound ? appID : nil), bytes[26..<42]) else {
-            throw ServiceError.challengeInvalid(log: bound ? "tag mismatch (forged, or issued for another app)" : "tag mismatch")
+            throw ServiceError.challengeInvalid(log: bound ? "tag mismatch (forged, or issued for another app)"
+                                                           : "tag mismatch")
         }
         // Validate and refresh always carry the app headers, and so does the SDK's challenge
         // request: an unbound challenge could be spent on any app, so none is accepted.
@@ -95,7 +99,8 @@ public struct ChallengeAuthority: Sendable {
         let token = Token(id: Array(bytes[10..<26]), expiry: expiry, boundToApp: bound, issued: issued)
         guard now <= expiry else {
             throw ServiceError(.challengeExpired,
-                               "Challenge expired: challenges are valid for a few minutes. Request a new one from GET /api/v1/attestation/challenge.",
+                               "Challenge expired: challenges are valid for a few minutes. "
+                               + "Request a new one from GET /api/v1/attestation/challenge.",
                                hint: "Request a fresh challenge immediately before attesting or asserting.",
                                log: "expired at \(expiry.iso8601)")
         }
@@ -105,12 +110,15 @@ public struct ChallengeAuthority: Sendable {
 
 extension ServiceError {
     static func challengeInvalid(log: String) -> ServiceError {
-        ServiceError(.challengeInvalid, "Challenge not found or invalid. Request a new one from GET /api/v1/attestation/challenge.",
-                     hint: "Send the challenge string exactly as the challenge endpoint returned it, with the same X-Bundle-ID and X-Team-ID.",
+        ServiceError(.challengeInvalid,
+                     "Challenge not found or invalid. Request a new one from GET /api/v1/attestation/challenge.",
+                     hint: "Send the challenge string exactly as the challenge endpoint returned it, with the same "
+                           + "X-Bundle-ID and X-Team-ID.",
                      log: log)
     }
 
     static let challengeAlreadyUsed = ServiceError(
-        .challengeAlreadyUsed, "Challenge already used: each challenge is single-use. Request a new one from GET /api/v1/attestation/challenge.",
+        .challengeAlreadyUsed, "Challenge already used: each challenge is single-use. "
+                               + "Request a new one from GET /api/v1/attestation/challenge.",
         hint: "Never cache or share challenges between attempts.")
 }

@@ -36,7 +36,9 @@ public enum DeviceFlags {
     /// - Throws: `not_found` for an unknown key, `bad_request` for a reason that is too long.
     public static func apply(_ action: Action, keyID: [UInt8], reason: String, store: Store, random: any RandomSource,
                              now: Timestamp, queueEvents: Bool = true) throws -> Change {
-        guard reason.utf8.count <= reasonBytes else { throw ServiceError(.badRequest, "--reason is longer than \(reasonBytes) bytes") }
+        guard reason.utf8.count <= reasonBytes else {
+            throw ServiceError(.badRequest, "--reason is longer than \(reasonBytes) bytes")
+        }
         return try store.write([.durable]) { txn in
             guard let device = try txn.device(keyID: keyID) else { throw ServiceError(.notFound, "no such device") }
             let key = LineageKey.of(device)
@@ -58,13 +60,18 @@ public enum DeviceFlags {
             }
             try txn.appendFlagChange(FlagChange(at: now, previous: previous, flags: lineage.flags, keyID: keyID,
                                                 deviceID: device.deviceID, reason: reason), key)
-            if queueEvents, lineage.flags.contains(.blocked) && !previous.contains(.blocked), let org = try txn.app(id: device.appID)?.org {
+            if queueEvents, lineage.flags.contains(.blocked) && !previous.contains(.blocked),
+               let org = try txn.app(id: device.appID)?.org {
                 // ServiceContext.queueEvent's record, written here: attestctl has no context.
-                try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: WebhookEvent.deviceBlocked.rawValue, org: org,
+                try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)),
+                                            event: WebhookEvent.deviceBlocked.rawValue, org: org,
                                             createdAt: now, dataJSON: JSONValue.object(EventData.device(device) + [
-                                                ("fingerprint", device.fingerprint.isEmpty ? .null : .string(device.fingerprint)),
+                                                ("fingerprint",
+                                                 device.fingerprint.isEmpty ? .null : .string(device.fingerprint)),
                                                 ("reason", .string(reason)),
-                                                ("flags", .array(lineage.flags.names.split(separator: ",").map { .string(String($0)) })),
+                                                ("flags", .array(lineage.flags.names.split(separator: ",").map {
+                                                    .string(String($0))
+                                                })),
                                                 ("blocked_at", .string(now.iso8601)),
                                             ]).jsonText))
             }

@@ -43,11 +43,14 @@ public struct SignedSubject: Sendable, Equatable {
         let bytes = Array(text.utf8)
         let dot = UInt8(ascii: ".")
         guard text.hasPrefix(Self.prefix), let macDot = bytes.lastIndex(of: dot), macDot > Self.prefix.utf8.count,
-              let expiryDot = bytes[..<macDot].lastIndex(of: dot), expiryDot >= Self.prefix.utf8.count else { return nil }
+              let expiryDot = bytes[..<macDot].lastIndex(of: dot), expiryDot >= Self.prefix.utf8.count else {
+                  return nil
+              }
         let subject = String(decoding: bytes[Self.prefix.utf8.count..<expiryDot], as: UTF8.self)
         let digits = bytes[(expiryDot + 1)..<macDot], mac = Array(bytes[(macDot + 1)...])
         guard Self.isSignable(subject), (1...Self.expiryDigits).contains(digits.count),
-              digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let seconds = Int64(String(decoding: digits, as: UTF8.self)),
+              digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let seconds = Int64(String(decoding: digits, as: UTF8.self)),
               mac.count == Self.macCharacters, mac.allSatisfy(Self.macAlphabet.contains) else { return nil }
         self.subject = subject
         self.expiry = Timestamp(seconds: seconds)
@@ -71,5 +74,7 @@ public struct SignedSubject: Sendable, Equatable {
     }
 
     /// A new organization subject secret: `asl_` and 32 random bytes in base64url.
-    public static func newSecret(random: any RandomSource) -> String { "asl_" + Base64.encode(random.bytes(32), url: true) }
+    public static func newSecret(random: any RandomSource) -> String {
+        "asl_" + Base64.encode(random.bytes(32), url: true)
+    }
 }

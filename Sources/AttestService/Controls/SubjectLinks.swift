@@ -31,22 +31,26 @@ public enum SubjectLinks {
         guard let value, value != current else { return .keep }
         let policy = app.org.subjectLinks
         if policy == .operator {
-            return .refused("organization \(app.org.name) links subjects by operator only (policy operator): subjectId ignored")
+            return .refused("organization \(app.org.name) links subjects by operator only (policy operator): "
+                            + "subjectId ignored")
         }
         if value.isEmpty { return .link("") }
         guard let signed = SignedSubject(value) else {
             if policy == .asserted { return .link(value) }
-            return .refused("subjectId of \(value.utf8.count) bytes is not a signed value v1.SUBJECT.EXPIRY.MAC (policy signed)")
+            return .refused("subjectId of \(value.utf8.count) bytes is not a signed value v1.SUBJECT.EXPIRY.MAC "
+                            + "(policy signed)")
         }
         if signed.subject == current { return .keep }
         guard now.seconds <= signed.expiry.seconds + SignedSubject.clockSkew else {
             return .refused("signed subjectId for \(signed.subject) expired at \(signed.expiry.iso8601)")
         }
         guard let key = app.subjectKey else {
-            return .refused("organization \(app.org.name) has no subject secret yet (attestctl org secret \(app.org.name))")
+            return .refused("organization \(app.org.name) has no subject secret yet "
+                            + "(attestctl org secret \(app.org.name))")
         }
         guard signed.verifies(under: key) else {
-            return .refused("signed subjectId for \(signed.subject) does not verify under organization \(app.org.name)'s subject secret")
+            return .refused("signed subjectId for \(signed.subject) does not verify under organization "
+                            + "\(app.org.name)'s subject secret")
         }
         return .link(signed.subject)
     }
@@ -57,9 +61,12 @@ public enum SubjectLinks {
     /// before link policies) or when `rotate`: values signed with the old one stop verifying
     /// (links already made stay).
     /// - Throws: `not_found` for an unknown organization.
-    public static func secret(org name: String, rotate: Bool = false, store: Store, random: any RandomSource) throws -> String {
+    public static func secret(org name: String, rotate: Bool = false, store: Store,
+                              random: any RandomSource) throws -> String {
         try store.write([.durable]) { txn in
-            guard var org = try txn.org(named: name) else { throw ServiceError(.notFound, "no organization \"\(name)\"") }
+            guard var org = try txn.org(named: name) else {
+                throw ServiceError(.notFound, "no organization \"\(name)\"")
+            }
             if org.subjectSecret.isEmpty || rotate {
                 org.subjectSecret = SignedSubject.newSecret(random: random)
                 try txn.put(org)
@@ -71,18 +78,22 @@ public enum SubjectLinks {
     /// A signed value for `subject`, valid for `ttl` seconds from `now`, under the
     /// organization's secret (made if it has none).
     /// - Throws: `bad_request` for a subject outside the signable alphabet or a TTL below 1 s.
-    public static func sign(org: String, subject: String, ttl: Int64, store: Store, random: any RandomSource, now: Timestamp) throws -> String {
+    public static func sign(org: String, subject: String, ttl: Int64, store: Store, random: any RandomSource,
+                            now: Timestamp) throws -> String {
         guard SignedSubject.isSignable(subject) else {
-            throw ServiceError(.badRequest, "a signed subject is 1 to \(SignedSubject.subjectBytes) of A-Z a-z 0-9 - _ . : @ +, got \"\(subject)\"")
+            throw ServiceError(.badRequest, "a signed subject is 1 to \(SignedSubject.subjectBytes) "
+                                            + "of A-Z a-z 0-9 - _ . : @ +, got \"\(subject)\"")
         }
         guard ttl > 0 else { throw ServiceError(.badRequest, "the TTL must be at least one second") }
-        return SignedSubject.mint(subject: subject, expiry: now + ttl, secret: try secret(org: org, store: store, random: random))
+        return SignedSubject.mint(subject: subject, expiry: now + ttl,
+                                  secret: try secret(org: org, store: store, random: random))
     }
 
     /// Links the device (`keyID`, of one of the organization's apps) to `subjectID`; "" unlinks.
     /// - Throws: `not_found` for a device of no app of the organization; `bad_request` for a
     ///   subject id over 128 bytes.
-    public static func link(keyID: [UInt8], to subjectID: String, org: String, store: Store, now: Timestamp) throws -> DeviceRecord {
+    public static func link(keyID: [UInt8], to subjectID: String, org: String, store: Store,
+                            now: Timestamp) throws -> DeviceRecord {
         guard subjectID.utf8.count <= FieldLimits.identifierBytes else {
             throw ServiceError(.badRequest, "a subject id is 1 to \(FieldLimits.identifierBytes) bytes")
         }

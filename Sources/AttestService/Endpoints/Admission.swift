@@ -18,8 +18,9 @@ import FastCGI
 /// Windows are fixed minutes in the ephemeral `rates` database. Every validate and refresh
 /// answer carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
 /// (seconds until the window ends) of the most constrained bucket it was charged to (none
-/// when no limit applies); a 429 adds `Retry-After` (the same seconds). A used challenge's id is kept `challenge.usedRetentionSeconds`
-/// past its expiry, so a wall clock stepping back by up to that much cannot revive it.
+/// when no limit applies); a 429 adds `Retry-After` (the same seconds). A used challenge's id
+/// is kept `challenge.usedRetentionSeconds` past its expiry, so a wall clock stepping back by
+/// up to that much cannot revive it.
 enum Admission {
     /// Runs the unauthenticated part of a request; a failure charges the client IP's bucket and
     /// becomes 429 when that bucket is exhausted (a charge that fails keeps the first error).
@@ -58,9 +59,11 @@ enum Admission {
             ?? (token.expiry.seconds >= resetAt + Int64(ctx.configuration.challengeTTLSeconds))
         guard resetAt == 0 || issuedAfterReset else {
             throw ServiceError(.challengeExpired,
-                               "Challenge expired: it was issued before the server restarted. Request a new one from GET /api/v1/attestation/challenge.",
+                               "Challenge expired: it was issued before the server restarted. "
+                               + "Request a new one from GET /api/v1/attestation/challenge.",
                                hint: "Request a fresh challenge immediately before attesting or asserting.",
-                               log: "issued before the ephemeral store was reset at \(Timestamp(seconds: resetAt).iso8601)")
+                               log: "issued before the ephemeral store was reset at "
+                                    + "\(Timestamp(seconds: resetAt).iso8601)")
         }
         return token
     }

@@ -40,7 +40,8 @@ enum AppLookup {
                                log: "X-Team-ID \(team)")
         }
         guard AppIdentifier.isValidBundleID(bundle) else {
-            throw ServiceError(.badRequest, "X-Bundle-ID must be a bundle identifier of at most \(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'.",
+            throw ServiceError(.badRequest, "X-Bundle-ID must be a bundle identifier of at most "
+                                            + "\(AppIdentifier.bundleIDMaxLength) letters, digits, '.' and '-'.",
                                log: "X-Bundle-ID \(bundle)")
         }
         let appID = AppRecord.appID(teamID: team, bundleID: bundle)
@@ -53,7 +54,9 @@ enum AppLookup {
             (generation, found) = try ctx.store.read(awaitDurable: false) { txn -> (UInt64, AppContext?) in
                 let generation = try txn.tenancyGeneration()
                 if let cached, cached.generation == generation { return (generation, cached.context) }
-                guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else { return (generation, nil) }
+                guard let app = try txn.app(id: appID), app.enabled, let org = try txn.org(named: app.org) else {
+                    return (generation, nil)
+                }
                 return (generation, AppContext(app: app, org: org))
             }
         } catch let error as StoreError {
@@ -69,7 +72,8 @@ enum AppLookup {
         }
         guard let found else {
             throw ServiceError(.appNotRegistered, "The app \(appID) is not registered with this server.",
-                               hint: "Register it with 'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
+                               hint: "Register it with "
+                                     + "'attestctl app add --org ORG --team \(team) --bundle \(bundle)'.",
                                log: "unknown or disabled app \(appID)")
         }
         // The parsed claims survive while their text and the tier that limits them are unchanged.

@@ -17,8 +17,10 @@ public enum ChallengeEndpoint {
         let now = ctx.clock.now()
         let ttl = Int64(ctx.configuration.challengeTTLSeconds)
         let expiry = now + ttl
-        let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry, id: ctx.random.bytes(16))
-        return Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
+        let challenge = ctx.challenges.issue(appID: app?.app.appID, issued: now, expiry: expiry,
+                                             id: ctx.random.bytes(16))
+        return Response(status: 200,
+                        headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
                         body: body(challenge: challenge, expiry: expiry, ttl: ttl))
     }
 

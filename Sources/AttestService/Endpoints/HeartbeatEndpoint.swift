@@ -31,7 +31,9 @@ public enum HeartbeatEndpoint {
         _ = try fields.optionalText("sdkVersion")
         _ = try fields.optionalText("appState")
         let deviceIDField = try fields.optionalText("deviceId")
-        guard let credential = APIKeys.bearer(request) else { throw unauthorized("no Authorization: Bearer credential") }
+        guard let credential = APIKeys.bearer(request) else {
+            throw unauthorized("no Authorization: Bearer credential")
+        }
         let admission: MonthlyAdmission
         let org: OrgRecord
         if credential.hasPrefix(APIKeys.prefix) {
@@ -50,7 +52,8 @@ public enum HeartbeatEndpoint {
         }
         switch admission {
         case .refused(let limit, let current):
-            throw ServiceError.quotaExceeded(limit: limit, current: current, org: org, compatStatus: ctx.configuration.madLimitStatus)
+            throw ServiceError.quotaExceeded(limit: limit, current: current, org: org,
+                                             compatStatus: ctx.configuration.madLimitStatus)
         case .apiKeyDevicesCapped(let limit):
             throw apiKeyDevicesCapped(limit: limit, org: org, now: now)
         case .admitted, .alreadyCounted:
@@ -66,7 +69,8 @@ public enum HeartbeatEndpoint {
         let c = now.civil
         let daysLeft = Int64(Timestamp.daysInMonth(year: c.year, month: c.month) - c.day)
         let retry = daysLeft * 86_400 + 86_400 - Int64(c.hour * 3600 + c.minute * 60 + c.second)
-        return ServiceError(.rateLimited, "This organization's API keys have reported \(limit) devices this month, the most allowed; new ones are not counted until the month ends.",
+        return ServiceError(.rateLimited, "This organization's API keys have reported \(limit) devices this month, the "
+                                          + "most allowed; new ones are not counted until the month ends.",
                             hint: "Raise usage.apiKeyDevicesPerMonth, or reuse deviceIds in simulator and CI builds.",
                             log: "org \(org.name): API-key devices at \(limit) this month",
                             headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(limit)),
@@ -74,7 +78,8 @@ public enum HeartbeatEndpoint {
     }
 
     static func unauthorized(_ log: String) -> ServiceError {
-        ServiceError(.unauthorized, "Invalid or expired token.", hint: "Refresh the token (POST /api/v1/attestation/refresh) and retry.", log: log)
+        ServiceError(.unauthorized, "Invalid or expired token.",
+                     hint: "Refresh the token (POST /api/v1/attestation/refresh) and retry.", log: log)
     }
 
     /// The monthly identity of the stored device a heartbeat token speaks for (401 unless

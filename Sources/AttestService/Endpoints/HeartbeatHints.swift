@@ -31,7 +31,8 @@ struct HeartbeatHints {
     func hint(for deviceID: String) -> (keyID: [UInt8], identity: [UInt8])? {
         guard let key = Self.key(deviceID), let entry = entries[key] else { return nil }
         let k = entry.keyID
-        return ([k.0, k.1, k.2, k.3].flatMap(bigEndianBytes), bigEndianBytes(entry.identity.0) + bigEndianBytes(entry.identity.1))
+        return ([k.0, k.1, k.2, k.3].flatMap(bigEndianBytes),
+                bigEndianBytes(entry.identity.0) + bigEndianBytes(entry.identity.1))
     }
 
     mutating func remember(deviceID: String, keyID: [UInt8], identity: [UInt8]) {

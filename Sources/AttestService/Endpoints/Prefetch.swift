@@ -23,8 +23,8 @@ enum Prefetch {
 
     /// Validate: the key (absent unless replayed) and its deviceId entry, the monthly-active
     /// entry of `identity` and the month's totals (a new device reads both), and the lineage.
-    static func enrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity, app: AppContext,
-                           now: Timestamp, in txn: Transaction) {
+    static func enrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity,
+                           app: AppContext, now: Timestamp, in txn: Transaction) {
         guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: keyID, deviceID: deviceID)
         txn.prefetchCountedDevice(org: app.org.name, month: now.monthKey, identity: identity.bytes)

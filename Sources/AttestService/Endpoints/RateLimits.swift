@@ -68,16 +68,19 @@ enum RateLimits {
 
     static func headers(_ bucket: (limit: UInt32, remaining: UInt32)?, now: Timestamp) -> [Header] {
         guard let bucket else { return [] }
-        return [Header("X-RateLimit-Limit", String(bucket.limit)), Header("X-RateLimit-Remaining", String(bucket.remaining)),
+        return [Header("X-RateLimit-Limit", String(bucket.limit)),
+                Header("X-RateLimit-Remaining", String(bucket.remaining)),
                 Header("X-RateLimit-Reset", String(max(1, windowEnd(now) - now.seconds)))]
     }
 
     static func windowEnd(_ now: Timestamp) -> Int64 { (now.seconds / rateWindowSeconds + 1) * rateWindowSeconds }
 
     static func rateLimited(_ over: (String, UInt32), now: Timestamp, what: String = "requests",
-                            hint: String = "Back off and retry after the Retry-After header's seconds.") -> ServiceError {
+                            hint: String = "Back off and retry after the Retry-After header's seconds.")
+        -> ServiceError {
         let retry = max(1, windowEnd(now) - now.seconds)
-        return ServiceError(.rateLimited, "Rate limit exceeded: at most \(over.1) \(what) per minute. Retry after \(retry) seconds.",
+        return ServiceError(.rateLimited,
+                            "Rate limit exceeded: at most \(over.1) \(what) per minute. Retry after \(retry) seconds.",
                             hint: hint,
                             log: "bucket \(over.0)",
                             headers: [("Retry-After", String(retry)), ("X-RateLimit-Limit", String(over.1)),

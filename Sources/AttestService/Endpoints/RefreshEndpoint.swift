@@ -50,21 +50,24 @@ public enum RefreshEndpoint {
                     throw ServiceError(.badRequest, "The field \(name) is required.")
                 }
                 guard let bytes = RequestFields.base64(text, count: count) else {
-                    throw ServiceError(.badRequest, "The field \(name) must be base64\(count.map { " of \($0) bytes" } ?? "").")
+                    throw ServiceError(.badRequest,
+                                       "The field \(name) must be base64\(count.map { " of \($0) bytes" } ?? "").")
                 }
                 return bytes
             }
             keyID = try required("keyId", count: 32)
             let encoded = try required("assertion")
             do { assertion = try Assertion(cborEncoded: encoded[...]) } catch {
-                throw ServiceError(.badRequest, "assertion must be the base64-encoded CBOR from generateAssertion().", log: error.reason)
+                throw ServiceError(.badRequest, "assertion must be the base64-encoded CBOR from generateAssertion().",
+                                   log: error.reason)
             }
             clientDataHash = try required("clientDataHash", count: 32)
             guard let challenge = try fields.string("challenge") else {
                 throw ServiceError(.badRequest, "The field challenge is required.")
             }
             guard clientDataHash == SHA256.hash(challenge.utf8) else {
-                throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
+                throw ServiceError(.clientDataHashInvalid,
+                                   "clientDataHash must be the base64 SHA-256 of the challenge string.")
             }
             self.challenge = challenge
             // Omitted (or null) keeps the link; blank unlinks; a value links or moves.
@@ -91,7 +94,8 @@ public enum RefreshEndpoint {
     static func refresh(_ request: Request, _ ctx: ServiceContext, _ scope: inout RequestScope) throws -> Response {
         let now = ctx.clock.now()
         let (app, fields, token) = try Admission.unauthenticated(request, .refresh, now: now, ctx, &scope) {
-            try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh", bodyLimit: ctx.configuration.bodyLimitBytes)
+            try ValidateEndpoint.requirePOST(request, "/api/v1/attestation/refresh",
+                                             bodyLimit: ctx.configuration.bodyLimitBytes)
             let app = try AppLookup.app(for: request, ctx)!
             let fields = try Fields(request.body)
             return (app, fields, try Admission.checkChallenge(fields.challenge, appID: app.app.appID, now: now, ctx))
@@ -144,7 +148,9 @@ public enum RefreshEndpoint {
         // (group commit); the token is signed in `then`, after that commit (see above).
         return try scope.durableWrite(ctx.store, { txn -> Outcome in
             Prefetch.deviceWrite(device, org: app.org.name, now: now, in: txn)
-            guard var current = try txn.device(keyID: keyID) else { return .failed(unknownKey(ctx.configuration.unknownKeyStatus)) }
+            guard var current = try txn.device(keyID: keyID) else {
+                return .failed(unknownKey(ctx.configuration.unknownKeyStatus))
+            }
             if let failure = precheck(current, app: app) { return .failed(failure) }
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
@@ -189,7 +195,8 @@ public enum RefreshEndpoint {
                 }
                 #endif
                 let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
-                return ServiceContext.json(["token": .string(issued.token), "expiresAt": .string(issued.expiresAt.iso8601)])
+                return ServiceContext.json(["token": .string(issued.token),
+                                            "expiresAt": .string(issued.expiresAt.iso8601)])
             }
         })
     }
@@ -205,7 +212,8 @@ public enum RefreshEndpoint {
     static func precheck(_ device: DeviceRecord, app: AppContext) -> ServiceError? {
         switch device.status {
         case .revoked:
-            return ServiceError(.forbidden, "The stored attestation for this key has been revoked.", log: "revoked device \(device.deviceID)")
+            return ServiceError(.forbidden, "The stored attestation for this key has been revoked.",
+                                log: "revoked device \(device.deviceID)")
         case .invalidated:
             return reattest("device \(device.deviceID) was invalidated by an earlier failure")
         case .active:
@@ -214,15 +222,19 @@ public enum RefreshEndpoint {
         if device.operatorFlags.contains(.blocked) { return blocked(device) }
         // The app's current policy applies to keys enrolled under an earlier, looser one.
         if device.appID == app.app.appID && !app.app.policy.allows(device.environment) {
-            return ServiceError(.forbidden, "This app no longer accepts \(device.environment.rawValue) App Attest keys.",
-                                hint: "The app's environment policy is \(app.app.policy.rawValue): use a build signed for that environment.",
-                                log: "device \(device.deviceID) is \(device.environment.rawValue), app policy \(app.app.policy.rawValue)")
+            return ServiceError(.forbidden,
+                                "This app no longer accepts \(device.environment.rawValue) App Attest keys.",
+                                hint: "The app's environment policy is \(app.app.policy.rawValue): use a build signed "
+                                      + "for that environment.",
+                                log: "device \(device.deviceID) is \(device.environment.rawValue), app policy "
+                                     + "\(app.app.policy.rawValue)")
         }
         return nil
     }
 
     static func blocked(_ device: DeviceRecord) -> ServiceError {
-        ServiceError(.forbidden, "This device has been blocked by the service's operator.", log: "blocked device \(device.deviceID)")
+        ServiceError(.forbidden, "This device has been blocked by the service's operator.",
+                     log: "blocked device \(device.deviceID)")
     }
 
     /// Invalidates an active device in its own write (a failure found outside the final one),
@@ -250,7 +262,8 @@ public enum RefreshEndpoint {
     }
 
     /// Counts an assertion failure on the device's lineage (a risk signal for 24 hours).
-    static func noteFailure(_ kind: LineageRecord.FailureKind, _ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
+    static func noteFailure(_ kind: LineageRecord.FailureKind, _ device: DeviceRecord, in txn: Transaction,
+                            now: Timestamp) throws {
         var lineage = try txn.lineage(of: device)
         lineage.noteFailure(kind, at: now)
         try txn.put(lineage, .of(device))
@@ -259,7 +272,8 @@ public enum RefreshEndpoint {
     static func reattest(_ log: String) -> ServiceError {
         ServiceError(.reattestRequired,
                      "The device's key state has diverged from the server: drop the local key and attest again.",
-                     hint: "The SDK (2.0.3+) does this automatically: it clears the keyId and re-runs attestation once.",
+                     hint: "The SDK (2.0.3+) does this automatically: "
+                           + "it clears the keyId and re-runs attestation once.",
                      log: log)
     }
 

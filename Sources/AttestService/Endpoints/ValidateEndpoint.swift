@@ -47,32 +47,41 @@ public enum ValidateEndpoint {
                 throw ServiceError(.badRequest, "The fields bundleId and teamId are required.")
             }
             guard bundleID == app.bundleID, teamID == app.teamID else {
-                throw ServiceError(.badRequest, "bundleId and teamId in the body must equal the X-Bundle-ID and X-Team-ID headers.")
+                throw ServiceError(.badRequest,
+                                   "bundleId and teamId in the body must equal the X-Bundle-ID and X-Team-ID headers.")
             }
             guard let keyID = try fields.string("keyId").flatMap({ RequestFields.base64($0, count: 32) }) else {
-                throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from DCAppAttestService.generateKey() (32 bytes).")
+                throw ServiceError(.keyIDInvalid, "keyId must be the base64 key identifier from "
+                                                  + "DCAppAttestService.generateKey() (32 bytes).")
             }
             guard let objectBytes = try fields.string("attestationObject").flatMap({ RequestFields.base64($0) }),
                   let object = try? CBORReader.decode(objectBytes[...]), object.mapEntries != nil else {
-                throw ServiceError(.attestationObjectInvalid, "attestationObject must be the base64-encoded CBOR object from attestKey().")
+                throw ServiceError(.attestationObjectInvalid,
+                                   "attestationObject must be the base64-encoded CBOR object from attestKey().")
             }
-            if let receipt = object[text: "attStmt"]?[text: "receipt"]?.bytesValue, receipt.count > FieldLimits.receiptBytes {
-                throw ServiceError(.attestationObjectInvalid, "The attestation's receipt is longer than \(FieldLimits.receiptBytes) bytes.")
+            if let receipt = object[text: "attStmt"]?[text: "receipt"]?.bytesValue,
+               receipt.count > FieldLimits.receiptBytes {
+                throw ServiceError(.attestationObjectInvalid,
+                                   "The attestation's receipt is longer than \(FieldLimits.receiptBytes) bytes.")
             }
             guard let challenge = try fields.string("challenge") else {
                 throw ServiceError.challengeInvalid(log: "no challenge field")
             }
-            guard let clientDataHash = try fields.string("clientDataHash").flatMap({ RequestFields.base64($0, count: 32) }),
+            guard let clientDataHash = try fields.string("clientDataHash")
+                      .flatMap({ RequestFields.base64($0, count: 32) }),
                   clientDataHash == SHA256.hash(challenge.utf8) else {
-                throw ServiceError(.clientDataHashInvalid, "clientDataHash must be the base64 SHA-256 of the challenge string.")
+                throw ServiceError(.clientDataHashInvalid,
+                                   "clientDataHash must be the base64 SHA-256 of the challenge string.")
             }
             self.keyID = keyID
             self.object = object
             self.challenge = challenge
             self.clientDataHash = clientDataHash
             metadata = DeviceRecord.Metadata(
-                deviceModel: try fields.optionalText("deviceModel") ?? "", osVersion: try fields.optionalText("osVersion") ?? "",
-                appVersion: try fields.optionalText("appVersion") ?? "", appBuildNumber: try fields.optionalText("appBuildNumber") ?? "",
+                deviceModel: try fields.optionalText("deviceModel") ?? "",
+                osVersion: try fields.optionalText("osVersion") ?? "",
+                appVersion: try fields.optionalText("appVersion") ?? "",
+                appBuildNumber: try fields.optionalText("appBuildNumber") ?? "",
                 platform: try fields.optionalText("platform") ?? "")
             fingerprint = try fields.optionalText("deviceFingerprint") ?? ""
             subjectID = try fields.optionalText("subjectId") ?? ""
@@ -95,29 +104,36 @@ public enum ValidateEndpoint {
         let anchor: DeviceRecord.Anchor
         do {
             (verified, anchor) = try verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
-                                                       clientDataHash: fields.clientDataHash, app: app.app, at: now, ctx)
+                                                       clientDataHash: fields.clientDataHash, app: app.app,
+                                                       at: now, ctx)
         } catch {
             // The challenge is spent and nothing is stored; the event is this failure's only write.
             try? ctx.store.write([.durable]) { txn in
                 try ctx.queueEvent(.attestationFailed, org: app.org.name, in: txn, now: now,
-                                   data: EventData.device(keyID: fields.keyID, deviceID: DeviceIdentity.deviceID(keyID: fields.keyID), appID: app.app.appID)
-                                       + [("reason", .string("apple_validation_failed")), ("step", .string(error.code.rawValue))])
+                                   data: EventData.device(keyID: fields.keyID,
+                                                          deviceID: DeviceIdentity.deviceID(keyID: fields.keyID),
+                                                          appID: app.app.appID)
+                                       + [("reason", .string("apple_validation_failed")),
+                                          ("step", .string(error.code.rawValue))])
             }
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
         // The subject link the organization's policy allows (one HMAC for a signed value); a
         // refused one is logged and the device stored unlinked.
         let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
-        let link = SubjectLinks.decide(fields.subjectID.isEmpty ? nil : fields.subjectID, current: "", app: app, now: now)
-        if case .refused(let why) = link { ctx.log("validate requestId=\(request.requestID) device \(deviceID): subject link refused: \(why)") }
+        let link = SubjectLinks.decide(fields.subjectID.isEmpty ? nil : fields.subjectID, current: "",
+                                       app: app, now: now)
+        if case .refused(let why) = link {
+            ctx.log("validate requestId=\(request.requestID) device \(deviceID): subject link refused: \(why)")
+        }
         // 5–7. One transaction: refuse a known key, admit and count the device for the month,
         // store it and queue its events. A refusal still commits what admission recorded (the
         // grace, its events); a transaction that throws leaves nothing, events included. At
         // once, or with the writes of other requests the worker holds (group commit).
         let identity = UsageIdentity.device(appID: app.app.appID, fingerprint: fields.fingerprint, deviceID: deviceID)
         return try scope.durableWrite(ctx.store, { txn -> Outcome in
-            Prefetch.enrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint, identity: identity,
-                                app: app, now: now, in: txn)
+            Prefetch.enrollment(keyID: fields.keyID, deviceID: deviceID, fingerprint: fields.fingerprint,
+                                identity: identity, app: app, now: now, in: txn)
             guard try txn.device(keyID: fields.keyID) == nil else {
                 try ctx.queueEvent(.anomaly, org: app.org.name, in: txn, now: now,
                                    data: EventData.device(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID)
@@ -130,16 +146,19 @@ public enum ValidateEndpoint {
                 return .quotaExceeded(limit: limit, current: current)
             }
             // A new key on a known fingerprint joins its lineage and inherits its operator flags.
-            let lineage = fingerprint.isEmpty ? nil : try txn.noteFingerprint(fingerprint, appID: app.app.appID, keyID: fields.keyID, at: now)
+            let lineage = fingerprint.isEmpty ? nil : try txn.noteFingerprint(fingerprint, appID: app.app.appID,
+                                                                              keyID: fields.keyID, at: now)
             var device = DeviceRecord(keyID: fields.keyID, deviceID: deviceID, appID: app.app.appID,
-                                      publicKey: verified.publicKey, counter: verified.signCount, environment: verified.environment,
-                                      operatorFlags: lineage?.flags ?? [], attestationCount: lineage?.keys ?? 1, createdAt: now,
-                                      fingerprint: fingerprint, metadata: fields.metadata, validationCategory: verified.validationCategory,
+                                      publicKey: verified.publicKey, counter: verified.signCount,
+                                      environment: verified.environment, operatorFlags: lineage?.flags ?? [],
+                                      attestationCount: lineage?.keys ?? 1, createdAt: now,
+                                      fingerprint: fingerprint, metadata: fields.metadata,
+                                      validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             if case .link(let subjectID) = link { try txn.link(&device, to: subjectID, org: app.org.name, now: now) }
             let assessment = try RiskAssessor.assess(&device, app: app, in: txn, now: now, ctx)
-            try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1, in: txn, now: now,
-                                  ctx)
+            try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1,
+                                  in: txn, now: now, ctx)
             try txn.put(device)
             try txn.putReceipt(verified.receipt, keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
@@ -148,12 +167,14 @@ public enum ValidateEndpoint {
     }
 
     /// Validate's answer from what its write did.
-    private static func answer(_ outcome: Outcome, request: Request, app: AppContext, now: Timestamp, _ ctx: ServiceContext) throws -> Response {
+    private static func answer(_ outcome: Outcome, request: Request, app: AppContext, now: Timestamp,
+                               _ ctx: ServiceContext) throws -> Response {
         switch outcome {
         case .alreadyAttested:
             throw ServiceError.appleValidationFailed(log: "keyId already attested (attestations are single-use)")
         case .quotaExceeded(let limit, let current):
-            throw ServiceError.quotaExceeded(limit: limit, current: current, org: app.org, compatStatus: ctx.configuration.madLimitStatus)
+            throw ServiceError.quotaExceeded(limit: limit, current: current, org: app.org,
+                                             compatStatus: ctx.configuration.madLimitStatus)
         case .stored(let device, let assessment):
             let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
             let intelligence: JSONValue = .object([
@@ -168,9 +189,15 @@ public enum ValidateEndpoint {
             // A key of a device an operator blocked is stored (its lineage stays blocked) but
             // not valid: the token says risk_category "blocked".
             let valid = !assessment.profile.flags.contains(.blocked)
-            if !valid { ctx.log("validate requestId=\(request.requestID) device \(device.deviceID) is blocked by an operator: isValid false") }
+            if !valid {
+                ctx.log("""
+                    validate requestId=\(request.requestID) device \(device.deviceID) is blocked by an operator: \
+                    isValid false
+                    """)
+            }
             return ServiceContext.json(.object([
-                ("isValid", .bool(valid)), ("token", .string(issued.token)), ("expiresAt", .string(issued.expiresAt.iso8601)),
+                ("isValid", .bool(valid)), ("token", .string(issued.token)),
+                ("expiresAt", .string(issued.expiresAt.iso8601)),
                 ("deviceIntelligence", intelligence), ("customClaims", CustomClaims.flattened(issued.customClaims)),
             ]))
         }
@@ -179,7 +206,8 @@ public enum ValidateEndpoint {
     static func requirePOST(_ request: Request, _ path: String, bodyLimit: Int) throws {
         guard request.method == "POST" else { throw ServiceError(.methodNotAllowed, "Use POST for \(path).") }
         guard !request.bodyTooLarge else {
-            throw ServiceError(.payloadTooLarge, "The request body is too large.", hint: "Bodies are limited to \(bodyLimit) bytes (server.bodyLimitBytes).")
+            throw ServiceError(.payloadTooLarge, "The request body is too large.",
+                               hint: "Bodies are limited to \(bodyLimit) bytes (server.bodyLimitBytes).")
         }
     }
 
@@ -193,9 +221,11 @@ public enum ValidateEndpoint {
         ]
         if newDevice {
             try ctx.queueEvent(.deviceNew, org: orgName, in: txn, now: now,
-                               data: EventData.device(device) + metadata + [("created_at", .string(device.createdAt.iso8601))])
+                               data: EventData.device(device) + metadata
+                                   + [("created_at", .string(device.createdAt.iso8601))])
         }
-        try ctx.queueEvent(.attestationCompleted, org: orgName, in: txn, now: now, data: EventData.device(device) + metadata + [
+        try ctx.queueEvent(.attestationCompleted, org: orgName, in: txn, now: now,
+                           data: EventData.device(device) + metadata + [
             ("attestation_count", .int(Int64(device.attestationCount))), ("new_device", .bool(newDevice)),
             ("attest", .string(device.anchor == .apple ? "hardware" : "test_root")),
             ("subject_id", device.subjectID.isEmpty ? .null : .string(device.subjectID)),
@@ -209,7 +239,8 @@ public enum ValidateEndpoint {
     /// root on every attestation; only a chain to a test root can pass there either way.
     static func verifyAttestation(_ object: AttestationObject, keyID: [UInt8], clientDataHash: [UInt8], app: AppRecord,
                                   at now: Timestamp,
-                                  _ ctx: ServiceContext) throws(AttestError) -> (VerifiedAttestation, DeviceRecord.Anchor) {
+                                  _ ctx: ServiceContext) throws(AttestError) -> (VerifiedAttestation,
+                                                                                 DeviceRecord.Anchor) {
         let testRootVerifier = ctx.testRootVerifier
         if let testRootVerifier, object.x5c.count == 2,
            testRootVerifier.chainVerifier.hasVerified(intermediateDER: object.x5c[1], at: now) {
@@ -217,8 +248,8 @@ public enum ValidateEndpoint {
                                                 policy: app.policy, at: now), .testRoot)
         }
         do {
-            return (try ctx.attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
-                                                       policy: app.policy, at: now), .apple)
+            return (try ctx.attestationVerifier.verify(object, keyID: keyID, clientDataHash: clientDataHash,
+                                                       appID: app.appID, policy: app.policy, at: now), .apple)
         } catch where error.code == .certificateChain && testRootVerifier != nil {
             return (try testRootVerifier!.verify(object, keyID: keyID, clientDataHash: clientDataHash, appID: app.appID,
                                                  policy: app.policy, at: now), .testRoot)
@@ -229,8 +260,10 @@ public enum ValidateEndpoint {
 extension ServiceError {
     static func appleValidationFailed(log: String) -> ServiceError {
         ServiceError(.appleValidationFailed,
-                     "Attestation failed cryptographic validation: wrong Bundle/Team ID, a reused or tampered attestation, or a certificate chain failure.",
-                     hint: "Check the SDK's teamId and the build's bundle identifier; attestation objects are single-use.",
+                     "Attestation failed cryptographic validation: wrong Bundle/Team ID, a reused or tampered "
+                     + "attestation, or a certificate chain failure.",
+                     hint: "Check the SDK's teamId and the build's bundle identifier; attestation objects are "
+                           + "single-use.",
                      log: log)
     }
 }

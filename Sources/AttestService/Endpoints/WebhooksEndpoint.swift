@@ -45,17 +45,22 @@ public enum WebhooksEndpoint {
             return ServiceContext.json(["webhooks": .array(try admin.list(org: org).map { json($0) })])
         case ("POST", 0, _):
             let body = try JSONBody(request)
-            guard let url = try body.string("url") else { throw ServiceError(.badRequest, "The field url is required.") }
+            guard let url = try body.string("url") else {
+                throw ServiceError(.badRequest, "The field url is required.")
+            }
             try ctx.chargeWebhookWrite(org: org, now: admin.now)
-            let record = try admin.create(org: org, url: url, events: try body.strings("events"), description: try body.string("description"))
+            let record = try admin.create(org: org, url: url, events: try body.strings("events"),
+                                          description: try body.string("description"))
             return .json(201, json(record, secret: true).jsonText, headers: [Header("Cache-Control", "no-store")])
         case ("GET", 1, _):
             return ServiceContext.json(json(try admin.get(org: org, id: parts[0])))
         case ("PATCH", 1, _):
             let body = try JSONBody(request)
             try ctx.chargeWebhookWrite(org: org, now: admin.now)
-            let record = try admin.update(org: org, id: parts[0], url: try body.string("url"), events: try body.strings("events"),
-                                          description: try body.string("description"), isActive: try body.bool("isActive"))
+            let record = try admin.update(org: org, id: parts[0], url: try body.string("url"),
+                                          events: try body.strings("events"),
+                                          description: try body.string("description"),
+                                          isActive: try body.bool("isActive"))
             return ServiceContext.json(json(record))
         case ("DELETE", 1, _):
             try ctx.chargeWebhookWrite(org: org, now: admin.now)
@@ -65,7 +70,9 @@ public enum WebhooksEndpoint {
             _ = try admin.get(org: org, id: parts[0])  // 404 before any bucket is charged
             try ctx.chargeTestEvent(org: org, endpoint: parts[0], now: admin.now)
             let id = try admin.test(org: org, id: parts[0])
-            return .json(202, JSONValue.object([("queued", .string(id)), ("event", .string(WebhookEvent.test.rawValue))]).jsonText,
+            return .json(202,
+                         JSONValue.object([("queued", .string(id)),
+                                           ("event", .string(WebhookEvent.test.rawValue))]).jsonText,
                          headers: [Header("Cache-Control", "no-store")])
         case ("GET", 2, "deliveries"):
             var limit = 100
@@ -75,7 +82,9 @@ public enum WebhooksEndpoint {
                 }
                 limit = n
             }
-            return ServiceContext.json(["deliveries": .array(try admin.deliveries(org: org, id: parts[0], limit: limit).map(json))])
+            return ServiceContext.json([
+                "deliveries": .array(try admin.deliveries(org: org, id: parts[0], limit: limit).map(json))
+            ])
         case (_, 0...1, _), (_, 2, "test"), (_, 2, "deliveries"):
             throw ServiceError(.methodNotAllowed, "\(request.method) is not allowed on \(request.path).")
         default:

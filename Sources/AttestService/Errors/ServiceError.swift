@@ -93,7 +93,8 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The JSON error envelope of docs/contract.md §3.
     public func body(requestID: String) -> JSONValue {
-        var members: [(String, JSONValue)] = [("error", .string(compatErrorMember ?? message)), ("code", .string(code.rawValue))]
+        var members: [(String, JSONValue)] = [("error", .string(compatErrorMember ?? message)),
+                                              ("code", .string(code.rawValue))]
         if let hint { members.append(("hint", .string(hint))) }
         members.append(("requestId", .string(requestID)))
         members.append(("reason", .string(message)))
@@ -114,7 +115,8 @@ extension ServiceError {
         // No key signs at this moment (the clock stepped back before the first key's
         // activation, or keys were withdrawn): the operator's to fix, the client's to retry.
         if let e = error as? ConfigError, e.code == .keyRing {
-            return ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.", log: e.description)
+            return ServiceError(.unavailable, "The service is temporarily unavailable. Retry shortly.",
+                                log: e.description)
         }
         return ServiceError(.internalError, "Internal error.", log: String(describing: error))
     }

@@ -70,7 +70,9 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         if b[0..<6] == [0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01] { return "private (local-use NAT64)" }
         if b[0..<8] == [0x01, 0x00, 0, 0, 0, 0, 0, 0] { return "reserved (discard-only)" }
         if b[0..<6] == [0x20, 0x01, 0x00, 0x02, 0x00, 0x00] { return "special-use (benchmarking)" }
-        if b[0..<3] == [0x20, 0x01, 0x00] && (b[3] & 0xF0 == 0x10 || b[3] & 0xF0 == 0x20) { return "special-use (ORCHID)" }
+        if b[0..<3] == [0x20, 0x01, 0x00] && (b[3] & 0xF0 == 0x10 || b[3] & 0xF0 == 0x20) {
+            return "special-use (ORCHID)"
+        }
         if b[0] == 0xFF { return "multicast" }
         if b[0] & 0xFE == 0xFC { return "private (unique local)" }
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return "link-local" }
@@ -93,8 +95,12 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     public var embeddedIPv4: [(form: String, address: [UInt8])] {
         guard bytes.count == 16 else { return [] }
         let b = bytes
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return [("IPv4-mapped", Array(b[12...]))] }
-        if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xFF && b[9] == 0xFF && b[10] == 0 && b[11] == 0 { return [("SIIT", Array(b[12...]))] }
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
+            return [("IPv4-mapped", Array(b[12...]))]
+        }
+        if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xFF && b[9] == 0xFF && b[10] == 0 && b[11] == 0 {
+            return [("SIIT", Array(b[12...]))]
+        }
         if b[0..<12] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] { return [("NAT64", Array(b[12...]))] }
         if b[0] == 0x20 && b[1] == 0x02 { return [("6to4", Array(b[2..<6]))] }
         if b[0..<4] == [0x20, 0x01, 0x00, 0x00] {

@@ -44,7 +44,9 @@ public struct ClaimRule: Sendable, Equatable {
         self.value = value
         switch item["type"]?.stringValue {
         case nil:
-            condition = try item["when"].map { (when) throws(ServiceError) in try ClaimCondition(json: when, claim: key) }
+            condition = try item["when"].map { (when) throws(ServiceError) in
+                try ClaimCondition(json: when, claim: key)
+            }
         case "static":
             condition = nil
         case "conditional":
@@ -83,7 +85,9 @@ public struct ClaimCondition: Sendable, Equatable {
     public var op: ClaimOperator
     public var operand: JSONValue
 
-    public var json: JSONValue { .object([("property", .string(property.rawValue)), ("op", .string(op.rawValue)), ("value", operand)]) }
+    public var json: JSONValue {
+        .object([("property", .string(property.rawValue)), ("op", .string(op.rawValue)), ("value", operand)])
+    }
 
     /// `riskScore le 20`, `platform in ["iOS","iPadOS"]`: the `--when` form (text operands quoted).
     public var text: String { "\(property.rawValue) \(op.rawValue) \(operand.jsonText)" }
@@ -97,14 +101,17 @@ public struct ClaimCondition: Sendable, Equatable {
 
     /// Parses `PROPERTY OP VALUE`.
     public init(text: String, claim: String) throws(ServiceError) {
-        let words = text.split(maxSplits: 2, omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" })
+        let words = text.split(maxSplits: 2, omittingEmptySubsequences: true,
+                               whereSeparator: { $0 == " " || $0 == "\t" })
         guard words.count == 3 else {
-            throw ServiceError(.badRequest, "--when must be 'PROPERTY OP VALUE', e.g. 'riskScore le 20', got \"\(text)\"")
+            throw ServiceError(.badRequest,
+                               "--when must be 'PROPERTY OP VALUE', e.g. 'riskScore le 20', got \"\(text)\"")
         }
         let raw = String(words[2])
         var operand = (try? JSONParser.parse(raw)) ?? .string(raw)
         // A version written bare keeps its digits ("17.10" is not the number 17.1).
-        if DeviceProperty(rawValue: String(words[0]))?.kind == .version, operand.stringValue == nil, operand.arrayValue == nil {
+        if DeviceProperty(rawValue: String(words[0]))?.kind == .version, operand.stringValue == nil,
+           operand.arrayValue == nil {
             operand = .string(raw)
         }
         try self.init(property: String(words[0]), op: String(words[1]), operand: operand, claim: claim)
@@ -113,10 +120,12 @@ public struct ClaimCondition: Sendable, Equatable {
     /// Checks that the operator and operand suit the property.
     init(property name: String, op opName: String, operand: JSONValue, claim: String) throws(ServiceError) {
         guard let property = DeviceProperty(rawValue: name) else {
-            throw ServiceError(.badRequest, "claim \(claim): unknown property \(name) (one of \(DeviceProperty.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw ServiceError(.badRequest, "claim \(claim): unknown property \(name) (one of "
+                                            + "\(DeviceProperty.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         guard let op = ClaimOperator(rawValue: opName) else {
-            throw ServiceError(.badRequest, "claim \(claim): unknown operator \(opName) (one of \(ClaimOperator.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw ServiceError(.badRequest, "claim \(claim): unknown operator \(opName) (one of "
+                                            + "\(ClaimOperator.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         self.property = property
         self.op = op
@@ -124,17 +133,20 @@ public struct ClaimCondition: Sendable, Equatable {
         let values: [JSONValue]
         if op == .in {
             guard let items = operand.arrayValue, !items.isEmpty else {
-                throw ServiceError(.badRequest, "claim \(claim): in takes a non-empty JSON array, e.g. [\"iOS\",\"iPadOS\"]")
+                throw ServiceError(.badRequest,
+                                   "claim \(claim): in takes a non-empty JSON array, e.g. [\"iOS\",\"iPadOS\"]")
             }
             values = items
         } else {
             values = [operand]
         }
         if op.isOrdering && !(property.kind == .number || property.kind == .version) {
-            throw ServiceError(.badRequest, "claim \(claim): \(op.rawValue) needs a number or version property; \(name) takes eq, ne or in")
+            throw ServiceError(.badRequest, "claim \(claim): \(op.rawValue) needs a number or version property; "
+                                            + "\(name) takes eq, ne or in")
         }
         for v in values where !property.kind.accepts(v) {
-            throw ServiceError(.badRequest, "claim \(claim): \(name) compares with \(property.kind.expected), got \(v.jsonText)")
+            throw ServiceError(.badRequest,
+                               "claim \(claim): \(name) compares with \(property.kind.expected), got \(v.jsonText)")
         }
     }
 }

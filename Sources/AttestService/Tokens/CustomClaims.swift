@@ -32,10 +32,14 @@ public enum CustomClaims {
     /// - Throws: `bad_request` with what to do about it.
     public static func validate(_ rules: [ClaimRule], tier: Tier) throws(ServiceError) {
         guard rules.count <= tier.customClaimLimit else {
-            throw ServiceError(.badRequest, "the \(tier.rawValue) tier allows \(tier.customClaimLimit) custom claim(s); this would make \(rules.count) (remove one with 'attestctl claims remove', or upgrade the organization's tier)")
+            throw ServiceError(.badRequest, "the \(tier.rawValue) tier allows \(tier.customClaimLimit) custom "
+                                            + "claim(s); this would make \(rules.count) "
+                                            + "(remove one with 'attestctl claims remove', "
+                                            + "or upgrade the organization's tier)")
         }
         if tier == .free, let conditional = rules.first(where: { $0.condition != nil }) {
-            throw ServiceError(.badRequest, "conditional claims (--when) need the pro tier or above; claim \(conditional.key) has one")
+            throw ServiceError(.badRequest, "conditional claims (--when) need the pro tier or above; claim "
+                                            + "\(conditional.key) has one")
         }
         for rule in rules {
             try rule.check()
@@ -44,11 +48,14 @@ public enum CustomClaims {
             if let condition = rule.condition, condition.property.kind == .version {
                 let operands = condition.operand.arrayValue ?? [condition.operand]
                 if operands.contains(where: { if case .double = $0 { return true } else { return false } }) {
-                    throw ServiceError(.badRequest, "claim \(rule.key): write the version as text (\"17.10\", not 17.10): a JSON number loses its trailing zeros")
+                    throw ServiceError(.badRequest, "claim \(rule.key): write the version as text (\"17.10\", not "
+                                                    + "17.10): a JSON number loses its trailing zeros")
                 }
             }
         }
-        guard encode(rules).utf8.count <= maximumBytes else { throw ServiceError(.badRequest, "custom claims are longer than \(maximumBytes) bytes") }
+        guard encode(rules).utf8.count <= maximumBytes else {
+            throw ServiceError(.badRequest, "custom claims are longer than \(maximumBytes) bytes")
+        }
     }
 
     /// The rules of `rules` a tier evaluates: claims written under a higher tier stay stored,
@@ -84,7 +91,8 @@ public enum CustomClaims {
                 let actual = c.property.value(of: profile, risk: risk)
                 holds = c.holds(actual)
                 if explain {
-                    why = "\(c.property.rawValue) \(actual?.jsonText ?? "(not reported)") \(c.op.rawValue) \(c.operand.jsonText): \(holds ? "yes" : "no")"
+                    why = "\(c.property.rawValue) \(actual?.jsonText ?? "(not reported)") \(c.op.rawValue) "
+                          + "\(c.operand.jsonText): \(holds ? "yes" : "no")"
                 }
             }
             if explain { steps.append(Step(rule: rule, applied: holds, why: why)) }

@@ -14,12 +14,12 @@ public struct DeviceAssessment: Sendable {
 
     /// - Parameter org: the app's organization (subjects are scoped to it).
     /// `explain`: keep why each rule applied or not (`steps`; the CLI's), else `steps` is empty.
-    public init(device: DeviceRecord, app: AppRecord, rules: [ClaimRule], org: String, in txn: Transaction, now: Timestamp,
-                explain: Bool = false) throws {
+    public init(device: DeviceRecord, app: AppRecord, rules: [ClaimRule], org: String, in txn: Transaction,
+                now: Timestamp, explain: Bool = false) throws {
         let lineage = try txn.lineage(of: device)
         let subject = device.subjectID.isEmpty ? nil : try txn.subject(org: org, subjectID: device.subjectID)
-        self.init(profile: DeviceProfile(device: device, lineage: lineage, subject: subject, now: now), app: app, rules: rules,
-                  lineage: lineage, subject: subject, explain: explain)
+        self.init(profile: DeviceProfile(device: device, lineage: lineage, subject: subject, now: now), app: app,
+                  rules: rules, lineage: lineage, subject: subject, explain: explain)
     }
 
     /// For a described profile (no stored device).

@@ -43,13 +43,18 @@ public struct DeviceProfile: Sendable, Equatable {
     /// - Throws: `bad_request` for an unknown member or a value of the wrong type.
     public init(profileJSON text: String) throws(ServiceError) {
         guard let members = (try? JSONParser.parse(text))?.objectValue else {
-            throw ServiceError(.badRequest, "--profile must be a JSON object, e.g. '{\"appVersion\":\"2.0\",\"subscribed\":true}'")
+            throw ServiceError(.badRequest,
+                               "--profile must be a JSON object, e.g. '{\"appVersion\":\"2.0\",\"subscribed\":true}'")
         }
-        func fail(_ name: String, _ what: String) -> ServiceError { ServiceError(.badRequest, "--profile: \(name) must be \(what)") }
+        func fail(_ name: String, _ what: String) -> ServiceError {
+            ServiceError(.badRequest, "--profile: \(name) must be \(what)")
+        }
         for (name, value) in members {
             switch name {
             case "environment":
-                guard let e = value.stringValue.flatMap(AppAttestEnvironment.init(rawValue:)) else { throw fail(name, "production or development") }
+                guard let e = value.stringValue.flatMap(AppAttestEnvironment.init(rawValue:)) else {
+                    throw fail(name, "production or development")
+                }
                 environment = e
             case "platform", "deviceModel", "osVersion", "appVersion":
                 guard let s = value.stringValue else { throw fail(name, "text") }
@@ -78,7 +83,8 @@ public struct DeviceProfile: Sendable, Equatable {
                 guard let b = value.boolValue else { throw fail(name, "true or false") }
                 entitlements = b ? (entitlements.isEmpty ? ["(any)"] : entitlements) : []
             case "entitlements":
-                guard let items = value.arrayValue?.compactMap(\.stringValue), items.count == value.arrayValue?.count else {
+                guard let items = value.arrayValue?.compactMap(\.stringValue),
+                      items.count == value.arrayValue?.count else {
                     throw fail(name, "an array of names")
                 }
                 entitlements = items
@@ -92,7 +98,8 @@ public struct DeviceProfile: Sendable, Equatable {
 
 /// The device properties a claim condition can test.
 public enum DeviceProperty: String, Sendable, CaseIterable {
-    case riskScore, riskCategory, environment, appVersion, osVersion, platform, deviceModel, attestationCount, subscribed
+    case riskScore, riskCategory, environment, appVersion, osVersion, platform, deviceModel, attestationCount,
+         subscribed
 
     public enum Kind: Sendable {
         case number, version, text, bool
@@ -152,7 +159,10 @@ extension ClaimCondition {
                 guard let a = actual.doubleValue, let b = operand.doubleValue else { return nil }
                 return a < b ? -1 : a > b ? 1 : 0
             case .version:
-                guard let a = actual.stringValue, let b = operand.stringValue ?? (operand.doubleValue != nil ? operand.jsonText : nil) else { return nil }
+                guard let a = actual.stringValue,
+                      let b = operand.stringValue ?? (operand.doubleValue != nil ? operand.jsonText : nil) else {
+                    return nil
+                }
                 return VersionNumber.compare(a, b)
             case .text, .bool:
                 return actual == operand ? 0 : 1

@@ -14,13 +14,17 @@ enum RiskAssessor {
     /// ```
     static func assess(_ device: inout DeviceRecord, app: AppContext, in txn: Transaction, now: Timestamp,
                        _ ctx: ServiceContext) throws -> DeviceAssessment {
-        let a = try DeviceAssessment(device: device, app: app.app, rules: app.claimRules, org: app.org.name, in: txn, now: now)
+        let a = try DeviceAssessment(device: device, app: app.app, rules: app.claimRules, org: app.org.name,
+                                     in: txn, now: now)
         let previous = device.lastRiskScore.map { RiskAssessment.category(Int($0)) }
         if a.risk.category == "blocked", previous != "blocked", !a.profile.flags.contains(.blocked) {
             try ctx.queueEvent(.highRisk, org: app.org.name, in: txn, now: now, data: EventData.device(device) + [
                 ("risk_score", .int(Int64(a.risk.score))), ("risk_category", .string(a.risk.category)),
                 ("previous_category", previous.map { .string($0) } ?? .null),
-                ("factors", .array(a.risk.factors.map { .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points)))]) })),
+                ("factors",
+                 .array(a.risk.factors.map {
+                     .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points)))])
+                 })),
             ])
         }
         device.lastRiskScore = UInt8(a.risk.score)

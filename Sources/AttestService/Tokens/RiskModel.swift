@@ -47,15 +47,20 @@ public struct RiskAssessment: Sendable, Equatable {
         } else {
             if p.environment == .development { add("development_key", "development-environment App Attest key", 10) }
             if p.attestationCount > 1 {
-                add("key_churn", "\(p.attestationCount) keys attested for this fingerprint", min(45, 15 * (p.attestationCount - 1)))
+                add("key_churn", "\(p.attestationCount) keys attested for this fingerprint",
+                    min(45, 15 * (p.attestationCount - 1)))
             }
-            if p.recentAttestations >= Self.burstKeys { add("attestation_burst", "\(p.recentAttestations) keys within an hour", 20) }
+            if p.recentAttestations >= Self.burstKeys {
+                add("attestation_burst", "\(p.recentAttestations) keys within an hour", 20)
+            }
             add("failed_assertions", "\(p.failedAssertions) in the last 24 h", min(30, 10 * p.failedAssertions))
             add("forged_assertions", "\(p.forgedAssertions) in the last 24 h", min(20, 5 * p.forgedAssertions))
-            if !app.minAppVersion.isEmpty, !p.metadata.appVersion.isEmpty, VersionNumber.compare(p.metadata.appVersion, app.minAppVersion) < 0 {
+            if !app.minAppVersion.isEmpty, !p.metadata.appVersion.isEmpty,
+               VersionNumber.compare(p.metadata.appVersion, app.minAppVersion) < 0 {
                 add("app_version_below_minimum", "app \(p.metadata.appVersion) < \(app.minAppVersion)", 25)
             }
-            if !app.minOSVersion.isEmpty, !p.metadata.osVersion.isEmpty, VersionNumber.compare(p.metadata.osVersion, app.minOSVersion) < 0 {
+            if !app.minOSVersion.isEmpty, !p.metadata.osVersion.isEmpty,
+               VersionNumber.compare(p.metadata.osVersion, app.minOSVersion) < 0 {
                 add("os_version_below_minimum", "OS \(p.metadata.osVersion) < \(app.minOSVersion)", 25)
             }
         }

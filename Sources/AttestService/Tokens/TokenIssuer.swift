@@ -14,8 +14,8 @@ struct IssuedToken {
 /// Builds and signs a device token (docs/contract.md §5) with the signing key active now (`SigningKeys`).
 ///
 /// ```
-/// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti", "team_id", "bundle_id",
-///  "environment", "risk_score" (null on free), "risk_category", "device_integrity",
+/// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti",
+///  "team_id", "bundle_id", "environment", "risk_score" (null on free), "risk_category", "device_integrity",
 ///  "jailbreak_detected", "attestation_count", "attest": "hardware" | "test_root", "device_model", "os_version",
 ///  "app_version", "platform", "custom_claims": {…},
 ///  "subscription": {"subject_id", "entitlements": [...], "expires_at"}   (only for a device linked to a subject)}
@@ -53,7 +53,9 @@ enum TokenIssuer {
             ("platform", .string(device.metadata.platform)),
             ("custom_claims", .object(a.claims)),
         ]
-        if let subscription = a.subscription(subjectID: device.subjectID, now: now) { claims.append(("subscription", subscription)) }
+        if let subscription = a.subscription(subjectID: device.subjectID, now: now) {
+            claims.append(("subscription", subscription))
+        }
         let token = try SigningKeys.signer(ctx).sign(.object(claims))
         return IssuedToken(token: token, expiresAt: expiresAt, risk: risk, customClaims: a.claims)
     }

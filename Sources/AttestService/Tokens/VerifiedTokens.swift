@@ -97,7 +97,8 @@ struct VerifiedTokens {
     /// Records a token whose signature verified with a key the JWKS publishes. A device id
     /// that is not 32 lowercase hex digits (no token of ours) is not kept.
     mutating func insert(_ claims: Claims, for digest: Digest) {
-        guard capacity > 0, let bytes = Hex.decode(claims.deviceID), bytes.count == 16, Hex.encode(bytes) == claims.deviceID else {
+        guard capacity > 0, let bytes = Hex.decode(claims.deviceID), bytes.count == 16,
+              Hex.encode(bytes) == claims.deviceID else {
             return
         }
         let app = App(bundleID: claims.bundleID, teamID: claims.teamID)

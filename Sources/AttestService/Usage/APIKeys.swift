@@ -15,8 +15,8 @@ public enum APIKeys {
     public static func generate(org: String, name: String, scope: APIKeyRecord.Scope = .all, random: any RandomSource,
                                 now: Timestamp) -> (key: String, record: APIKeyRecord) {
         let key = prefix + Base64.encode(random.bytes(24), url: true)
-        return (key, APIKeyRecord(id: String(key.prefix(idLength)), org: org, name: name, hash: SHA256.hash(key.utf8), createdAt: now,
-                                  scope: scope))
+        return (key, APIKeyRecord(id: String(key.prefix(idLength)), org: org, name: name,
+                                  hash: SHA256.hash(key.utf8), createdAt: now, scope: scope))
     }
 
     /// What a request uses a key for: a heartbeat (any key), or the usage or webhook
@@ -36,13 +36,15 @@ public enum APIKeys {
     /// A key of scope `heartbeat` used for the management APIs is 403 `forbidden`.
     static func organization(apiKey key: String, for use: Use, _ ctx: ServiceContext) throws -> OrgRecord {
         let found = try ctx.store.read { txn -> (OrgRecord, APIKeyRecord)? in
-            guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64, let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
+            guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64,
+                  let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
                   constantTimeEqual(record.hash, SHA256.hash(key.utf8)), record.revokedAt == nil,
                   let org = try txn.org(named: record.org) else { return nil }
             return (org, record)
         }
         guard let (org, record) = found else {
-            throw ServiceError(.unauthorized, "Invalid or revoked API key.", hint: "Create one with 'attestctl apikey create --org NAME'.")
+            throw ServiceError(.unauthorized, "Invalid or revoked API key.",
+                               hint: "Create one with 'attestctl apikey create --org NAME'.")
         }
         guard use == .heartbeat || record.scope == .all else {
             throw ServiceError(.forbidden, "This API key may only send heartbeats.",

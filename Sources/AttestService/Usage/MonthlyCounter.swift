@@ -31,8 +31,10 @@ enum MonthlyCounter {
     static func dayBit(_ now: Timestamp) -> UInt32 { UInt32(1) << UInt32(now.civil.day - 1) }
 
     /// Whether `identity` is already counted for `now`'s day (`countActive` would change nothing).
-    static func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> Bool {
-        try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes).map { $0.days & Self.dayBit(now) != 0 } ?? false
+    static func isCountedToday(_ identity: UsageIdentity, org: OrgRecord, now: Timestamp,
+                               in txn: Transaction) throws -> Bool {
+        try txn.countedDevice(org: org.name, month: now.monthKey, identity: identity.bytes)
+            .map { $0.days & Self.dayBit(now) != 0 } ?? false
     }
 
     /// Counts `identity` for `now`'s month in `txn`, admitting or refusing it (see the type).
@@ -68,7 +70,8 @@ enum MonthlyCounter {
                     totals.graceStartedAt = now
                     totals.limitReachedQueued = true
                     try ctx.queueEvent("usage.limit_reached", org: org.name, in: txn, now: now, data: [
-                        ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
+                        ("organization", .string(org.name)), ("month", .string(month)),
+                        ("limit", .int(Int64(org.madLimit))),
                         ("current", .int(Int64(totals.activeDevices))),
                         ("grace_ends_at", .string((now + Int64(org.graceDays) * 86_400).iso8601)),
                     ])
@@ -81,7 +84,8 @@ enum MonthlyCounter {
                     if !totals.graceEndedQueued {
                         totals.graceEndedQueued = true
                         try ctx.queueEvent("usage.grace_ended", org: org.name, in: txn, now: now, data: [
-                            ("organization", .string(org.name)), ("month", .string(month)), ("limit", .int(Int64(org.madLimit))),
+                            ("organization", .string(org.name)), ("month", .string(month)),
+                            ("limit", .int(Int64(org.madLimit))),
                             ("current", .int(Int64(totals.activeDevices))),
                         ])
                     }
@@ -93,7 +97,8 @@ enum MonthlyCounter {
             totals.note(day: day, new: true, active: true)
             totals.countApp(appID)
         }
-        try txn.putCountedDevice(.init(apiKey: apiKey, days: bit), org: org.name, month: month, identity: identity.bytes)
+        try txn.putCountedDevice(.init(apiKey: apiKey, days: bit), org: org.name, month: month,
+                                 identity: identity.bytes)
         try txn.put(totals, org: org.name, month: month)
         return .admitted
     }
@@ -131,10 +136,13 @@ extension ServiceError {
     /// `error: "mad_limit_exceeded"` (the message stays in `reason`).
     static func quotaExceeded(limit: UInt32, current: UInt32, org: OrgRecord, compatStatus: Int) -> ServiceError {
         var e = ServiceError(.quotaExceeded,
-                             "This organization has reached its monthly active device limit (\(limit)); new devices are refused until next month or an upgrade.",
-                             hint: org.upgradeURL.isEmpty ? "Raise the limit with 'attestctl org set --mad-limit N'." : "Upgrade at \(org.upgradeURL).",
+                             "This organization has reached its monthly active device limit (\(limit)); new devices "
+                             + "are refused until next month or an upgrade.",
+                             hint: org.upgradeURL.isEmpty ? "Raise the limit with 'attestctl org set --mad-limit N'."
+                                                          : "Upgrade at \(org.upgradeURL).",
                              log: "org \(org.name) at \(current)/\(limit), grace over",
-                             extra: [("limit", .int(Int64(limit))), ("current", .int(Int64(current))), ("upgradeUrl", .string(org.upgradeURL))])
+                             extra: [("limit", .int(Int64(limit))), ("current", .int(Int64(current))),
+                                     ("upgradeUrl", .string(org.upgradeURL))])
         if compatStatus == 429 {
             e.compatStatus = 429
             e.compatErrorMember = "mad_limit_exceeded"

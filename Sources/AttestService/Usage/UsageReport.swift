@@ -30,7 +30,8 @@ public struct UsageReport: Sendable {
     /// `YYYY-MM` with a real month, or `nil`.
     public static func parseMonth(_ text: String) -> String? {
         let u = Array(text.utf8)
-        guard u.count == 7, u[4] == UInt8(ascii: "-"), u.enumerated().allSatisfy({ $0.offset == 4 || (0x30...0x39).contains($0.element) }),
+        guard u.count == 7, u[4] == UInt8(ascii: "-"),
+              u.enumerated().allSatisfy({ $0.offset == 4 || (0x30...0x39).contains($0.element) }),
               let m = Int(text.suffix(2)), (1...12).contains(m) else { return nil }
         return text
     }
@@ -60,9 +61,13 @@ public struct UsageReport: Sendable {
             ("graceStartedAt", totals.graceStartedAt.map { .string($0.iso8601) } ?? .null),
             ("graceEndsAt", graceEndsAt.map { .string($0.iso8601) } ?? .null),
             ("onboardingPaused", .bool(onboardingPaused)),
-            ("apps", .array(totals.apps.map { .object([("appId", .string($0.appID)), ("activeDevices", .int(Int64($0.activeDevices)))]) })),
-            ("daily", .array(daily.map { .object([("date", .string($0.date)), ("newDevices", .int(Int64($0.day.newDevices))),
-                                                  ("activeDevices", .int(Int64($0.day.activeDevices)))]) })),
+            ("apps", .array(totals.apps.map {
+                .object([("appId", .string($0.appID)), ("activeDevices", .int(Int64($0.activeDevices)))])
+            })),
+            ("daily", .array(daily.map {
+                .object([("date", .string($0.date)), ("newDevices", .int(Int64($0.day.newDevices))),
+                         ("activeDevices", .int(Int64($0.day.activeDevices)))])
+            })),
         ])
     }
 }

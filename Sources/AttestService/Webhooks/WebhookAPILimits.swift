@@ -29,15 +29,18 @@ extension ServiceContext {
     /// Charges one test event to the endpoint's bucket, then (if that is within its limit) the
     /// organization's. - Throws: 429 `rate_limited` with `Retry-After` when either is spent.
     func chargeTestEvent(org: String, endpoint: String, now: Timestamp) throws {
-        let perEndpoint = configuration.webhookTestEventsPerEndpointPerMinute, perOrg = configuration.webhookTestEventsPerOrganizationPerMinute
+        let perEndpoint = configuration.webhookTestEventsPerEndpointPerMinute,
+            perOrg = configuration.webhookTestEventsPerOrganizationPerMinute
         var buckets = [(name: String, limit: UInt32)]()
         if perEndpoint > 0 { buckets.append(("webhook-test:" + endpoint, UInt32(perEndpoint))) }
         if perOrg > 0 { buckets.append(("webhook-test-org:" + org, UInt32(perOrg))) }
         guard !buckets.isEmpty, let over = try chargeMinute(buckets, now: now) else { return }
         let endpointWide = over.0 == buckets[0].name && perEndpoint > 0
-        throw rateLimited(over, now: now, what: endpointWide ? "test events to one endpoint" : "test events for one organization",
+        throw rateLimited(over, now: now,
+                          what: endpointWide ? "test events to one endpoint" : "test events for one organization",
                           hint: "Retry after the Retry-After header's seconds; the operator sets the limit with "
-                              + (endpointWide ? "webhooks.testEventsPerEndpointPerMinute." : "webhooks.testEventsPerOrganizationPerMinute."))
+                              + (endpointWide ? "webhooks.testEventsPerEndpointPerMinute."
+                                              : "webhooks.testEventsPerOrganizationPerMinute."))
     }
 
     /// Charges `buckets` in one ephemeral write (sweeping expired windows when due); the first

@@ -39,16 +39,20 @@ public struct WebhookAdmin {
     }
 
     /// A new endpoint, active, with a new secret (returned once, with the record).
-    public func create(org: String, url: String, events: [String]?, description: String?) throws -> WebhookEndpointRecord {
+    public func create(org: String, url: String, events: [String]?,
+                       description: String?) throws -> WebhookEndpointRecord {
         let checkedURL = try check(url: url)
         let checkedEvents = try events.map { try check(events: $0) } ?? []
         let description = try check(description: description ?? "")
         return try store.write([.durable]) { txn in
             guard try txn.org(named: org) != nil else { throw ServiceError(.notFound, "No organization \(org).") }
             guard try txn.webhooks(org: org).count < quotas.endpoints else {
-                throw ServiceError(.storeQuotaExceeded, "This organization has \(quotas.endpoints) webhook endpoints, the most allowed.",
-                                   hint: "Delete one first; the operator sets the limit with webhooks.endpointsPerOrganization.",
-                                   log: "org \(org): webhook endpoints at \(quotas.endpoints)", extra: [("limit", .int(Int64(quotas.endpoints)))])
+                throw ServiceError(.storeQuotaExceeded,
+                                   "This organization has \(quotas.endpoints) webhook endpoints, the most allowed.",
+                                   hint: "Delete one first; the operator sets the limit with "
+                                         + "webhooks.endpointsPerOrganization.",
+                                   log: "org \(org): webhook endpoints at \(quotas.endpoints)",
+                                   extra: [("limit", .int(Int64(quotas.endpoints)))])
             }
             // wh_ + a store-wide creation counter (8 hex) + 6 random bytes: ids sort by creation,
             // so endpoints created in the same second still list newest first.
@@ -56,8 +60,11 @@ public struct WebhookAdmin {
             let number = (try txn.get(.meta, counterKey).map(BigEndian.uint64) ?? 0) + 1
             try txn.put(.meta, counterKey, BigEndian.bytes(number))
             var id: String
-            repeat { id = "wh_" + Hex.encode(BigEndian.bytes(number).suffix(4)) + Hex.encode(random.bytes(6)) } while try txn.webhook(id: id) != nil
-            let record = WebhookEndpointRecord(id: id, org: org, url: checkedURL, events: checkedEvents, description: description,
+            repeat {
+                id = "wh_" + Hex.encode(BigEndian.bytes(number).suffix(4)) + Hex.encode(random.bytes(6))
+            } while try txn.webhook(id: id) != nil
+            let record = WebhookEndpointRecord(id: id, org: org, url: checkedURL, events: checkedEvents,
+                                               description: description,
                                                secret: WebhookSignature.newSecret(random: random), createdAt: now)
             try txn.put(record)
             return record
@@ -73,7 +80,8 @@ public struct WebhookAdmin {
     }
 
     /// Changes the members given; the others keep their values.
-    public func update(org: String?, id: String, url: String?, events: [String]?, description: String?, isActive: Bool?) throws -> WebhookEndpointRecord {
+    public func update(org: String?, id: String, url: String?, events: [String]?, description: String?,
+                       isActive: Bool?) throws -> WebhookEndpointRecord {
         let checkedURL = try url.map { try check(url: $0) }
         let checkedEvents = try events.map { try check(events: $0) }
         let checkedDescription = try description.map { try check(description: $0) }
@@ -110,15 +118,20 @@ public struct WebhookAdmin {
             var count = try txn.webhookCount(org: record.org)
             if quotas.stored > 0 && count.stored >= UInt64(quotas.stored) {
                 throw ServiceError(.storeQuotaExceeded,
-                                   "This organization keeps \(quotas.stored) webhook deliveries and test events in the store, the most allowed; no more test events are queued until some are removed.",
-                                   hint: "Finished deliveries leave the log after webhooks.logRetentionDays, and deleting an endpoint removes its log; the operator sets the limit with webhooks.storedDeliveriesPerOrganization.",
-                                   log: "org \(record.org): \(count.stored) webhook items stored, quota \(quotas.stored)",
-                                   extra: [("limit", .int(Int64(quotas.stored))), ("current", .int(Int64(clamping: count.stored)))])
+                                   "This organization keeps \(quotas.stored) webhook deliveries and test events in the "
+                                   + "store, the most allowed; no more test events are queued until some are removed.",
+                                   hint: "Finished deliveries leave the log after webhooks.logRetentionDays, and "
+                                         + "deleting an endpoint removes its log; the operator sets the limit with "
+                                         + "webhooks.storedDeliveriesPerOrganization.",
+                                   log: "org \(record.org): \(count.stored) webhook items stored, quota "
+                                        + "\(quotas.stored)",
+                                   extra: [("limit", .int(Int64(quotas.stored))),
+                                           ("current", .int(Int64(clamping: count.stored)))])
             }
             count.stored &+= 1
             try txn.put(count, org: record.org)
-            let event = OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: WebhookEvent.test.rawValue, org: record.org,
-                                    createdAt: now, dataJSON: JSONValue.object([
+            let event = OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: WebhookEvent.test.rawValue,
+                                    org: record.org, createdAt: now, dataJSON: JSONValue.object([
                                         ("webhook_id", .string(record.id)), ("organization", .string(record.org)),
                                         ("message", "This is a test event from AttestEdge."),
                                     ]).jsonText, target: record.id)
@@ -153,7 +166,8 @@ public struct WebhookAdmin {
         for name in events where !unique.contains(name) {
             guard WebhookEvent(rawValue: name) != nil else {
                 throw ServiceError(.badRequest, "The field events names an unknown event \"\(name)\".",
-                                   hint: "Known: " + WebhookEvent.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+                                   hint: "Known: " + WebhookEvent.allCases.map(\.rawValue).joined(separator: ", ")
+                                         + ".")
             }
             unique.append(name)
         }
@@ -162,7 +176,8 @@ public struct WebhookAdmin {
 
     func check(description: String) throws -> String {
         guard description.utf8.count <= Self.maximumDescriptionBytes else {
-            throw ServiceError(.badRequest, "The field description is longer than \(Self.maximumDescriptionBytes) bytes.")
+            throw ServiceError(.badRequest,
+                               "The field description is longer than \(Self.maximumDescriptionBytes) bytes.")
         }
         return description
     }

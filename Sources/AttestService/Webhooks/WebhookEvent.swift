@@ -37,14 +37,17 @@ extension ServiceContext {
     public func queueEvent(_ event: WebhookEvent, org: String, in txn: Transaction, now: Timestamp,
                            data: [(String, JSONValue)], target: String = "") throws {
         guard configuration.webhookQueueEvents else { return }
-        try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event.rawValue, org: org, createdAt: now,
-                                    dataJSON: JSONValue.object(data).jsonText, target: target))
+        try txn.enqueue(OutboxEvent(id: "evt_" + Hex.encode(random.bytes(12)), event: event.rawValue, org: org,
+                                    createdAt: now, dataJSON: JSONValue.object(data).jsonText, target: target))
     }
 
     /// Queues an event by name (kept for callers that predate `WebhookEvent`); the name must be
     /// in the catalogue.
-    func queueEvent(_ event: String, org: String, in txn: Transaction, now: Timestamp, data: [(String, JSONValue)]) throws {
-        guard let known = WebhookEvent(rawValue: event) else { preconditionFailure("event \(event) is not in the catalogue") }
+    func queueEvent(_ event: String, org: String, in txn: Transaction, now: Timestamp,
+                    data: [(String, JSONValue)]) throws {
+        guard let known = WebhookEvent(rawValue: event) else {
+            preconditionFailure("event \(event) is not in the catalogue")
+        }
         try queueEvent(known, org: org, in: txn, now: now, data: data)
     }
 }
@@ -60,6 +63,7 @@ enum EventData {
 
     /// The device members plus `environment`.
     static func device(_ d: DeviceRecord) -> [(String, JSONValue)] {
-        device(keyID: d.keyID, deviceID: d.deviceID, appID: d.appID) + [("environment", .string(d.environment.rawValue))]
+        device(keyID: d.keyID, deviceID: d.deviceID, appID: d.appID)
+            + [("environment", .string(d.environment.rawValue))]
     }
 }

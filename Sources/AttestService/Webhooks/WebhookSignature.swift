@@ -24,7 +24,8 @@ public enum WebhookSignature {
 
     /// The JSON body of a delivery; `timestamp` is when the event happened.
     public static func body(_ d: DeliveryRecord) -> [UInt8] {
-        let head: [(String, JSONValue)] = [("id", .string(d.eventID)), ("event", .string(d.event)), ("timestamp", .string(d.createdAt.iso8601))]
+        let head: [(String, JSONValue)] = [("id", .string(d.eventID)), ("event", .string(d.event)),
+                                           ("timestamp", .string(d.createdAt.iso8601))]
         let prefix = head.map { JSONValue.string($0.0).jsonText + ":" + $0.1.jsonText }.joined(separator: ",")
         return Array(("{" + prefix + ",\"data\":" + (d.dataJSON.isEmpty ? "{}" : d.dataJSON) + "}").utf8)
     }
@@ -32,7 +33,8 @@ public enum WebhookSignature {
     /// Every header of one attempt sent at `timestamp`.
     public static func headers(secret: String, eventID: String, timestamp: Int64, body: [UInt8]) -> [(String, String)] {
         let grantiva = HMACSHA256(key: Array(secret.utf8)).authenticate(body)
-        let key = Base64.decode(String(secret.dropFirst(secret.hasPrefix(secretPrefix) ? secretPrefix.count : 0))) ?? Array(secret.utf8)
+        let key = Base64.decode(String(secret.dropFirst(secret.hasPrefix(secretPrefix) ? secretPrefix.count : 0)))
+            ?? Array(secret.utf8)
         let standard = HMACSHA256(key: key).authenticate(Array("\(eventID).\(timestamp).".utf8), body)
         return [("Content-Type", "application/json"), ("User-Agent", "AttestEdge-Webhooks/1"),
                 ("X-Grantiva-Signature", "sha256=" + Hex.encode(grantiva)),

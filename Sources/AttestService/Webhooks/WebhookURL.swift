@@ -20,17 +20,21 @@ public struct WebhookURL: Sendable, Equatable {
     /// Parses and checks `text`; the error names the `url` field and says what is wrong.
     public init(_ text: String, allowPrivate: Bool) throws(ServiceError) {
         func bad(_ why: String) -> ServiceError { ServiceError(.badRequest, "The field url \(why).") }
-        guard !text.isEmpty, text.utf8.count <= Self.maximumBytes else { throw bad("must be 1 to \(Self.maximumBytes) bytes") }
+        guard !text.isEmpty, text.utf8.count <= Self.maximumBytes else {
+            throw bad("must be 1 to \(Self.maximumBytes) bytes")
+        }
         guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw bad("must be printable ASCII without spaces")
         }
         let bytes = Array(text.utf8)
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: Array("://".utf8)) else {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              bytes[colon...].starts(with: Array("://".utf8)) else {
             throw bad("must be an absolute https:// URL")
         }
         scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
         guard scheme == "https" || (scheme == "http" && allowPrivate) else {
-            throw bad(scheme == "http" ? "must use https (plain http is allowed only with webhooks.allowPrivateDestinations)"
+            throw bad(scheme == "http" ? "must use https (plain http is allowed only with "
+                                         + "webhooks.allowPrivateDestinations)"
                                        : "must use https")
         }
         let rest = Substring(String(decoding: bytes[(colon + 3)...], as: UTF8.self))
@@ -42,7 +46,11 @@ public struct WebhookURL: Sendable, Equatable {
         if hostPart.hasPrefix("[") {
             guard let close = hostPart.firstIndex(of: "]") else { throw bad("has an unterminated IPv6 literal") }
             let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw bad("has a malformed host") }
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
+                throw bad("has a malformed host")
+            }
             hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
             guard IPAddress(String(hostPart)) != nil else { throw bad("has a malformed IPv6 literal") }
         } else if let colon = hostPart.lastIndex(of: ":") {
@@ -62,7 +70,8 @@ public struct WebhookURL: Sendable, Equatable {
         let last = host.split(separator: ".").last ?? ""
         let numeric = !last.isEmpty && (last.allSatisfy { $0.isASCII && $0.isNumber } || last.hasPrefix("0x"))
         let literal = IPAddress(host) ?? (numeric ? IPAddress(anyIPv4Form: host) : nil)
-        guard literal != nil || (!numeric && host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })) else {
+        guard literal != nil
+                || (!numeric && host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })) else {
             throw bad("has a malformed host")
         }
         if allowPrivate { return }
