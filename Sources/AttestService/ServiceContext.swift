@@ -145,22 +145,6 @@ public final class ServiceContext {
         return admitted
     }
 
-    // The rate windows the webhook management API charges (`WebhookAPILimits`, an extension
-    // of this type) are `RateLimits`'; these name them there.
-    func sweepExpiredIfDue(in txn: Transaction, now: Timestamp) throws {
-        try RateLimits.sweepExpiredIfDue(in: txn, now: now, self)
-    }
-
-    func charge(_ buckets: [(name: String, limit: UInt32)], in txn: Transaction,
-                now: Timestamp) throws -> RateLimits.Charged {
-        try RateLimits.charge(buckets, in: txn, now: now)
-    }
-
-    func rateLimited(_ over: (String, UInt32), now: Timestamp, what: String = "requests",
-                     hint: String = "Back off and retry after the Retry-After header's seconds.") -> ServiceError {
-        RateLimits.rateLimited(over, now: now, what: what, hint: hint)
-    }
-
     static func monotonicMicroseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -48,7 +48,7 @@ public enum WebhooksEndpoint {
             guard let url = try body.string("url") else {
                 throw ServiceError(.badRequest, "The field url is required.")
             }
-            try ctx.chargeWebhookWrite(org: org, now: admin.now)
+            try WebhookAPILimits.chargeWrite(org: org, now: admin.now, ctx)
             let record = try admin.create(org: org, url: url, events: try body.strings("events"),
                                           description: try body.string("description"))
             return .json(201, json(record, secret: true).jsonText, headers: [Header("Cache-Control", "no-store")])
@@ -56,19 +56,19 @@ public enum WebhooksEndpoint {
             return ServiceContext.json(json(try admin.get(org: org, id: parts[0])))
         case ("PATCH", 1, _):
             let body = try JSONBody(request)
-            try ctx.chargeWebhookWrite(org: org, now: admin.now)
+            try WebhookAPILimits.chargeWrite(org: org, now: admin.now, ctx)
             let record = try admin.update(org: org, id: parts[0], url: try body.string("url"),
                                           events: try body.strings("events"),
                                           description: try body.string("description"),
                                           isActive: try body.bool("isActive"))
             return ServiceContext.json(json(record))
         case ("DELETE", 1, _):
-            try ctx.chargeWebhookWrite(org: org, now: admin.now)
+            try WebhookAPILimits.chargeWrite(org: org, now: admin.now, ctx)
             try admin.remove(org: org, id: parts[0])
             return ServiceContext.json(["id": .string(parts[0]), "deleted": true])
         case ("POST", 2, "test"):
             _ = try admin.get(org: org, id: parts[0])  // 404 before any bucket is charged
-            try ctx.chargeTestEvent(org: org, endpoint: parts[0], now: admin.now)
+            try WebhookAPILimits.chargeTestEvent(org: org, endpoint: parts[0], now: admin.now, ctx)
             let id = try admin.test(org: org, id: parts[0])
             return .json(202,
                          JSONValue.object([("queued", .string(id)),
