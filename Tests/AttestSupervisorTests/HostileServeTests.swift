@@ -32,7 +32,8 @@ import Testing
         let reopen = rotation.rotate(warn: { warnings.append($0) })
         #expect(reopen, "nginx's log was still rotated")
         #expect(Self.text(victim) == Self.victimText, "the victim was not overwritten")
-        #expect(dir.size("log/attest-validate.log.1") == 1000 && dir.size("log/attest-validate.log") == 0, "rotation still works")
+        #expect(dir.size("log/attest-validate.log.1") == 1000 && dir.size("log/attest-validate.log") == 0,
+                "rotation still works")
         #expect(dir.size("log/access.log.1") == 2000)
         #expect(warnings.count == 2 && warnings.allSatisfy { $0.contains("replaced, not followed") }, "\(warnings)")
         _ = rotation.rotate(warn: { warnings.append($0) })
@@ -44,7 +45,8 @@ import Testing
         let (dir, victim) = Self.scene()
         symlink(victim, dir.path + "/log/attest-refresh.log")
         var warnings = [String]()
-        _ = LogRotation(directory: try PinnedDirectory.open(dir.path + "/log"), maxBytes: 100).rotate(warn: { warnings.append($0) })
+        _ = LogRotation(directory: try PinnedDirectory.open(dir.path + "/log"),
+                        maxBytes: 100).rotate(warn: { warnings.append($0) })
         #expect(Self.text(victim) == Self.victimText, "not truncated")
         #expect(dir.size("log/attest-refresh.log.1") == nil, "its content was not copied where the service user reads")
         #expect(warnings.count == 1 && warnings[0].contains("not a regular file"), "\(warnings)")
@@ -84,14 +86,16 @@ import Testing
     func hugeLogTails() throws {
         let (dir, data) = try ServiceUserAttacker.dataOwnedByNobody()
         defer { withExtendedLifetime(dir) {} }
-        try ServiceUserAttacker.run(in: data + "/log", "truncate -s 1G error.log attest-mad.log && echo 'nginx: the last line' >> error.log")
+        let script = "truncate -s 1G error.log attest-mad.log && echo 'nginx: the last line' >> error.log"
+        try ServiceUserAttacker.run(in: data + "/log", script)
         let logs = try PinnedDirectory.open(data + "/log")
         var started = monotonicSeconds()
         let errorTail = ServeSupervisor.tail(logs, "error.log")
         var seconds = monotonicSeconds() - started
         #expect(errorTail.hasSuffix("nginx: the last line"), "\(errorTail.suffix(80).debugDescription)")
         #expect(seconds < 0.5, "ServeSupervisor.tail took \(seconds) s")
-        let pool = try ChildProcess(name: "mad", executable: "/bin/echo", arguments: ["the pool's last line"], logDirectory: logs, logName: "attest-mad.log")
+        let pool = try ChildProcess(name: "mad", executable: "/bin/echo", arguments: ["the pool's last line"],
+                                    logDirectory: logs, logName: "attest-mad.log")
         #expect(pool.wait(seconds: 5))
         started = monotonicSeconds()
         let poolTail = pool.logTail()

@@ -59,7 +59,8 @@ import Testing
         _ = LogRotation(directory: try PinnedDirectory.open(dir.path), maxBytes: 1 << 20).rotate()
         var st = stat()
         #expect(stat(dir.path + "/x.log.1", &st) == 0)
-        #expect(st.st_size <= 1 << 20 && st.st_blocks * 512 <= 1 << 20, "x.log.1: \(st.st_size) bytes, \(st.st_blocks * 512) allocated")
+        #expect(st.st_size <= 1 << 20 && st.st_blocks * 512 <= 1 << 20,
+                "x.log.1: \(st.st_size) bytes, \(st.st_blocks * 512) allocated")
         let copy = try #require(FileManager.default.contents(atPath: dir.path + "/x.log.1"))
         #expect(copy.suffix(marker.utf8.count).elementsEqual(marker.utf8), "the file's last bytes are kept")
         #expect(dir.size("x.log") == 0)
@@ -69,7 +70,8 @@ import Testing
     @Test("the copy stops at the end of its range, however long the file is")
     func copyStopsAtTheRange() throws {
         let dir = TemporaryDirectory()
-        let from = open(dir.write("grown.log", String(repeating: "a", count: 2000) + String(repeating: "b", count: 1000)), O_RDONLY)
+        let from = open(dir.write("grown.log",
+                                  String(repeating: "a", count: 2000) + String(repeating: "b", count: 1000)), O_RDONLY)
         defer { close(from) }
         let to = open(dir.path + "/copy", O_WRONLY | O_CREAT, 0o644)
         try LogRotation.copy(from, range: 1000..<2000, to: to)

@@ -18,7 +18,8 @@ import Testing
     /// request line ("empty URI in redirect to named location"), which became a 500 HTML page.
     @Test("every error page is a URI, never a named location")
     func errorPagesAreURIs() {
-        let lines = Self.site.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("error_page") }
+        let lines = Self.site.split(separator: "\n")
+            .filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("error_page") }
         #expect(!lines.isEmpty)
         for line in lines {
             #expect(!line.contains("@"), "\(line) redirects to a named location")
@@ -40,7 +41,8 @@ import Testing
         #expect(code / 100 == status / 100 || (status >= 494 && status <= 497 && code == 400),
                 "\(status) answers \(code): a client error stays a 4xx")
         let body = String(returned.2).replacingOccurrences(of: "$request_id", with: "0123456789abcdef0123456789abcdef")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String], "\(target) body is a JSON object")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String],
+                                "\(target) body is a JSON object")
         #expect(Set(json.keys) == ["error", "code", "requestId", "reason"], "envelope keys of \(status)")
         #expect(json["reason"] == json["error"], "reason repeats error for \(status)")
     }
@@ -55,8 +57,9 @@ import Testing
         var config = Configuration()
         config.listen = "127.0.0.1:9999"
         let id = NginxSite.newStartID()
-        let path = try NginxSite(templates: Self.templates).render(data: data, configuration: config, user: "attestedge attestedge",
-                                                                   startID: id, absentPools: ["mad", "webhooks"])
+        let path = try NginxSite(templates: Self.templates).render(data: data, configuration: config,
+                                                                   user: "attestedge attestedge", startID: id,
+                                                                   absentPools: ["mad", "webhooks"])
         let conf = try String(contentsOfFile: path, encoding: .utf8)
         #expect(conf.contains("\nuser attestedge attestedge;\n"))
         #expect(conf.contains("server_name ready-\(id).attestedge.invalid;"))
@@ -79,31 +82,36 @@ import Testing
     /// Issue 37, item 1: root renders these files from config.json, which the service user can
     /// write. Each placeholder is given hostile values in turn: rendering refuses every one.
     static let hostile = ["127.0.0.1:18080; } log_format p escape=none '$http_x'; server { listen 127.0.0.1:18081; access_log /etc/cron.d/x p; } server { listen 127.0.0.1:18082",
-                          "127.0.0.1:8080;", "127.0.0.1:8080 }", "127.0.0.1:8080\nuser root", "a'b:80", "a\"b:80", "$x:80", "127.0.0.1:8080 #"]
+                          "127.0.0.1:8080;", "127.0.0.1:8080 }", "127.0.0.1:8080\nuser root", "a'b:80", "a\"b:80",
+                          "$x:80", "127.0.0.1:8080 #"]
 
     @Test("render: a hostile value for any placeholder is refused, never escaped or written")
     func hostileValuesAreRefused() throws {
         let dir = TemporaryDirectory()
         let site = NginxSite(templates: Self.templates)
-        func attempt(listen: String = "127.0.0.1:9999", user: String = "attestedge attestedge", startID: String = NginxSite.newStartID(),
-                     data: String = dir.path + "/data", runDirectory: String = "/run/attestedge") -> (any Error)? {
+        func attempt(listen: String = "127.0.0.1:9999", user: String = "attestedge attestedge",
+                     startID: String = NginxSite.newStartID(), data: String = dir.path + "/data",
+                     runDirectory: String = "/run/attestedge") -> (any Error)? {
             let data = DataDirectory(data)
             for sub in [data.path, data.nginxDirectory, dir.path + "/host"] { mkdir(sub, 0o755) }
             var config = Configuration()
             config.listen = listen
             do {
                 _ = try site.render(data: data, configuration: config, user: user, startID: startID, absentPools: [])
-                try site.renderForHost(data: data, configuration: config, runDirectory: runDirectory, into: dir.path + "/host")
+                try site.renderForHost(data: data, configuration: config, runDirectory: runDirectory,
+                                       into: dir.path + "/host")
                 return nil
             } catch { return error }
         }
         #expect(attempt() == nil, "the baseline renders")
         for value in Self.hostile {
             #expect(attempt(listen: value) is SupervisorError, "server.listen \(value.debugDescription)")
-            #expect("\(attempt(listen: value).map { "\($0)" } ?? "")".contains("server.listen"), "the refusal names the key")
+            #expect("\(attempt(listen: value).map { "\($0)" } ?? "")".contains("server.listen"),
+                    "the refusal names the key")
             #expect(attempt(user: value) is SupervisorError, "user \(value.debugDescription)")
             #expect(attempt(startID: value) is SupervisorError, "start id \(value.debugDescription)")
-            #expect(attempt(runDirectory: "/run/" + value) is SupervisorError, "run directory \(value.debugDescription)")
+            #expect(attempt(runDirectory: "/run/" + value) is SupervisorError,
+                    "run directory \(value.debugDescription)")
         }
         for path in ["/x;", "/x{", "/x}", "/x'", "/x\"", "/x$y", "/x\n", "/x y"] {
             #expect(attempt(data: dir.path + path) is SupervisorError, "data directory \(path.debugDescription)")
@@ -122,7 +130,8 @@ import Testing
         config.listen = "[::1]:9999 reuseport"
         config.challengePerIPPerSecond = 1_000_000
         config.challengeBurst = 1_000_000
-        _ = try NginxSite(templates: Self.templates).render(data: data, configuration: config, user: "attestedge www-data",
+        _ = try NginxSite(templates: Self.templates).render(data: data, configuration: config,
+                                                            user: "attestedge www-data",
                                                            startID: NginxSite.newStartID(), absentPools: [])
         func syntax(_ text: String) -> [Character: Int] {
             text.reduce(into: [:]) { counts, c in if ";{}'\"$\n\\#".contains(c) { counts[c, default: 0] += 1 } }

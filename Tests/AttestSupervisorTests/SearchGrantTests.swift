@@ -37,7 +37,8 @@ import Testing
 
     private func run(_ program: String, _ argument: String, as user: ServiceUser) throws -> Int32 {
         let log = TemporaryDirectory()
-        let child = try ChildProcess(name: "probe", executable: program, arguments: [argument], logDirectory: try PinnedDirectory.open(log.path), logName: "out",
+        let child = try ChildProcess(name: "probe", executable: program, arguments: [argument],
+                                     logDirectory: try PinnedDirectory.open(log.path), logName: "out",
                                      credentials: user.credentials)
         #expect(child.wait(seconds: 5))
         return child.exitStatus.map { $0 & 0x7F == 0 ? ($0 >> 8) & 0xFF : 128 } ?? -1

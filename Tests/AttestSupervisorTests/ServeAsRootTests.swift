@@ -16,7 +16,8 @@ import Testing
 
     static func untouched(_ victim: String) -> Bool {
         var st = stat()
-        return stat(victim, &st) == 0 && st.st_uid == 0 && (try? String(contentsOfFile: victim, encoding: .utf8)) == victimText
+        return stat(victim,
+                    &st) == 0 && st.st_uid == 0 && (try? String(contentsOfFile: victim, encoding: .utf8)) == victimText
     }
 
     /// DATA owned by `nobody` (the service user's part here).
@@ -27,7 +28,8 @@ import Testing
         return data
     }
 
-    @Test("server.user from config.json cannot name another account through a linked data path", .enabled(if: geteuid() == 0))
+    @Test("server.user from config.json cannot name another account through a linked data path",
+          .enabled(if: geteuid() == 0))
     func linkedDataPath() throws {
         let nobody = try #require(ServiceUser.lookUp("nobody"))
         let dir = TemporaryDirectory()
@@ -52,6 +54,7 @@ import Testing
         try nobody.takeOwnership(of: data)
         #expect(Self.untouched(victim), "root handed a second name of its file over")
         var st = stat()
-        #expect(stat(data + "/keys/real.pem", &st) == 0 && st.st_uid == nobody.uid, "the data's own files are handed over")
+        #expect(stat(data + "/keys/real.pem", &st) == 0 && st.st_uid == nobody.uid,
+                "the data's own files are handed over")
     }
 }

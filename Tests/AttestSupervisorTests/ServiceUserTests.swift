@@ -82,7 +82,8 @@ import Testing
         stop.set()
         Thread.sleep(forTimeInterval: 0.1)
         #expect(lstat(victim, &st) == 0 && st.st_uid == 0, "root's file was handed over through a swapped-in link")
-        #expect(lstat(outside.path + "/d", &st) == 0 && st.st_uid == 0, "root's directory was handed over through a swapped-in link")
+        #expect(lstat(outside.path + "/d", &st) == 0 && st.st_uid == 0,
+                "root's directory was handed over through a swapped-in link")
     }
 }
 

@@ -26,20 +26,24 @@ import Testing
     }
 
     /// Found while fixing F7: restore (as root) read every DATA/run/*.sock.pid whole, through links.
-    @Test("restore's running-pool check reads no pid file through a link, a FIFO or past 32 bytes", .enabled(if: geteuid() == 0))
+    @Test("restore's running-pool check reads no pid file through a link, a FIFO or past 32 bytes",
+          .enabled(if: geteuid() == 0))
     func restorePidFiles() throws {
         let (dir, data) = try ServiceUserAttacker.dataOwnedByNobody()
         defer { withExtendedLifetime(dir) {} }
-        try ServiceUserAttacker.run(in: data + "/run", "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
+        try ServiceUserAttacker.run(in: data + "/run",
+                                    "ln -s /dev/zero a.sock.pid && mkfifo b.sock.pid && truncate -s 1G c.sock.pid")
         let started = monotonicSeconds()
         var refusal = "accepted"
-        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
+        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data",
+                                         data]) } catch { refusal = "\(error)" }
         let seconds = monotonicSeconds() - started
         #expect(!refusal.contains("is served right now"), "\(refusal)")
         #expect(seconds < 0.5, "took \(seconds) s")
         // A real pool's pid file (this process stands in for the pool) still stops it.
         try ServiceUserAttacker.run(in: data + "/run", "echo \(getpid()) > d.sock.pid")
-        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data", data]) } catch { refusal = "\(error)" }
+        do { _ = try restoreCommand.run(["--from", dir.path + "/absent.aebk", "--data",
+                                         data]) } catch { refusal = "\(error)" }
         #expect(refusal.contains("is served right now (d.sock.pid)"), "\(refusal)")
     }
 
@@ -62,11 +66,14 @@ import Testing
         #expect(PoolMaster.problem(pid: 999_999_999, endpoint: "refresh", socket: "/x.sock") != nil)
         // A shell named like the pool, but not serving this socket.
         let fake = dir.path + "/attest-refresh"
-        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path, toPath: fake)
-        let impostor = try ChildProcess(name: "fake", executable: fake, arguments: ["-c", "sleep 30; true", "--socket", "/other/refresh.sock"],
+        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path,
+                                         toPath: fake)
+        let impostor = try ChildProcess(name: "fake", executable: fake,
+                                        arguments: ["-c", "sleep 30; true", "--socket", "/other/refresh.sock"],
                                         logDirectory: try PinnedDirectory.open(dir.path), logName: "fake.out")
         defer { impostor.signal(SIGKILL); _ = impostor.wait(seconds: 5) }
-        _ = waitUntil { (try? String(contentsOfFile: "/proc/\(impostor.pid)/cmdline", encoding: .utf8))?.contains("--socket") == true }
+        _ = waitUntil { (try? String(contentsOfFile: "/proc/\(impostor.pid)/cmdline",
+                                     encoding: .utf8))?.contains("--socket") == true }
         let other = PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/srv/data/run/refresh.sock")
         #expect(other?.contains("does not serve") == true, "\(other ?? "accepted")")
         #expect(PoolMaster.problem(pid: impostor.pid, endpoint: "refresh", socket: "/other/refresh.sock") == nil,

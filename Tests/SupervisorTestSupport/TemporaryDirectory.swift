@@ -15,7 +15,8 @@ public final class TemporaryDirectory {
 
     public func write(_ name: String, _ text: String, mode: mode_t = 0o644) -> String {
         let file = path + "/" + name
-        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8),
+                                           attributes: [.posixPermissions: mode])
         return file
     }
 
