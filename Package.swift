@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "attest-validate", targets: ["attest-validate"]),
         .executable(name: "attest-refresh", targets: ["attest-refresh"]),
         .executable(name: "attest-mad", targets: ["attest-mad"]),
+        .executable(name: "attest-monitor", targets: ["attest-monitor"]),
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
@@ -72,6 +73,7 @@ let package = Package(
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-refresh", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-mad", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
+        .executableTarget(name: "attest-monitor", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-webhooks", dependencies: [
             "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport",
             "FastCGI", "HTTPClient",

@@ -3,9 +3,10 @@ import AttestStore
 import FastCGI
 
 /// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
-/// usage API (monthly-active-device accounting), `webhooks` the webhook management API.
+/// usage API (monthly-active-device accounting), `webhooks` the webhook management API,
+/// `monitor` the load balancers' `/healthz` and Prometheus's `/metrics` (on its own listener).
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh, mad, webhooks
+    case challenge, validate, refresh, mad, webhooks, monitor
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -15,6 +16,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .refresh: return "/api/v1/attestation/refresh"
         case .mad: return HeartbeatEndpoint.path
         case .webhooks: return WebhooksEndpoint.path
+        case .monitor: return MonitorEndpoint.healthPath
         }
     }
 
@@ -33,6 +35,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .refresh: return "refresh"
         case .mad: return request.path == UsageEndpoint.path ? "usage" : "heartbeat"
         case .webhooks: return "webhooks"
+        case .monitor: return request.path == MonitorEndpoint.metricsPath ? "metrics" : "healthz"
         }
     }
 
@@ -46,6 +49,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
             return request.path == UsageEndpoint.path
                 ? try UsageEndpoint.usage(request, ctx) : try HeartbeatEndpoint.heartbeat(request, ctx)
         case .webhooks: return try WebhooksEndpoint.route(request, ctx)
+        case .monitor: return try MonitorEndpoint.route(request, ctx)
         }
     }
 }
@@ -92,7 +96,7 @@ public struct ServiceResponder: Responder {
             #else
             return true
             #endif
-        case .challenge, .mad, .webhooks: return false
+        case .challenge, .mad, .webhooks, .monitor: return false
         }
     }
 

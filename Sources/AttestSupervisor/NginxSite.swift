@@ -40,7 +40,8 @@ package struct NginxSite {
                 }) throws -> String {
         let listen = try Self.listenAddress(c)
         let values = [
-            "@LISTEN@": listen.description, "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
@@ -61,7 +62,8 @@ package struct NginxSite {
                        into outputDirectory: String, logDirectory: String? = nil) throws {
         let listen = try Self.listenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
             "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
@@ -81,6 +83,14 @@ package struct NginxSite {
     /// user's to write (by hand too), so the renderer refuses what the grammar refuses.
     static func listenAddress(_ c: Configuration) throws -> ListenAddress {
         do { return try ListenAddress(parsing: c.listen) } catch {
+            throw SupervisorError(.nginxSite,
+                                  "refusing to write the nginx configuration: config.json: \(error.message)")
+        }
+    }
+
+    /// `server.metricsListen`, parsed against the same grammar.
+    static func metricsListenAddress(_ c: Configuration) throws -> ListenAddress {
+        do { return try ListenAddress(parsing: c.metricsListen, key: "server.metricsListen") } catch {
             throw SupervisorError(.nginxSite,
                                   "refusing to write the nginx configuration: config.json: \(error.message)")
         }
@@ -114,8 +124,9 @@ package struct NginxSite {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the start id "
                                                   + "\(value.debugDescription) is not hex")
             }
-        case "@LISTEN@":
-            do { _ = try ListenAddress(parsing: value) } catch {
+        case "@LISTEN@", "@METRICS_LISTEN@":
+            let key = placeholder == "@LISTEN@" ? "server.listen" : "server.metricsListen"
+            do { _ = try ListenAddress(parsing: value, key: key) } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
         case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":

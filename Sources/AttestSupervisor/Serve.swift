@@ -14,14 +14,14 @@ package struct Serve {
     let args: Arguments
     let data: DataDirectory
 
-    /// `args`: serve's parsed arguments (`--data`, `--listen`, `--workers`, `--trust-root`,
+    /// `args`: serve's parsed arguments (`--data`, `--listen`, `--metrics-listen`, `--workers`, `--trust-root`,
     /// `--nginx-templates`, `--user`, `--allow-private-webhooks`).
     package init(_ args: Arguments) {
         self.args = args
         data = DataDirectory(flag: args.value("data"))
     }
 
-    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks]
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks, .monitor]
     /// Pools site.conf routes to that later capabilities add: while their executables are
     /// absent their locations answer 501 JSON. Every routed pool exists now.
     static let optionalPools: [String] = []
@@ -30,6 +30,9 @@ package struct Serve {
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
         var config = try data.loadConfiguration()
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
+        if let listen = args.value("metrics-listen") {
+            try setOrFail(&config, "server.metricsListen", "\"\(listen)\"")
+        }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()

@@ -11,7 +11,8 @@ let serveCommand = Command(
     name: "serve",
     summary: "run the whole stack in the foreground: nginx, one pool per endpoint, the webhook sender",
     usage: """
-        usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--workers N] [--trust-root PEM]...
+        usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--metrics-listen HOST:PORT] [--workers N]
+                               [--trust-root PEM]...
                                [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR] [--user NAME]
 
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
@@ -28,6 +29,9 @@ let serveCommand = Command(
         account (root included) is refused unless --user names it on the command line.
 
         --listen      address nginx listens on (default server.listen, 127.0.0.1:8080)
+        --metrics-listen
+                      address of the Prometheus scrape server, GET /metrics only
+                      (default server.metricsListen, 127.0.0.1:9469)
         --user        as root: the account to run as, overriding server.user (root's own choice)
         --workers     worker processes per pool (default server.workers)
         --trust-root  also trust this CA (PEM) for attestations: test devices only, logged loudly
@@ -40,7 +44,7 @@ let serveCommand = Command(
         example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "workers", "trust-root", "nginx-templates", "user"],
+        let args = try Arguments(argv, valued: ["data", "listen", "metrics-listen", "workers", "trust-root", "nginx-templates", "user"],
                                  switches: ["test-ca", "allow-private-webhooks"])
         try prepareToServe(dataDirectory(args), testCA: args.flag("test-ca"))
         return try Serve(args).run()

@@ -9,26 +9,33 @@ let siteCommand = Command(
     summary: "render site.conf and fastcgi_params for a system nginx (host installs)",
     usage: """
         usage: attestctl site --out DIR [--run-dir DIR] [--nginx-templates DIR] [--data DIR]
-                              [--listen ADDR] [--log-dir DIR]
+                              [--listen ADDR] [--metrics-listen ADDR] [--log-dir DIR]
 
         Writes DIR/site.conf (the server block: include it from nginx's http block, e.g. a
         symlink in /etc/nginx/sites-enabled) and DIR/fastcgi_params, with the pools' sockets in
         --run-dir (default /run/attestedge, where the systemd units put them), the listen
         address and challenge limit from the configuration, and DATA/jwks.json served by nginx.
-        nginx/deploy/install.sh runs this. --listen ADDR listens there instead of server.listen;
+        nginx/deploy/install.sh runs this. --listen ADDR listens there instead of server.listen,
+        --metrics-listen ADDR serves GET /metrics there instead of at server.metricsListen;
         --log-dir DIR also writes DIR/nginx.conf for an nginx of its own (logs in --log-dir, workers
         as the invoking user), as the benchmarks run it (nginx/bench/lib.sh).
 
         example: attestctl site --out /etc/nginx/attestedge --data /var/lib/attestedge
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "out", "run-dir", "nginx-templates", "listen", "log-dir"],
+        let args = try Arguments(argv, valued: ["data", "out", "run-dir", "nginx-templates", "listen", "metrics-listen",
+                                                  "log-dir"],
                                  switches: [])
         guard let out = args.value("out") else { throw UsageError("--out DIR is required") }
         let data = dataDirectory(args)
         var config = try data.loadConfiguration()
         if let listen = args.value("listen") {
             do { try config.set("server.listen", jsonValue: "\"\(listen)\"") } catch { throw UsageError("\(error)") }
+        }
+        if let listen = args.value("metrics-listen") {
+            do { try config.set("server.metricsListen", jsonValue: "\"\(listen)\"") } catch {
+                throw UsageError("\(error)")
+            }
         }
         let site = try NginxSite.locate(args.value("nginx-templates"))
         try FileIO.makeDirectories(out, mode: 0o755)

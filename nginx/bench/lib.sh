@@ -85,7 +85,7 @@ bench_render_nginx() {
   mkdir -p "$dir/conf" "$dir/logs" "$dir/run" "$dir/data"
   [ -f "$dir/data/config.json" ] || "$ctl" init --data "$dir/data" > /dev/null
   "$ctl" site --out "$dir/conf" --run-dir "$dir/run" --log-dir "$dir/logs" --listen "127.0.0.1:$port" \
-    --data "$dir/data" --nginx-templates "$(bench_root)/nginx/conf" > /dev/null
+    --metrics-listen "127.0.0.1:$(bench_free_port)" --data "$dir/data" --nginx-templates "$(bench_root)/nginx/conf" > /dev/null
   if [ "${BENCH_NO_RATE_LIMIT:-0}" = 1 ]; then
     sed -i '/^[[:space:]]*limit_req zone=/d' "$dir/conf/site.conf"
   fi

@@ -41,7 +41,7 @@ while (($#)); do
   esac
 done
 [ -n "$SYSCONF" ] || { [ "$PREFIX" = /usr/local ] && SYSCONF=/etc || SYSCONF=$PREFIX/etc; }
-ENDPOINTS=(challenge validate refresh mad webhooks)
+ENDPOINTS=(challenge validate refresh mad webhooks monitor)
 SHARE=$PREFIX/share/attestedge
 MANIFEST=$SHARE/manifest
 PENDING=$SHARE/install-pending

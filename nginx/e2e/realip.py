@@ -60,12 +60,12 @@ def start_realip_nginx(s):
     d = os.path.join(s.dir, "realip")
     os.makedirs(d)
     subprocess.run([os.path.join(BIN, "attestctl"), "site", "--out", d, "--run-dir", os.path.join(s.data, "run"),
-                    "--data", s.data, "--nginx-templates", os.path.join(ROOT, "nginx", "conf")], check=True, capture_output=True)
+                    "--metrics-listen", f"127.0.0.1:{free_port()}", "--data", s.data, "--nginx-templates", os.path.join(ROOT, "nginx", "conf")], check=True, capture_output=True)
     port = free_port()
     site = os.path.join(d, "site.conf")
     with open(site) as f:
         text = f.read()
-    text, n = re.subn(r"(?m)^(\s*)listen\s+[^;]+;", rf"\1listen 127.0.0.1:{port};", text)
+    text, n = re.subn(r"(?m)^(\s*)listen\s+[^;]+;", rf"\1listen 127.0.0.1:{port};", text, count=1)
     T.check("attestctl site renders a server block with a listen line", n >= 1, text[:300])
     with open(site, "w") as f:
         f.write(text)

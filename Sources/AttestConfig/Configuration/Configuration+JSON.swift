@@ -32,6 +32,13 @@ extension Configuration {
     /// Cross-key checks.
     public func validate() throws(Problem) {
         do { _ = try ListenAddress(parsing: listen) } catch { throw Problem(message: "config.json: " + error.message) }
+        do { _ = try ListenAddress(parsing: metricsListen, key: "server.metricsListen") } catch {
+            throw Problem(message: "config.json: " + error.message)
+        }
+        if metricsListen == listen {
+            throw Problem(message: "config.json: server.metricsListen must differ from server.listen "
+                                   + "(both are \(listen.debugDescription))")
+        }
         guard Self.isUserName(serviceUser) else {
             throw Problem(message: "config.json: server.user must be a user name "
                                    + "(ASCII letters, digits, '_', '-', '.'; not '-' first; "

@@ -8,6 +8,8 @@ import AttestStore
 public struct Configuration: Sendable, Equatable {
     /// `server.listen` (`ListenAddress`).
     public var listen = "127.0.0.1:8080"
+    /// `server.metricsListen` (`ListenAddress`): the monitor pool's `/metrics`, for Prometheus.
+    public var metricsListen = "127.0.0.1:9469"
     /// `server.workers`.
     public var workers = 2
     /// `server.bodyLimitBytes`.

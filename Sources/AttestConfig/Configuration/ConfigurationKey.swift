@@ -118,6 +118,11 @@ public struct ConfigurationKey: Sendable {
             'config set', start-up and the renderer all refuse any other form with a message naming the key; \
             see ListenAddress).
             """),
+        .text("server.metricsListen", .string, \.metricsListen, """
+            Address of the second nginx server, which serves only GET /metrics (Prometheus text format, \
+            from the monitor pool): same grammar as server.listen, and it must differ from it. Loopback by \
+            default; expose it to a scraper only on a private network (the numbers name organizations).
+            """),
         .int("server.workers", 1...64, \.workers, "Worker processes per endpoint pool."),
         .int("server.bodyLimitBytes", 1024...1_048_576, \.bodyLimitBytes, """
             Largest request body accepted (larger: 413 payload_too_large); the nginx site also caps bodies \

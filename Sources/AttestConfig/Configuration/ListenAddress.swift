@@ -50,10 +50,11 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// The longest value accepted (a host name of 253 characters, a port and every parameter).
     static let maximumLength = 512
 
-    /// Parses `text`; throws a problem naming `server.listen`, what is wrong, and the value.
-    public init(parsing text: String) throws(Configuration.Problem) {
+    /// Parses `text`; throws a problem naming `key` (`server.listen`, `server.metricsListen`),
+    /// what is wrong, and the value.
+    public init(parsing text: String, key: String = "server.listen") throws(Configuration.Problem) {
         func refuse(_ why: String) -> Configuration.Problem {
-            Configuration.Problem(message: "server.listen \(why) (expected HOST:PORT, HOST an IPv4 address, [IPv6], "
+            Configuration.Problem(message: "\(key) \(why) (expected HOST:PORT, HOST an IPv4 address, [IPv6], "
                                            + "a host name or *, "
                                            + "then optionally: "
                                            + "\(Parameter.allCases.map(\.rawValue).joined(separator: ", "))), "

@@ -74,6 +74,7 @@ class Stack:
         self.dir = tempfile.mkdtemp(prefix="attestedge-e2e-")
         self.data = data or os.path.join(self.dir, "data")
         self.port = free_port()
+        self.metrics_port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workers = workers
         self.serve_args = list(serve_args)
@@ -133,7 +134,7 @@ class Stack:
         self.log = open(os.path.join(self.dir, "serve.out"), "w")
         self.serve = subprocess.Popen(
             [os.path.join(BIN, "attestctl"), "serve", "--data", self.data, "--listen", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx", "conf"), *self.serve_args],
+             "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--workers", str(self.workers), "--nginx-templates", os.path.join(ROOT, "nginx", "conf"), *self.serve_args],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(self.env or {})})
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -1,0 +1,24 @@
+import FastCGI
+
+/// The monitor pool (`attest-monitor`): what watches the service rather than uses it.
+///
+/// - `GET /healthz` on the main site: the load balancers' check (`HealthEndpoint`).
+/// - `GET /metrics` on the metrics listener only (`server.metricsListen`, loopback by default):
+///   Prometheus's text format (`MetricsEndpoint`). The main site has no `/metrics` location.
+///
+/// Neither answer names a tenant, a device or a key.
+enum MonitorEndpoint {
+    static let healthPath = "/healthz"
+    static let metricsPath = "/metrics"
+
+    static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            throw ServiceError(.methodNotAllowed, "Use GET.")
+        }
+        switch request.path {
+        case healthPath: throw ServiceError(.notImplemented, "Health checks are not built yet.")
+        case metricsPath: throw ServiceError(.notImplemented, "Metrics are not built yet.")
+        default: throw ServiceError(.notFound, "No such monitor path.")
+        }
+    }
+}
