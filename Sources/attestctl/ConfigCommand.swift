@@ -21,7 +21,8 @@ let configCommand = Command(
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["show", "set", "reference"])
         if sub == "reference" {
-            _ = try Arguments(rest, valued: [], switches: [])
+            let args = try Arguments(rest, valued: [], switches: [])
+            guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
             Output.out(ConfigurationReference.markdown())  // ends with a newline: none is added
             return 0
         }

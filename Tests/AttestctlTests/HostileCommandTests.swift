@@ -80,3 +80,13 @@ import Testing
                 "the same process is accepted for the socket it serves")
     }
 }
+
+/// Stray words after a command are refused with a usage error (exit 2), not ignored.
+@Suite("CommandUsage") struct CommandUsageTests {
+    @Test("config reference refuses a stray word instead of printing the reference")
+    func configReferenceStrayWord() throws {
+        var refusal = "accepted"
+        do { _ = try configCommand.run(["reference", "extra"]) } catch { refusal = "\(error)" }
+        #expect(refusal.contains("unexpected argument extra"), "\(refusal)")
+    }
+}

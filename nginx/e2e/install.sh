@@ -13,7 +13,7 @@ chmod 755 "$P"
 
 out1=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc1=$?
 check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
-for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks \
+for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks bin/attest-monitor \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
          etc/systemd/system/attestedge-deliver.service etc/systemd/system/attestedge.target share/attestedge/manifest; do
   check "it wrote $f" "[ -s '$P/$f' ]"
