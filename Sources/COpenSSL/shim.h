@@ -16,12 +16,18 @@
 #include <openssl/params.h>
 #include <openssl/param_build.h>
 #include <openssl/crypto.h>
+#include <openssl/cms.h>
 #include <string.h>
 
 /* Function-like macros and variadic functions Swift cannot import directly. */
 static inline STACK_OF(X509) *attest_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int attest_sk_X509_push(STACK_OF(X509) *s, X509 *x) { return sk_X509_push(s, x); }
 static inline void attest_sk_X509_free(STACK_OF(X509) *s) { sk_X509_free(s); }
+static inline void attest_sk_X509_pop_free(STACK_OF(X509) *s) { sk_X509_pop_free(s, X509_free); }
+static inline int attest_sk_CMS_SignerInfo_num(STACK_OF(CMS_SignerInfo) *s) { return sk_CMS_SignerInfo_num(s); }
+static inline CMS_SignerInfo *attest_sk_CMS_SignerInfo_value(STACK_OF(CMS_SignerInfo) *s, int i) {
+    return sk_CMS_SignerInfo_value(s, i);
+}
 static inline int attest_sk_X509_num(STACK_OF(X509) *s) { return sk_X509_num(s); }
 static inline X509 *attest_sk_X509_value(STACK_OF(X509) *s, int i) { return sk_X509_value(s, i); }
 static inline void attest_OPENSSL_free(void *p) { OPENSSL_free(p); }

@@ -10,6 +10,8 @@ import AttestTesting
 /// Assertion: `AssertionVerifier` on one software-device assertion, key parsed once. Baseline:
 /// `RawECDSAVerifier(.p256)`. A third line loads the key from its 65-byte point on every call,
 /// as a service without a key cache would.
+/// Receipt: `ReceiptVerifier` on the sample's receipt (CMS parse, the chain cached by its
+/// signing certificate, one P-256 signature over the content, the payload). Baseline: P-256.
 enum VerifyBench {
     struct Result: Encodable {
         let name: String
@@ -32,7 +34,7 @@ enum VerifyBench {
 
     static func run(seconds: Double) throws -> [Result] {
         [try attestation(seconds: seconds), try assertion(seconds: seconds, parseKeyEachTime: false),
-         try assertion(seconds: seconds, parseKeyEachTime: true)]
+         try assertion(seconds: seconds, parseKeyEachTime: true), try receipt(seconds: seconds)]
     }
 
     static func attestation(seconds: Double) throws -> Result {
@@ -50,6 +52,19 @@ enum VerifyBench {
         let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, { _ = try? verify() },
                                                         { _ = raw.verifyOnce() })
         return Result(name: "attestation (Apple sample, warm cache)", rate: rate, rawCurve: "P-384", rawRate: rawRate,
+                      ratio: ratio)
+    }
+
+    static func receipt(seconds: Double) throws -> Result {
+        let verifier = try ReceiptVerifier.apple()
+        let receipt = try AttestationObject(cborEncoded: AppleSample.attestationObject[...]).receipt
+        _ = try verifier.verify(receipt, at: AppleSample.verifyAt)
+        precondition(verifier.cachedSigners == 1, "the warm-up verification caches the signing chain")
+        let raw = try RawECDSAVerifier(curve: .p256)
+        let (rate, rawRate, ratio) = Throughput.compare(seconds: seconds, {
+            _ = try? verifier.verify(receipt, at: AppleSample.verifyAt)
+        }, { _ = raw.verifyOnce() })
+        return Result(name: "receipt (Apple sample, chain cached)", rate: rate, rawCurve: "P-256", rawRate: rawRate,
                       ratio: ratio)
     }
 

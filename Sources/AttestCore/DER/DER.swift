@@ -25,7 +25,7 @@ public enum DER {
 
         /// Universal tag numbers this project reads.
         public static let boolean: UInt32 = 1, integer: UInt32 = 2, bitString: UInt32 = 3,
-            octetString: UInt32 = 4, objectIdentifier: UInt32 = 6, sequence: UInt32 = 16
+            octetString: UInt32 = 4, objectIdentifier: UInt32 = 6, sequence: UInt32 = 16, set: UInt32 = 17
 
         public func isUniversal(_ number: UInt32) -> Bool { tagClass == .universal && tagNumber == number }
         public func isContext(_ number: UInt32) -> Bool { tagClass == .contextSpecific && tagNumber == number }

@@ -26,6 +26,13 @@ public struct AttestError: Error, Hashable, Sendable, CustomStringConvertible {
         // Assertion steps.
         case assertionFormat = "assertion_format"
         case signature = "signature"
+        // Receipts (`ReceiptVerifier`, `AppAttestReceipt.check`).
+        case receiptMalformed = "receipt_malformed"
+        case receiptChain = "receipt_chain"
+        case receiptSignature = "receipt_signature"
+        case receiptAppID = "receipt_app_id"
+        case receiptKey = "receipt_key"
+        case receiptStale = "receipt_stale"
         // Crypto and keys.
         case crypto = "crypto"
         case keyInvalid = "key_invalid"
