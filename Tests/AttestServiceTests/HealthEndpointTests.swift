@@ -67,6 +67,27 @@ import Testing
         #expect(head.status == 503 && head.body.isEmpty)
     }
 
+    @Test(.enabled(if: Fixture.onPostgres, "a PostgreSQL store"))
+    func aPostgreSQLStoreWhoseTableIsGoneFailsTheStoreCheckUntilItIsBack() throws {
+        let sockets = try PoolSockets()
+        let f = try Self.fixture(sockets)
+        #expect(try Self.failing(f).0 == 200)
+        // The table of the record the check reads, renamed from another connection: the read then fails.
+        let url = f.context.configuration.postgresURL
+        let schema = try #require(url.firstRange(of: "search_path=").map { url[$0.upperBound...] }
+            .map { String($0.prefix { $0.isLetter || $0.isNumber || $0 == "_" }) })
+        let admin = PGConnection(url: ProcessInfo.processInfo.environment["ATTEST_TEST_POSTGRES_URL"]!)
+        try admin.ensure()
+        try admin.command("ALTER TABLE \(schema).ae_meta RENAME TO ae_meta_gone")
+        f.clock.advance(HealthEndpoint.cacheSeconds)
+        let (status, names) = try Self.failing(f)
+        #expect(status == 503 && names == ["store"])
+        #expect(f.logs.contains { $0.contains("healthz: failing store: store:") }, "\(f.logs)")
+        try admin.command("ALTER TABLE \(schema).ae_meta_gone RENAME TO ae_meta")
+        f.clock.advance(HealthEndpoint.cacheSeconds)
+        #expect(try Self.failing(f).0 == 200, "back once the store answers: \(f.logs)")
+    }
+
     @Test(.enabled(if: !Fixture.onPostgres, "LMDB's map"))
     func anEphemeralMapFilledByRealWritesPastTheThresholdFailsTheMapCheckAlone() throws {
         let sockets = try PoolSockets()

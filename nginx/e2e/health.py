@@ -12,6 +12,8 @@
   refresh (503 unavailable). Recovery: LMDB never shrinks the pages it reached (expired
   challenges free pages for reuse, not the map), so the map is raised (config set
   store.ephemeralMapSizeMiB 4) and every pool reloaded → 200, and refreshes write again.
+- With ATTEST_E2E_STORE=postgres (no map there) the database stops taking connections instead:
+  503 naming store → 200 once it takes them again.
 - No answer of /healthz names the organization, the app or a number: only the check names.
 - req/s of /healthz and of the challenge through nginx, measured by wrk in the same run.
 """
@@ -200,6 +202,26 @@ def map_full(s):
     print("  after:", ephemeral(), flush=True)
 
 
+def store_down(s):
+    """PostgreSQL (ATTEST_E2E_STORE=postgres): the stack's database stops taking connections and
+    its sessions are ended, so the store cannot answer → 503 naming store → 200 once it takes
+    connections again (each worker reconnects, PGConnection's back-off at most 5 s)."""
+    base, db = os.environ["ATTEST_TEST_POSTGRES_URL"], s.own_database
+
+    def psql(sql):
+        subprocess.run(["psql", base, "-qc", sql], check=True, capture_output=True)
+
+    psql(f"ALTER DATABASE {db} ALLOW_CONNECTIONS false")
+    psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'")
+    v = wait_for(s, lambda v: v[0] == 503, 10)
+    T.check("the database refusing connections: 503 naming store alone", v == (503, ["store"]), repr(v))
+    psql(f"ALTER DATABASE {db} ALLOW_CONNECTIONS true")
+    v = wait_for(s, lambda v: v[0] == 200, 20)
+    T.check("... then 200 once it takes connections again", v == (200, []), repr(v))
+    log = open(os.path.join(s.data, "log", "attest-monitor.log")).read()
+    T.check("the monitor pool logged the store's error", "healthz: failing store: store:" in log, log[-400:])
+
+
 def throughput(s):
     """wrk on /healthz and on the challenge, one after the other on the same stack."""
     rates = {}
@@ -230,4 +252,6 @@ def no_tenant_data(s):
 
 if __name__ == "__main__":
     stack = Stack(setup=setup)
-    sys.exit(run_suite(T, "health", stack, [normal, throughput, pool_killed, map_full, no_tenant_data]))
+    # PostgreSQL has no map (the store_map check passes there): its store goes down instead.
+    store_step = store_down if stack.postgres else map_full
+    sys.exit(run_suite(T, "health", stack, [normal, throughput, pool_killed, store_step, no_tenant_data]))
