@@ -27,6 +27,10 @@ public final class ServiceContext {
     public let log: (LogMessage) -> Void
     /// Test-only failure injection (`FaultPoints`).
     public let faults: FaultPoints
+    /// Where the pools' unix sockets are: the directory of this pool's own socket (set by
+    /// `ServiceMain`). `/healthz` probes the other pools there (`HealthCheck.pool`); `nil` in
+    /// process (tests, benchmarks), where there are no pools to probe.
+    var poolSockets: String?
     /// What this worker has learnt while serving (parsed keys, apps, verified tokens, ...).
     let caches: WorkerCaches
 

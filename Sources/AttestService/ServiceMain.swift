@@ -33,12 +33,15 @@ public enum ServiceMain {
             let anchors = try TrustAnchors.load(data: data, configuration: configuration,
                                                 extraPEMFiles: args.values("trust-root"),
                                                 warn: { warning in Output.err(LogMessage("\(name): \(warning)").text) })
+            // The other pools' sockets are beside this one's (`attestctl serve`: DATA/run; the units: /run/attestedge).
+            let sockets = options.socketPath.lastIndex(of: "/").map { String(options.socketPath[..<$0]) } ?? "."
             return FastCGIServer.run(options, name: name) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0.text)") },
                                                       adjust: {
                                                           if allowPrivate { $0.webhookAllowPrivateDestinations = true }
                                                       })
+                context.poolSockets = sockets
                 return ServiceResponder(endpoint: endpoint, context: context, holdsAnswers: true)
             }
         } catch let error as UsageError {

@@ -32,6 +32,8 @@ final class WorkerCaches {
     /// past months: every `RateLimits.sweepInterval`-th also sweeps
     /// (`MonthlyCounter.sweepCountedDevicesIfDue`).
     var usageCountings = 0
+    /// The last `/healthz` verdict, reused within its second (`HealthEndpoint.current`).
+    var healthVerdict: HealthVerdict?
 
     init(_ configuration: Configuration) {
         publicKeyCapacity = configuration.keyCacheEntries

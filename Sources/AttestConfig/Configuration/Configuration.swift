@@ -76,6 +76,8 @@ public struct Configuration: Sendable, Equatable {
     public var madLimitStatus = 402
     /// `heartbeat.intervalSeconds`.
     public var heartbeatIntervalSeconds = 120
+    /// `health.maxMapPercent` (`HealthEndpoint`).
+    public var maxMapPercent = 90
     /// `usage.apiKeyDevicesPerMonth`.
     public var apiKeyDevicesPerMonth = 1_000
     /// `webhooks.allowPrivateDestinations`.

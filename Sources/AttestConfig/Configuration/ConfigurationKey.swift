@@ -250,6 +250,11 @@ public struct ConfigurationKey: Sendable {
         .int("heartbeat.intervalSeconds", 10...86_400, \.heartbeatIntervalSeconds, """
             Seconds between heartbeats the server asks for (heartbeat's interval and nextHeartbeatSeconds).
             """),
+        .int("health.maxMapPercent", 1...100, \.maxMapPercent, """
+            GET /healthz fails its store_map check (503) once an LMDB environment, durable or ephemeral, uses \
+            this percentage of its map or more (the pages LMDB has reached, as attestctl store stats counts \
+            them). PostgreSQL has no map: the check always passes there. See docs/operations.md, "Health".
+            """),
         .int("usage.apiKeyDevicesPerMonth", 0...100_000_000, \.apiKeyDevicesPerMonth, """
             Devices an organization's API keys may report (heartbeat with deviceId) per month; a new one \
             beyond it is 429 until the month ends (0: no cap). They are never billed: the cap bounds what a \

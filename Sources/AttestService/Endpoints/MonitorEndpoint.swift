@@ -16,7 +16,7 @@ enum MonitorEndpoint {
             throw ServiceError(.methodNotAllowed, "Use GET.")
         }
         switch request.path {
-        case healthPath: throw ServiceError(.notImplemented, "Health checks are not built yet.")
+        case healthPath: return HealthEndpoint.health(request, ctx)
         case metricsPath: throw ServiceError(.notImplemented, "Metrics are not built yet.")
         default: throw ServiceError(.notFound, "No such monitor path.")
         }

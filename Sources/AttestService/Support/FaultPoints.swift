@@ -5,6 +5,9 @@ public final class FaultPoints {
     /// Called in validate's write transaction after the device, its receipt and its events
     /// are written, before the commit: throwing aborts them all.
     public var afterValidateWrites: (() throws -> Void)?
+    /// Called inside the read transaction of `/healthz`'s store check (`HealthEndpoint`):
+    /// throwing makes the store look unable to answer.
+    public var healthStoreRead: (() throws -> Void)?
 
     public init() {}
 }
