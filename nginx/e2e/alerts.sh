@@ -31,7 +31,8 @@ done
 check "the clock alert compares the host's time with the scrape's" \
   'grep -qF "attestedge_time_seconds - timestamp(attestedge_time_seconds)" "$P/alerts.yml"'
 out=$(cd "$P" && promtool check config scrape.yml 2>&1); rc=$?
-check "promtool check config accepts scrape.yml and the rules it loads" '[ $rc = 0 ] && grep -q "1 rule files found" <<< "$out"' "$out"
+check "promtool check config accepts scrape.yml and the rules it loads" \
+  '[ $rc = 0 ] && grep -q "1 rule files found" <<< "$out"' "$out"
 out=$(cd "$P" && promtool test rules alerts.test.yml 2>&1); rc=$?
 check "promtool test rules: every test of alerts.test.yml passes" '[ $rc = 0 ] && grep -q SUCCESS <<< "$out"' "$out"
 for a in $alerts; do
@@ -53,8 +54,14 @@ for a in $alerts; do
     mkdir -p "$D/$a-$mode"
     mutant "$a" "$mode" > "$D/$a-$mode/alerts.yml"
     cp "$P/alerts.test.yml" "$D/$a-$mode/"
-    diff -q "$P/alerts.yml" "$D/$a-$mode/alerts.yml" > /dev/null && { check "$a ($mode): the mutant differs" false; continue; }
-    out=$(cd "$D/$a-$mode" && promtool check rules alerts.yml 2>&1) || { check "$a ($mode): the mutant is valid" false "$out"; continue; }
+    if diff -q "$P/alerts.yml" "$D/$a-$mode/alerts.yml" > /dev/null; then
+      check "$a ($mode): the mutant differs" false
+      continue
+    fi
+    if ! out=$(cd "$D/$a-$mode" && promtool check rules alerts.yml 2>&1); then
+      check "$a ($mode): the mutant is valid" false "$out"
+      continue
+    fi
     out=$(cd "$D/$a-$mode" && promtool test rules alerts.test.yml 2>&1); rc=$?
     what=$([ $mode = never ] && echo "never firing" || echo "firing before its for:")
     check "$a $what fails the unit tests on $a" '[ $rc != 0 ] && grep -q "alertname: $a," <<< "$out"' "$out"
