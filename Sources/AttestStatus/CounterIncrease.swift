@@ -3,9 +3,9 @@
 /// from 0 again, as Prometheus's `increase` reads a reset). NaN samples count as no increase.
 struct CounterIncrease {
     private let earlier: [String: Double]
-    private let later: MetricsExposition
+    private let later: ScrapedMetrics
 
-    init(earlier: MetricsExposition, later: MetricsExposition) {
+    init(earlier: ScrapedMetrics, later: ScrapedMetrics) {
         var values = [String: Double]()
         for family in earlier.families {
             for sample in family.samples { values[sample.seriesKey] = sample.value }
@@ -15,7 +15,7 @@ struct CounterIncrease {
     }
 
     /// The increase of one series.
-    func increase(_ sample: MetricsExposition.Sample) -> Double {
+    func increase(_ sample: ScrapedMetrics.Sample) -> Double {
         guard !sample.value.isNaN else { return 0 }
         guard let before = earlier[sample.seriesKey], !before.isNaN, sample.value >= before else { return sample.value }
         return sample.value - before

@@ -7,7 +7,7 @@ public enum MetricsAnswer {
     /// or a `Content-Type` other than `text/plain` (what Prometheus's text format 0.0.4 is
     /// served as), `syntax` for a body that is not that format.
     public static func exposition(url: String, status: Int, contentType: String?, body: [UInt8])
-        throws(StatusFailure) -> MetricsExposition {
+        throws(StatusFailure) -> ScrapedMetrics {
         guard status == 200 else {
             throw StatusFailure(.answer, "GET \(url) answered HTTP \(status), not 200 with Prometheus metrics"
                                     + (body.isEmpty ? "" : ": \(excerpt(body))"))
@@ -18,7 +18,7 @@ public enum MetricsAnswer {
                                     + "not Prometheus's text format (text/plain; version=0.0.4)")
         }
         do {
-            return try MetricsExposition(prometheusText: String(decoding: body, as: UTF8.self))
+            return try ScrapedMetrics(prometheusText: String(decoding: body, as: UTF8.self))
         } catch {
             throw StatusFailure(.syntax, "GET \(url) did not answer Prometheus's text format: \(error.message)")
         }

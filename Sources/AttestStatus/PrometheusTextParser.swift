@@ -25,7 +25,7 @@ struct PrometheusTextParser {
     static let maximumLabels = 64
 
     private let bytes: [UInt8]
-    private var exposition = MetricsExposition()
+    private var exposition = ScrapedMetrics()
     /// Every series seen, as name and sorted labels: a repeat is refused.
     private var seen = Set<String>()
     /// The names a `# TYPE` line has declared.
@@ -34,7 +34,7 @@ struct PrometheusTextParser {
 
     init(_ text: String) { bytes = Array(text.utf8) }
 
-    mutating func parse() throws(StatusFailure) -> MetricsExposition {
+    mutating func parse() throws(StatusFailure) -> ScrapedMetrics {
         guard bytes.count <= Self.maximumBytes else {
             throw StatusFailure(.syntax, "the text is longer than \(Self.maximumBytes >> 20) MiB")
         }
@@ -69,9 +69,9 @@ struct PrometheusTextParser {
             guard hadBlank || cursor.isEmpty else { throw failure("# HELP \(name): a blank must follow the name") }
             try help(name, cursor)
         } else {
-            guard hadBlank, let type = MetricsExposition.MetricType(rawValue: word(&cursor)), cursor.isEmpty else {
+            guard hadBlank, let type = ScrapedMetrics.MetricType(rawValue: word(&cursor)), cursor.isEmpty else {
                 throw failure("# TYPE \(name) needs one of "
-                                  + MetricsExposition.MetricType.allCases.map(\.rawValue).joined(separator: ", "))
+                                  + ScrapedMetrics.MetricType.allCases.map(\.rawValue).joined(separator: ", "))
             }
             try declare(name, type)
         }
@@ -100,7 +100,7 @@ struct PrometheusTextParser {
         exposition.families[at].help = String(decoding: out, as: UTF8.self)
     }
 
-    private mutating func declare(_ name: String, _ type: MetricsExposition.MetricType) throws(StatusFailure) {
+    private mutating func declare(_ name: String, _ type: ScrapedMetrics.MetricType) throws(StatusFailure) {
         guard declared.insert(name).inserted else { throw failure("a second # TYPE for \(name)") }
         // Samples already written under this name, or under a name the type claims (x_bucket), are refused.
         for sampleName in [name] + Self.suffixes(type).map({ name + $0 }) {
@@ -135,7 +135,7 @@ struct PrometheusTextParser {
             timestamp = t
         }
         guard cursor.isEmpty else { throw failure("\(name): unexpected text after the value") }
-        let sample = MetricsExposition.Sample(name: name, labels: labels, value: value, timestamp: timestamp)
+        let sample = ScrapedMetrics.Sample(name: name, labels: labels, value: value, timestamp: timestamp)
         guard seen.insert(sample.seriesKey).inserted else { throw failure("a second sample of \(sample.seriesKey)") }
         let at = familyIndex(owner(of: name), creating: .untyped)
         if exposition.families[at].type == .histogram && name.hasSuffix("_bucket") {
@@ -211,7 +211,7 @@ struct PrometheusTextParser {
         return name
     }
 
-    private static func suffixes(_ type: MetricsExposition.MetricType) -> [String] {
+    private static func suffixes(_ type: ScrapedMetrics.MetricType) -> [String] {
         switch type {
         case .histogram: ["_bucket", "_sum", "_count"]
         case .summary: ["_sum", "_count"]
@@ -219,7 +219,7 @@ struct PrometheusTextParser {
         }
     }
 
-    private mutating func familyIndex(_ name: String, creating type: MetricsExposition.MetricType) -> Int {
+    private mutating func familyIndex(_ name: String, creating type: ScrapedMetrics.MetricType) -> Int {
         if let at = exposition.index[name] { return at }
         exposition.families.append(.init(name: name, type: type, help: nil, samples: []))
         exposition.index[name] = exposition.families.count - 1

@@ -79,7 +79,7 @@ public struct ServiceStatus: Sendable, Equatable {
         case deviceLimit = "attestedge_monthly_active_devices_limit"
         case time = "attestedge_time_seconds"
 
-        var type: MetricsExposition.MetricType {
+        var type: ScrapedMetrics.MetricType {
             switch self {
             case .requests, .restarts, .attempts: .counter
             case .duration: .histogram
@@ -93,7 +93,7 @@ public struct ServiceStatus: Sendable, Equatable {
 
     /// Computes the status from the `earlier` and `later` scrape, `seconds` (> 0) apart.
     /// Throws `missingFamily` or `familyType` when `later` breaks the contract.
-    public init(earlier: MetricsExposition, later: MetricsExposition, seconds: Double) throws(StatusFailure) {
+    public init(earlier: ScrapedMetrics, later: ScrapedMetrics, seconds: Double) throws(StatusFailure) {
         let missing = Family.allCases.filter { $0.isRequired && later.family($0.rawValue) == nil }.map(\.rawValue)
         guard missing.isEmpty else {
             throw StatusFailure(.missingFamily, "the answer has no \(missing.joined(separator: ", ")): it is not "
@@ -111,7 +111,7 @@ public struct ServiceStatus: Sendable, Equatable {
         }
         let rates = CounterIncrease(earlier: earlier, later: later)
         /// The later scrape's samples of a family: gauges as they are, counters since their start.
-        func current(_ family: Family) -> [MetricsExposition.Sample] { later.samples(family.rawValue) }
+        func current(_ family: Family) -> [ScrapedMetrics.Sample] { later.samples(family.rawValue) }
         func perSecond(_ family: Family, where keep: ([String: String]) -> Bool) -> Double {
             rates.sum(family.rawValue, where: keep) / seconds
         }

@@ -8,7 +8,7 @@ import Glibc
 /// when it was taken.
 final class MetricsScraper {
     struct Scrape {
-        let exposition: MetricsExposition
+        let exposition: ScrapedMetrics
         /// CLOCK_MONOTONIC seconds, halfway through the request.
         let at: Double
     }

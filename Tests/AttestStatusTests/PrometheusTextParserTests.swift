@@ -3,7 +3,7 @@ import Testing
 
 /// Prometheus's text format 0.0.4 as `attestctl status` reads it (`PrometheusTextParser`).
 @Suite struct PrometheusTextParserTests {
-    func parse(_ text: String) throws -> MetricsExposition { try MetricsExposition(prometheusText: text) }
+    func parse(_ text: String) throws -> ScrapedMetrics { try ScrapedMetrics(prometheusText: text) }
 
     /// The code and message of what parsing `text` throws, or nil when it parses.
     func refusal(_ text: String) -> StatusFailure? {

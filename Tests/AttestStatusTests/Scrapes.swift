@@ -115,7 +115,7 @@ enum Scrapes {
         organizations: [("acme", 250, 1000), ("beta", 7, 0), (quotedOrg, 3, 4)])
 
     static func status() throws -> ServiceStatus {
-        try ServiceStatus(earlier: MetricsExposition(prometheusText: earlier),
-                          later: MetricsExposition(prometheusText: later), seconds: 2)
+        try ServiceStatus(earlier: ScrapedMetrics(prometheusText: earlier),
+                          later: ScrapedMetrics(prometheusText: later), seconds: 2)
     }
 }

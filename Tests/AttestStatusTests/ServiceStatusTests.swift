@@ -72,21 +72,21 @@ import Testing
     }
 
     @Test func withoutTheContractsRequiredFamiliesItIsNotAttestEdge() throws {
-        let later = try MetricsExposition(prometheusText: Scrapes.later)
+        let later = try ScrapedMetrics(prometheusText: Scrapes.later)
         for name in ["attestedge_time_seconds", "attestedge_pool_workers"] {
             let text = Scrapes.later.split(separator: "\n")
                 .filter { !$0.contains(name + " ") && !$0.contains(name + "{") }
                 .joined(separator: "\n")
             #expect(throws: StatusFailure(.missingFamily, "")) {
-                try ServiceStatus(earlier: later, later: MetricsExposition(prometheusText: text), seconds: 1)
+                try ServiceStatus(earlier: later, later: ScrapedMetrics(prometheusText: text), seconds: 1)
             }
             do {
-                _ = try ServiceStatus(earlier: later, later: MetricsExposition(prometheusText: text), seconds: 1)
+                _ = try ServiceStatus(earlier: later, later: ScrapedMetrics(prometheusText: text), seconds: 1)
             } catch {
                 #expect(error.message.contains(name))
             }
         }
-        let other = try MetricsExposition(prometheusText: "# TYPE go_goroutines gauge\ngo_goroutines 12\n")
+        let other = try ScrapedMetrics(prometheusText: "# TYPE go_goroutines gauge\ngo_goroutines 12\n")
         do {
             _ = try ServiceStatus(earlier: other, later: other, seconds: 1)
             Issue.record("another program's metrics were taken")
@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func optionalFamiliesMayBeAbsent() throws {
-        let minimal = try MetricsExposition(prometheusText: """
+        let minimal = try ScrapedMetrics(prometheusText: """
             # TYPE attestedge_pool_workers gauge
             attestedge_pool_workers{pool="refresh"} 2
             # TYPE attestedge_time_seconds gauge
@@ -114,12 +114,12 @@ import Testing
     @Test func aFamilyOfAnotherTypeIsRefused() throws {
         let text = Scrapes.later.replacingAll("# TYPE attestedge_requests_total counter",
                                                with: "# TYPE attestedge_requests_total gauge")
-        let later = try MetricsExposition(prometheusText: text)
+        let later = try ScrapedMetrics(prometheusText: text)
         #expect(throws: StatusFailure(.familyType, "")) { try ServiceStatus(earlier: later, later: later, seconds: 1) }
     }
 
     @Test func theIntervalMustBePositive() throws {
-        let e = try MetricsExposition(prometheusText: Scrapes.later)
+        let e = try ScrapedMetrics(prometheusText: Scrapes.later)
         #expect(throws: StatusFailure(.answer, "")) { try ServiceStatus(earlier: e, later: e, seconds: 0) }
     }
 }

@@ -74,7 +74,7 @@ import Testing
     @Test func aControlCharacterInALabelNeverReachesTheTerminal() throws {
         // ESC ] … BEL sets the terminal's title, ESC [2J clears it, 0x9B is C1's CSI; \\n is the format's newline.
         let hostile = Scrapes.later.replacingAll(#"org="beta""#, with: "org=\"\u{1B}]0;owned\u{7}\u{1B}[2J\\nx\u{9B}\"")
-        let later = try MetricsExposition(prometheusText: hostile)
+        let later = try ScrapedMetrics(prometheusText: hostile)
         #expect(later.samples("attestedge_monthly_active_devices")
                     .contains { $0.labels["org"]?.contains("\u{1B}") == true })
         let text = try ServiceStatus(earlier: later, later: later, seconds: 1).text(url: Self.url)

@@ -5,7 +5,7 @@
 /// A histogram family `x` holds the samples `x_bucket{…,le="…"}`, `x_sum` and `x_count`; a
 /// summary `x` holds `x{…,quantile="…"}`, `x_sum` and `x_count`. A sample with no `# TYPE`
 /// line before it is a family of its own, `untyped`.
-public struct MetricsExposition: Sendable {
+public struct ScrapedMetrics: Sendable {
     public enum MetricType: String, Sendable, CaseIterable {
         case counter, gauge, histogram, summary, untyped
     }
