@@ -1,6 +1,7 @@
 @testable import AttestStatus
 import AttestCore
 import CLISupport
+import Foundation
 import Testing
 
 /// What `attestctl status` prints: `--json`'s shape and numbers, the screen's tables, the
@@ -44,6 +45,21 @@ import Testing
             ["org": "acme", "activeDevices": 250, "limit": 1000, "percent": 25],
             ["org": "beta", "activeDevices": 7, "limit": nil, "percent": nil],
         ])
+    }
+
+    @Test func docsCliNamesEveryJSONMember() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let cli = try String(contentsOf: root.appendingPathComponent("docs/cli.md"), encoding: .utf8)
+        let row = try #require(cli.split(separator: "\n").first { $0.hasPrefix("| `attestctl status") })
+        let json = try Scrapes.status().json(url: Self.url)
+        var members = try #require(json.objectValue).map(\.0)
+        for list in ["pools", "stores", "organizations"] {
+            members += try #require(json[list]?.arrayValue?.first?.objectValue).map(\.0)
+        }
+        members += try #require(json["webhooks"]?.objectValue).map(\.0)
+        #expect(members.count == 27, "7 at the top, 8 a pool, 4 a store, 4 an organization, 4 webhooks")
+        for member in members { #expect(row.contains("`\(member)`"), "docs/cli.md's status row names \(member)") }
     }
 
     @Test func jsonTextParsesBackToTheSameValue() throws {
