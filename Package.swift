@@ -56,6 +56,9 @@ let package = Package(
         .target(name: "AttestTesting", dependencies: ["AttestCore", "COpenSSL"], swiftSettings: strict),
         .target(name: "CLISupport", swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        // `attestctl status`: Prometheus's text format, the status from two scrapes, its screen and JSON.
+        .target(name: "AttestStatus", dependencies: ["AttestConfig", "AttestCore", "CLISupport"],
+                swiftSettings: strict),
         // Fuzz targets (one file each) and the seed corpus builder; nginx/scripts/fuzz.sh builds
         // attest-fuzz with -sanitize=fuzzer, plain builds replay inputs (Tests/FuzzCorpus).
         .target(name: "AttestFuzz", dependencies: [
@@ -67,7 +70,7 @@ let package = Package(
         // attestctl links the test PKI for `init --test-ca` and `serve --test-ca` (TestCA) only.
         .executableTarget(name: "attestctl", dependencies: [
             "CLISupport", "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore",
-            "AttestSupervisor", "AttestTesting",
+            "AttestSupervisor", "AttestTesting", "AttestStatus", "HTTPClient",
         ], swiftSettings: strict),
         .executableTarget(name: "attest-challenge", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-validate", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
@@ -92,6 +95,9 @@ let package = Package(
         .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore", "AttestCore", "CLMDB"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: strict),
+        .testTarget(name: "AttestStatusTests", dependencies: [
+            "AttestStatus", "AttestConfig", "AttestCore", "CLISupport",
+        ], swiftSettings: strict),
         .testTarget(name: "AttestFuzzTests", dependencies: ["AttestFuzz"], swiftSettings: strict),
         .testTarget(name: "AttestConfigTests", dependencies: ["AttestConfig", "AttestCore", "AttestStore"],
                     swiftSettings: strict),

@@ -15,6 +15,7 @@ let commands: [Command] = [
     apiKeyCommand,
     webhooksCommand,
     usageCommand,
+    statusCommand,
     configCommand,
     keysCommand,
     deviceCommand,
