@@ -101,7 +101,9 @@ public final class HTTPClient {
 
 extension String {
     var trimmedHeaderValue: String {
+        // "\r\n" is one Character (a grapheme cluster): compared with "\r" or "\n" alone it
+        // matches neither, and every value kept its line end.
         String(drop { $0 == " " || $0 == "\t" }.reversed()
-            .drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }.reversed())
+            .drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }.reversed())
     }
 }

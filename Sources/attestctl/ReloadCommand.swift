@@ -13,7 +13,7 @@ let reloadCommand = Command(
     usage: """
         usage: attestctl reload ENDPOINT [--timeout SECONDS] [--data DIR]
 
-        ENDPOINT is challenge, validate, refresh, mad or webhooks. Sends SIGHUP to the pool's master
+        ENDPOINT is challenge, validate, refresh, mad, webhooks or monitor. Sends SIGHUP to the pool's master
         (DATA/run/ENDPOINT.sock.pid, signalled only if that process is the pool's master:
         its executable is attest-ENDPOINT and it serves DATA/run/ENDPOINT.sock): it runs the binary at its path \
         with --check first, then
@@ -26,9 +26,9 @@ let reloadCommand = Command(
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data", "timeout"], switches: [])
-        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad, webhooks)")
+        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad, webhooks, monitor)")
         guard Endpoint(rawValue: name) != nil else {
-            throw UsageError("unknown endpoint \(name): challenge, validate, refresh, mad or webhooks")
+            throw UsageError("unknown endpoint \(name): challenge, validate, refresh, mad, webhooks or monitor")
         }
         let timeout = try args.int("timeout", default: 45, in: 1...600)
         let data = dataDirectory(args)
