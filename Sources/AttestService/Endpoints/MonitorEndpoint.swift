@@ -17,7 +17,7 @@ enum MonitorEndpoint {
         }
         switch request.path {
         case healthPath: throw ServiceError(.notImplemented, "Health checks are not built yet.")
-        case metricsPath: throw ServiceError(.notImplemented, "Metrics are not built yet.")
+        case metricsPath: return try MetricsEndpoint.metrics(request, ctx)
         default: throw ServiceError(.notFound, "No such monitor path.")
         }
     }
