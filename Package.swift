@@ -87,8 +87,8 @@ let package = Package(
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
         // The in-process benchmarks (software devices from the test PKI); never installed.
         .executableTarget(name: "attest-bench", dependencies: [
-            "AttestConfig", "AttestCore", "AttestMetrics", "AttestOperations", "AttestService", "AttestStore", "AttestTesting",
-            "CLISupport", "FastCGI",
+            "AttestConfig", "AttestCore", "AttestMetrics", "AttestOperations", "AttestService", "AttestStore",
+            "AttestTesting", "CLISupport", "FastCGI",
         ], swiftSettings: strict),
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestFuzz"], swiftSettings: strict),
 

@@ -3,9 +3,8 @@ extension MetricsSegment {
     /// One answered request: its status's counter and its duration's histogram.
     public func recordRequest(endpoint: Int, status: Int, microseconds: UInt64) {
         let L = MetricsLayout.self
-        guard L.endpoints.indices.contains(endpoint), let slot = L.requestSlot(endpoint: endpoint, status: status) else {
-            return
-        }
+        guard L.endpoints.indices.contains(endpoint),
+              let slot = L.requestSlot(endpoint: endpoint, status: status) else { return }
         add(slot)
         observe(base: L.durations + endpoint * L.durationStride, microseconds, L.durationBoundsMicroseconds)
     }

@@ -114,7 +114,8 @@ public final class MetricsSegment: @unchecked Sendable {
         // O_NONBLOCK: a FIFO put at the path must not hang the open.
         let fd = Glibc.open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
-            return .failure(MapFailure(errno == ENOENT ? "missing" : "cannot open: \(String(cString: strerror(errno)))"))
+            let reason = errno == ENOENT ? "missing" : "cannot open: \(String(cString: strerror(errno)))"
+            return .failure(MapFailure(reason))
         }
         defer { close(fd) }
         var info = stat()
