@@ -17,6 +17,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from check import Tally  # noqa: E402
+from receiver import Receiver  # noqa: E402
 from stack import Stack, app_headers, b64, run_suite, sha256, unb64, within_one_rate_window  # noqa: E402
 
 T = Tally()
@@ -49,6 +50,7 @@ def setup(stack):
     # An organization whose bucket (3 a minute, validate and refresh together) this suite fills.
     stack.ctl("org", "add", "tight", "--tier", "pro", "--rate-limit", "3")
     stack.ctl("app", "add", "--org", "tight", "--team", "TIGHT12345", "--bundle", "com.example.tight")
+    stack.ctl("config", "set", "webhooks.retrySchedule", "[1,2]")
 
 
 def scrape(s):
@@ -269,9 +271,37 @@ def pool_events(s):
     T.check("promtool still accepts it after the traffic", p.returncode == 0, p.stdout + p.stderr)
 
 
+def webhooks(s):
+    """A test event to an endpoint that answers 500 twice, then 200: three attempts, by class."""
+    rx = Receiver()
+    key = s.ctl_json("apikey", "create", "--org", "acme")["key"]
+    auth = {"Authorization": "Bearer " + key}
+    r = s.http("POST", "/api/v1/org/webhooks", auth, {"url": f"http://127.0.0.1:{rx.port}/flaky", "events": ["webhook.test"]})
+    T.check("a webhook endpoint is created", r.status == 201, repr(r))
+    before = metrics(s)
+    r = s.http("POST", f"/api/v1/org/webhooks/{r.json['id']}/test", auth)
+    T.check("a test event is queued", r.status in (200, 201, 202), repr(r))
+    got = rx.wait("/flaky", 3, 20)
+    T.check("the receiver got three attempts", len(got) == 3, str(len(got)))
+    classes = ("2xx", "3xx", "4xx", "5xx", "error")
+    deadline = time.time() + 10
+    while True:
+        after = metrics(s)
+        moved = {c: value(after, "attestedge_webhook_attempts_total", **{"class": c})
+                 - value(before, "attestedge_webhook_attempts_total", **{"class": c}) for c in classes}
+        backlog = value(after, "attestedge_webhook_backlog")
+        if (moved["2xx"] >= 1 and backlog == 0) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    T.check("webhook attempts by class moved by exactly what the receiver answered",
+            moved == {"2xx": 1, "3xx": 0, "4xx": 0, "5xx": 2, "error": 0}, str(moved))
+    T.check("the webhook backlog is empty once delivered", backlog == 0, str(backlog))
+    rx.shutdown()
+
+
 def main():
-    s = Stack(setup=setup)
-    return run_suite(T, "metrics", s, [exposition, traffic, pool_events])
+    s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
+    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks])
 
 
 if __name__ == "__main__":
