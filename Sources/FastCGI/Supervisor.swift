@@ -21,6 +21,8 @@ import Glibc
 ///   finish what they hold. A binary that fails its preflight is refused and the pool keeps
 ///   serving as it was. Without an executable to run (in-process tests), every worker is
 ///   replaced instead.
+/// - Counts (`PoolCounters`, for metrics): the workers running after every change, each restart
+///   (not the stops of a stop or a reload), each completed reload (counted by the new image).
 struct Supervisor {
     static let quickExit = 1.0
     static let firstBackoff = 0.1
