@@ -32,17 +32,22 @@ let package = Package(
         .systemLibrary(name: "CFastCGI"),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Relaxed atomic adds on shared memory (header-only: nothing is linked).
+        .systemLibrary(name: "CMetrics"),
 
         // Libraries.
         .target(name: "AttestCore", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestStore", dependencies: ["CLMDB", "CPostgres", "AttestCore"], swiftSettings: strict),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
+        // Prometheus metrics from pre-forked processes: per-pool counters in shared memory
+        // (`MetricsSegment`) and their text exposition.
+        .target(name: "AttestMetrics", dependencies: ["CMetrics"], swiftSettings: strict),
         // What a deployment is: its configuration and its data directory (config.json, secrets,
         // signing keys, trust roots), read by serving and written by operations.
         .target(name: "AttestConfig", dependencies: ["AttestCore", "AttestStore"], swiftSettings: strict),
         // Serving: the endpoints, tokens, admission, usage counting (the pools).
         .target(name: "AttestService", dependencies: [
-            "AttestConfig", "AttestCore", "AttestStore", "FastCGI", "CLISupport",
+            "AttestConfig", "AttestCore", "AttestMetrics", "AttestStore", "FastCGI", "CLISupport",
         ], swiftSettings: strict),
         // Operations: making a data directory, key rotation, backup and restore, webhook delivery,
         // root acting on the service user's data directory.
@@ -85,8 +90,8 @@ let package = Package(
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),
         // The in-process benchmarks (software devices from the test PKI); never installed.
         .executableTarget(name: "attest-bench", dependencies: [
-            "AttestConfig", "AttestCore", "AttestOperations", "AttestService", "AttestStore", "AttestTesting",
-            "CLISupport", "FastCGI",
+            "AttestConfig", "AttestCore", "AttestMetrics", "AttestOperations", "AttestService", "AttestStore",
+            "AttestTesting", "CLISupport", "FastCGI",
         ], swiftSettings: strict),
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestFuzz"], swiftSettings: strict),
 
@@ -94,6 +99,7 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore", "AttestTesting"], exclude: ["Vectors"], swiftSettings: strict),
         .testTarget(name: "AttestStoreTests", dependencies: ["AttestStore", "AttestCore", "CLMDB"], swiftSettings: strict),
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI"], swiftSettings: strict),
+        .testTarget(name: "AttestMetricsTests", dependencies: ["AttestMetrics"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: strict),
         .testTarget(name: "AttestStatusTests", dependencies: [
             "AttestStatus", "AttestConfig", "AttestCore", "CLISupport",
@@ -102,8 +108,8 @@ let package = Package(
         .testTarget(name: "AttestConfigTests", dependencies: ["AttestConfig", "AttestCore", "AttestStore"],
                     swiftSettings: strict),
         .testTarget(name: "AttestServiceTests", dependencies: [
-            "AttestConfig", "AttestOperations", "AttestService", "AttestTesting", "AttestStore", "AttestCore",
-            "FastCGI",
+            "AttestConfig", "AttestMetrics", "AttestOperations", "AttestService", "AttestTesting", "AttestStore",
+            "AttestCore", "FastCGI",
         ], swiftSettings: strict),
         // What the supervisor's and attestctl's tests share: temporary directories, waiting, the
         // service user's side of the root-boundary tests. A library under Tests/, not a product.

@@ -75,6 +75,7 @@ public final class ServiceContext {
         do {
             let (response, line) = try store.deferringDurability { answer(&scope, body) }
             if let line { log(line.text(us: Self.monotonicMicroseconds() - scope.started)) }
+            ServiceMetrics.request(endpoint: endpoint, status: response.status, started: scope.started)
             return response
         } catch {
             return failedAfterAnswer(error, scope.requestID, endpoint: endpoint, started: scope.started)
@@ -120,6 +121,7 @@ public final class ServiceContext {
         let line = RequestLogLine(endpoint: endpoint, requestID: requestID, status: failure.status,
                                   code: failure.code.rawValue, detail: failure.logDetail)
         log(line.text(us: Self.monotonicMicroseconds() - started))
+        ServiceMetrics.request(endpoint: endpoint, status: failure.status, started: started)
         return Self.errorResponse(failure, requestID: requestID)
     }
 

@@ -1,5 +1,6 @@
 import AttestConfig
 import AttestCore
+import AttestMetrics
 import CLISupport
 import FastCGI
 
@@ -35,7 +36,16 @@ public enum ServiceMain {
                                                 warn: { warning in Output.err(LogMessage("\(name): \(warning)").text) })
             // The other pools' sockets are beside this one's (`attestctl serve`: DATA/run; the units: /run/attestedge).
             let sockets = options.socketPath.lastIndex(of: "/").map { String(options.socketPath[..<$0]) } ?? "."
-            return FastCGIServer.run(options, name: name) {
+            // The pool's counters, made before the workers fork so that they share them; a
+            // reload's preflight (`--check`) leaves them alone.
+            var counters = PoolCounters()
+            if !options.checkOnly, let segment = ServiceMetrics.start(run: data.runDirectory, name: endpoint.rawValue,
+                                                                      log: { Output.err("\(name): \($0)") }) {
+                counters = PoolCounters(workers: { segment.set(MetricsLayout.poolWorkers, UInt64($0)) },
+                                        restarted: { segment.add(MetricsLayout.poolRestarts) },
+                                        reloaded: { segment.add(MetricsLayout.poolReloads) })
+            }
+            return FastCGIServer.run(options, name: name, counters: counters) {
                 let context = try ServiceContext.open(dataDirectory: data, trust: anchors, random: BufferedRandom(),
                                                       log: { Output.err("\(name)[\(processID())]: \($0.text)") },
                                                       adjust: {

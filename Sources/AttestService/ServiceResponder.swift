@@ -125,7 +125,7 @@ public struct ServiceResponder: Responder {
                 // Durable on return, and so is every earlier position held with it.
                 try committer?.commitGroup()
             } else {
-                try context.store.awaitDurable(position)
+                try ServiceMetrics.awaitDurable(context.store, position)
             }
             return true
         } catch {

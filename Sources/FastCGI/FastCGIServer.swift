@@ -23,7 +23,9 @@ public enum FastCGIServer {
     ///   be bound; 2 for invalid options; 78 if a worker could not make its responder.
     /// `reexecutable`: SIGHUP re-executes this process's binary (see `Reload`); tests that run
     /// a pool inside the test process pass `false` and get worker replacement instead.
+    /// `counters`: what the master reports for metrics (`PoolCounters`).
     public static func run(_ options: ServerOptions, name: String, reexecutable: Bool = true,
+                           counters: PoolCounters = PoolCounters(),
                            makeResponder: @escaping () throws -> any Responder) -> Int32 {
         let log = Log(name: name)
         do {
@@ -69,6 +71,7 @@ public enum FastCGIServer {
         Reload.writePID(socketPath: options.socketPath)
         defer { Reload.removeFiles(socketPath: options.socketPath) }
         if let handover {
+            counters.reloaded()
             log("""
                 took over \(options.socketPath) from the previous binary \
                 (\(handover.workers.count) workers to retire)
@@ -81,7 +84,8 @@ public enum FastCGIServer {
         }
         var supervisor = Supervisor(options: options, log: log, socket: socket,
                                     executable: reexecutable ? Reload.Executable.current() : nil,
-                                    inherited: handover?.workers ?? [], makeResponder: makeResponder)
+                                    inherited: handover?.workers ?? [], counters: counters,
+                                    makeResponder: makeResponder)
         return supervisor.run()
     }
 }

@@ -21,6 +21,8 @@ import Glibc
 ///   finish what they hold. A binary that fails its preflight is refused and the pool keeps
 ///   serving as it was. Without an executable to run (in-process tests), every worker is
 ///   replaced instead.
+/// - Counts (`PoolCounters`, for metrics): the workers running after every change, each restart
+///   (not the stops of a stop or a reload), each completed reload (counted by the new image).
 struct Supervisor {
     static let quickExit = 1.0
     static let firstBackoff = 0.1
@@ -39,6 +41,7 @@ struct Supervisor {
     let makeResponder: () throws -> any Responder
     /// What a reload re-executes; `nil` replaces workers in place instead.
     let executable: Reload.Executable?
+    let counters: PoolCounters
     private var slots: [Slot]
     /// Workers of the previous image after a handover: stopped once ours have started.
     private var inherited: [pid_t]
@@ -48,7 +51,9 @@ struct Supervisor {
     private var exitStatus: Int32 = 0
 
     init(options: ServerOptions, log: Log, socket: ListeningSocket, executable: Reload.Executable? = nil,
-         inherited: [pid_t] = [], makeResponder: @escaping () throws -> any Responder) {
+         inherited: [pid_t] = [], counters: PoolCounters = PoolCounters(),
+         makeResponder: @escaping () throws -> any Responder) {
+        self.counters = counters
         self.options = options
         self.log = log
         self.socket = socket
@@ -70,6 +75,7 @@ struct Supervisor {
         var set = Self.signalSet
         while true {
             startDueWorkers()
+            counters.workers(slots.filter { $0.pid != nil }.count)
             retireInherited()
             if deadline != nil, liveCount == 0 { break }
             var info = siginfo_t()
@@ -88,6 +94,7 @@ struct Supervisor {
                 forEachLive { kill($0, SIGKILL) }
             }
         }
+        counters.workers(0)
         log("stopped")
         return exitStatus
     }
@@ -156,6 +163,7 @@ struct Supervisor {
                 ? min(max(slot.backoff * 2, Self.firstBackoff), Self.maxBackoff) : 0
             slot.restartAt = now + slot.backoff
             slots[index] = slot
+            counters.restarted()
             log("worker \(pid) \(how); restarting in \(Self.format(slot.backoff)) s")
         }
     }
@@ -211,6 +219,7 @@ struct Supervisor {
 
     private mutating func replaceWorkers() {
         log("SIGHUP: replacing \(slots.filter { $0.pid != nil }.count) workers")
+        counters.reloaded()
         for index in slots.indices {
             guard let pid = slots[index].pid else { continue }
             retiring.insert(pid)

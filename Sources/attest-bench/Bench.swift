@@ -13,7 +13,7 @@ enum Bench {
                attest-bench claims [--seconds N]
                attest-bench store puts [--seconds N] [--dir DIR]
                attest-bench store load --count N --app APPID [--data DIR]
-               attest-bench refresh [--devices N] [--count N] [--cold] [--sync S] [--dir DIR]
+               attest-bench refresh [--devices N] [--count N] [--cold] [--sync S] [--dir DIR] [--metrics]
 
         On one thread (use 'taskset -c 0' to pin it to one core), measures
           attestation verifications/s: Apple's guide sample at its time, intermediate cache warm
@@ -55,7 +55,9 @@ enum Bench {
         refreshes (default 5000) through the endpoint on one thread, keys warm; --cold sends
         one refresh per device with no warm-up, so each loads a key this process has not seen.
         Prints µs per refresh next to a raw P-256 verify and an ES256 token signature measured
-        on the same thread, and the rest (store, JSON, admission, claims).
+        on the same thread, and the rest (store, JSON, admission, claims). --metrics: the
+        refreshes count into a metrics segment, as a pool's do, and record_ns is what one
+        refresh's recording costs alone (run it back to back with a run without).
 
         example: taskset -c 0 attest-bench verify --seconds 5
         """

@@ -1,5 +1,6 @@
 import AttestConfig
 import AttestCore
+import AttestMetrics
 import AttestOperations
 import AttestService
 import AttestStore
@@ -23,12 +24,15 @@ import Glibc
 /// OpenSSL's raw P-256 verify (a prepared key and digest) and the ES256 signature of a token
 /// with the same claims (`JWTSigner`, the store's signing key). Prints
 /// `refresh_us=… verify_us=… sign_us=… rest_us=…` (rest = refresh − verify − sign: the store's
-/// transactions, JSON, admission, claims, token building) and a table.
+/// transactions, JSON, admission, claims, token building) and a table. `--metrics`: the
+/// refreshes count into a metrics segment, as a pool's do (`ServiceMetrics`; run it back to back
+/// with a run without to see the cost), and `record_ns=` is what one refresh's recording costs
+/// alone (its request counter, duration histogram and outcome: six relaxed atomic adds).
 enum RefreshBench {
     static let teamID = "BENCH00001", bundleID = "com.example.bench"
 
     static func run(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["devices", "count", "sync", "dir"], switches: ["cold"])
+        let args = try Arguments(argv, valued: ["devices", "count", "sync", "dir"], switches: ["cold", "metrics"])
         let devices = try args.int("devices", default: 200, in: 1...100_000)
         let cold = args.flag("cold")
         let count = cold ? devices : try args.int("count", default: 5000, in: 1...10_000_000)
@@ -91,6 +95,8 @@ enum RefreshBench {
             ])
             requests.append(request(.refresh, "POST", body: body.jsonBytes, id: i))
         }
+        let segment = args.flag("metrics")
+            ? ServiceMetrics.start(run: data.runDirectory, name: "refresh", log: { Output.err($0) }) : nil
         // One refresh per device first: the key cache warm, as in a long-running worker.
         for r in requests[..<warm] { try check(Endpoint.refresh.handle(r, context)) }
         var lastBody = [UInt8]()
@@ -114,8 +120,20 @@ enum RefreshBench {
                   sign: microseconds(rounds) { _ = try? signer.sign(claims) },
                   verify: microseconds(rounds) { _ = verifier.verifyOnce() })
         let rest = us.refresh - us.sign - us.verify
+        var recordNS = ""
+        if let segment {
+            let counted = segment.load(MetricsLayout.refreshOutcomeSlots)
+            guard counted == UInt64(count + warm) else {
+                throw BenchError("the segment counted \(counted) ok refreshes, not \(count + warm)")
+            }
+            let rounds = 1_000_000
+            recordNS = " record_ns=" + String(format2: microseconds(rounds) {
+                segment.recordRequest(endpoint: 2, status: 200, microseconds: 150)
+                segment.recordRefreshOutcome("ok")
+            } * 1000)
+        }
         Output.out("refresh_us=\(String(format2: us.refresh)) verify_us=\(String(format2: us.verify)) "
-                   + "sign_us=\(String(format2: us.sign)) rest_us=\(String(format2: rest))")
+                   + "sign_us=\(String(format2: us.sign)) rest_us=\(String(format2: rest))" + recordNS)
         Output.err("""
 
             in-process refresh, one thread (thread CPU time): \(count) refreshes over \(devices) devices, \

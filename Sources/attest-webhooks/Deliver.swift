@@ -32,6 +32,8 @@ enum Deliver {
                 return 1
             }
             let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
+            ServiceMetrics.start(run: data.runDirectory, name: ServiceMetrics.senderName,
+                                 log: { Output.err("attest-webhooks deliver: \($0)") })
             signal(SIGTERM) { _ in stopRequested = 1 }
             signal(SIGINT) { _ in stopRequested = 1 }
             signal(SIGPIPE, SIG_IGN)

@@ -45,7 +45,7 @@ import Testing
         let targets = try Self.targets()
         #expect(targets.count > 20, "read the targets of Package.swift")
         let module = { (name: String) in name.replacingOccurrences(of: "-", with: "_") }
-        let systemLibraries = ["COpenSSL", "CLMDB", "CFastCGI", "CCurl", "CPostgres"]
+        let systemLibraries = ["COpenSSL", "CLMDB", "CFastCGI", "CCurl", "CPostgres", "CMetrics"]
         let ours = Set(targets.map { module($0.name) } + systemLibraries)
         for target in targets {
             let imported = try Self.imports(of: target.name).intersection(ours)

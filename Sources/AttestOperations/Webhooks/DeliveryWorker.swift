@@ -154,6 +154,7 @@ public final class DeliveryWorker {
             count += results.count
             for (job, result) in results {
                 inFlight[job.key] = nil
+                ServiceMetrics.webhookAttempt(status: result.status, failed: !result.error.isEmpty)
                 if !result.succeeded {
                     log("""
                         deliver: \(job.endpointID) dlv_\(job.sequence) status=\(result.status) \

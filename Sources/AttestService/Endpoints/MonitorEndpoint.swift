@@ -17,7 +17,7 @@ enum MonitorEndpoint {
         }
         switch request.path {
         case healthPath: return HealthEndpoint.health(request, ctx)
-        case metricsPath: throw ServiceError(.notImplemented, "Metrics are not built yet.")
+        case metricsPath: return try MetricsEndpoint.metrics(request, ctx)
         default: throw ServiceError(.notFound, "No such monitor path.")
         }
     }

@@ -78,6 +78,7 @@ enum RateLimits {
     static func rateLimited(_ over: (String, UInt32), now: Timestamp, what: String = "requests",
                             hint: String = "Back off and retry after the Retry-After header's seconds.")
         -> ServiceError {
+        ServiceMetrics.rateLimited(bucket: over.0)
         let retry = max(1, windowEnd(now) - now.seconds)
         return ServiceError(.rateLimited,
                             "Rate limit exceeded: at most \(over.1) \(what) per minute. Retry after \(retry) seconds.",

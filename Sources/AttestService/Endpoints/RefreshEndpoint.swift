@@ -29,7 +29,8 @@ import FastCGI
 public enum RefreshEndpoint {
     enum Outcome {
         case advanced(DeviceRecord, DeviceAssessment)
-        case failed(ServiceError)
+        /// A refusal, and its `attestedge_refresh_outcomes_total` outcome if it has one.
+        case failed(ServiceError, outcome: String?)
     }
 
     /// The body, decoded and checked before the challenge is looked at.
@@ -115,7 +116,10 @@ public enum RefreshEndpoint {
             throw unknownKey(ctx.configuration.unknownKeyStatus)
         }
         // Checks that need no signature and change nothing.
-        if let failure = precheck(device, app: app) { throw failure }
+        if let failure = precheck(device, app: app) {
+            if let outcome = precheckOutcome(device) { ServiceMetrics.refreshOutcome(outcome) }
+            throw failure
+        }
         let publicKey = try ctx.caches.publicKey(for: device)
         let verified: VerifiedAssertion
         do {
@@ -130,9 +134,11 @@ public enum RefreshEndpoint {
                 try queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now, ctx)
                 try noteFailure(.forged, device, in: txn, now: now)
             }
+            ServiceMetrics.refreshOutcome("forged")
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
             // Signed by the device's key, but for another app or with a replayed counter.
+            if error.code == .counter { ServiceMetrics.refreshOutcome("replay") }
             try invalidate(keyID, ctx: ctx, org: app.org.name, now: now,
                            kind: error.code == .counter ? .counterReplayed : .wrongApp,
                            extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
@@ -149,9 +155,11 @@ public enum RefreshEndpoint {
         return try scope.durableWrite(ctx.store, { txn -> Outcome in
             Prefetch.deviceWrite(device, org: app.org.name, now: now, in: txn)
             guard var current = try txn.device(keyID: keyID) else {
-                return .failed(unknownKey(ctx.configuration.unknownKeyStatus))
+                return .failed(unknownKey(ctx.configuration.unknownKeyStatus), outcome: nil)
             }
-            if let failure = precheck(current, app: app) { return .failed(failure) }
+            if let failure = precheck(current, app: app) {
+                return .failed(failure, outcome: precheckOutcome(current))
+            }
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
@@ -163,13 +171,14 @@ public enum RefreshEndpoint {
                 }
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
-                    : "counter \(verified.counter) is not above the stored \(current.counter)"))
+                    : "counter \(verified.counter) is not above the stored \(current.counter)"),
+                    outcome: current.appID == app.app.appID ? "replay" : nil)
             }
             // A device not yet counted this month is admitted (or refused) before it advances.
             if !ablated("no-write"), case .refused(let limit, let current) = try MonthlyCounter.countActive(
                 .device(current), appID: app.app.appID, org: app.org, in: txn, now: now, ctx) {
                 return .failed(.quotaExceeded(limit: limit, current: current, org: app.org,
-                                              compatStatus: ctx.configuration.madLimitStatus))
+                                              compatStatus: ctx.configuration.madLimitStatus), outcome: nil)
             }
             current.counter = verified.counter
             current.lastSeenAt = now
@@ -180,12 +189,18 @@ public enum RefreshEndpoint {
             // The lineage is what an operator flagged: a key beyond the mirrored ones is refused
             // too, and thrown, not returned, so the month's count and the subject link written
             // above roll back with everything else (a refused refresh changes nothing).
-            if assessment.profile.flags.contains(.blocked) { throw blocked(current) }
+            if assessment.profile.flags.contains(.blocked) {
+                // Counted here, as the throw rolls the write back (a PostgreSQL retry of the
+                // transaction would count it again).
+                ServiceMetrics.refreshOutcome("blocked")
+                throw blocked(current)
+            }
             if !ablated("no-write") { try txn.put(current) }
             return .advanced(current, assessment)
         }, then: { outcome in
             switch outcome {
-            case .failed(let failure):
+            case .failed(let failure, let kind):
+                if let kind { ServiceMetrics.refreshOutcome(kind) }
                 throw failure
             case .advanced(let device, let assessment):
                 #if ATTEST_ABLATE
@@ -195,6 +210,7 @@ public enum RefreshEndpoint {
                 }
                 #endif
                 let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
+                ServiceMetrics.refreshOutcome("ok")
                 return ServiceContext.json(["token": .string(issued.token),
                                             "expiresAt": .string(issued.expiresAt.iso8601)])
             }
@@ -229,6 +245,14 @@ public enum RefreshEndpoint {
                                 log: "device \(device.deviceID) is \(device.environment.rawValue), app policy "
                                      + "\(app.app.policy.rawValue)")
         }
+        return nil
+    }
+
+    /// The refresh outcome `precheck`'s refusal of `device` counts as: `revoked`, `blocked`, or
+    /// none (an invalidated device, an app policy refusal).
+    static func precheckOutcome(_ device: DeviceRecord) -> String? {
+        if device.status == .revoked { return "revoked" }
+        if device.status == .active, device.operatorFlags.contains(.blocked) { return "blocked" }
         return nil
     }
 

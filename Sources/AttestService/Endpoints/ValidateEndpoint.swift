@@ -116,6 +116,7 @@ public enum ValidateEndpoint {
                                        + [("reason", .string("apple_validation_failed")),
                                           ("step", .string(error.code.rawValue))])
             }
+            ServiceMetrics.verificationFailure(step: error.code.rawValue)
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
         // The subject link the organization's policy allows (one HMAC for a signed value); a

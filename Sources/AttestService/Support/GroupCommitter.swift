@@ -66,14 +66,15 @@ final class GroupCommitter {
                                            headers: response.headers)
                 writeGroup.append(grouped)
                 heldAnswer = HeldAnswer(awaits: Self.groupPosition, requestID: scope.requestID, endpoint: endpoint,
-                                        started: scope.started, line: nil, grouped: grouped)
+                                        started: scope.started, status: 0, line: nil, grouped: grouped)
             } else if awaits > 0 {
                 // Logged when the answer leaves (`released`), or replaced by the 503's line.
                 heldAnswer = HeldAnswer(awaits: awaits, requestID: scope.requestID, endpoint: endpoint,
-                                        started: scope.started, line: line, grouped: nil)
+                                        started: scope.started, status: response.status, line: line, grouped: nil)
             } else {
                 heldAnswer = nil
                 if let line { context.log(line.text(us: ServiceContext.monotonicMicroseconds() - scope.started)) }
+                ServiceMetrics.request(endpoint: endpoint, status: response.status, started: scope.started)
             }
             return response
         } catch {
@@ -100,6 +101,7 @@ final class GroupCommitter {
         let (outcomes, awaits) = try store.deferringDurabilityUnsettled {
             try store.writeBatch(group.map(\.queued.write))
         }
+        ServiceMetrics.groupCommit(writes: group.count)
         for (entry, failure) in zip(group, outcomes) {
             let result = Result<Response, any Error> {
                 if let failure { throw failure }
@@ -108,13 +110,18 @@ final class GroupCommitter {
             (entry.answer, entry.line) = context.finished(result, endpoint: entry.endpoint, requestID: entry.requestID,
                                                           headers: entry.headers)
         }
-        try store.awaitDurable(awaits)
+        try ServiceMetrics.awaitDurable(store, awaits)
     }
 
-    /// Writes a held answer's log line once it leaves (`us` then counts the wait).
+    /// Writes a held answer's log line once it leaves (`us` then counts the wait), and counts it
+    /// (a grouped answer the commit did not build was counted as its 503 by `failedToSettle`).
     func released(_ held: HeldAnswer) {
         if let line = held.grouped?.line ?? held.line {
             context.log(line.text(us: ServiceContext.monotonicMicroseconds() - held.started))
+        }
+        let status = held.grouped == nil ? held.status : held.grouped?.answer?.status
+        if let status {
+            ServiceMetrics.request(endpoint: held.endpoint, status: status, started: held.started)
         }
     }
 
@@ -132,6 +139,8 @@ struct HeldAnswer {
     let requestID: String
     let endpoint: String
     let started: Int64
+    /// The held answer's status (0 for a grouped one: its answer is built by the commit).
+    let status: Int
     let line: RequestLogLine?
     /// Set when the answer is built by the group's commit (`GroupCommitter.commitGroup`).
     let grouped: GroupedWrite?

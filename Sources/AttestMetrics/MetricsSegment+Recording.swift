@@ -1,0 +1,56 @@
+/// What the service counts, each as a few relaxed atomic adds to its slots (`MetricsLayout`).
+extension MetricsSegment {
+    /// One answered request: its status's counter and its duration's histogram.
+    public func recordRequest(endpoint: Int, status: Int, microseconds: UInt64) {
+        let L = MetricsLayout.self
+        guard L.endpoints.indices.contains(endpoint),
+              let slot = L.requestSlot(endpoint: endpoint, status: status) else { return }
+        add(slot)
+        observe(base: L.durations + endpoint * L.durationStride, microseconds, L.durationBoundsMicroseconds)
+    }
+
+    /// A validate refused at `step` (an `AttestError.Code` value; `other` when not listed).
+    public func recordVerificationFailure(step: String) {
+        add(MetricsLayout.verificationFailures + Self.index(step, in: MetricsLayout.verificationSteps))
+    }
+
+    /// A refresh's outcome (`MetricsLayout.refreshOutcomes`); an unknown one is not counted.
+    public func recordRefreshOutcome(_ outcome: String) {
+        guard let i = MetricsLayout.refreshOutcomes.firstIndex(of: outcome) else { return }
+        add(MetricsLayout.refreshOutcomeSlots + i)
+    }
+
+    /// A 429 from the bucket named `bucket` (its kind is the name up to the first `:`).
+    public func recordRateLimited(bucket: String) {
+        let kind = String(bucket.prefix { $0 != ":" })
+        add(MetricsLayout.rateLimited + Self.index(kind, in: MetricsLayout.rateBuckets))
+    }
+
+    /// One group commit of `writes` final writes.
+    public func recordGroupCommit(writes: Int) {
+        observe(base: MetricsLayout.groupCommitSizes, UInt64(max(0, writes)), MetricsLayout.groupSizeBounds)
+    }
+
+    /// One wait for durability that had to sync (or wait for another process's sync).
+    public func recordSync(microseconds: UInt64) {
+        observe(base: MetricsLayout.syncDurations, microseconds, MetricsLayout.syncBoundsMicroseconds)
+    }
+
+    /// One webhook delivery attempt: its HTTP status (0: none, an error).
+    public func recordWebhookAttempt(status: Int) {
+        let index = (200...599).contains(status) ? status / 100 - 2 : 4
+        add(MetricsLayout.webhookAttempts + index)
+    }
+
+    /// A histogram at `base`: its bucket, its sum and its count.
+    private func observe(base: Int, _ value: UInt64, _ bounds: [UInt64]) {
+        add(base + MetricsLayout.bucket(value, bounds))
+        add(base + bounds.count + 1, value)
+        add(base + bounds.count + 2)
+    }
+
+    /// `value`'s index in `values`, whose last entry (`other`) takes anything not listed.
+    private static func index(_ value: String, in values: [String]) -> Int {
+        values.firstIndex(of: value) ?? values.count - 1
+    }
+}

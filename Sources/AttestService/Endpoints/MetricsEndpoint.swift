@@ -1,0 +1,33 @@
+import AttestMetrics
+import AttestStore
+import FastCGI
+
+/// `GET /metrics` on the metrics listener (`server.metricsListen`): Prometheus's text format
+/// 0.0.4 (`MetricsExposition`, docs/metrics.md). Counters come from every pool's segment in
+/// `RUN/metrics` (`ServiceMetrics.snapshots`); the store's map usage, the webhook backlog and
+/// each organization's monthly active devices are read from the store now, in one read
+/// transaction that waits for no sync. No label names a device, a key, an address or an app;
+/// organizations are named (the only tenant label: one series per organization).
+enum MetricsEndpoint {
+    static func metrics(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        let text = MetricsExposition.render(ServiceMetrics.snapshots(), try gauges(ctx))
+        return Response(status: 200, headers: [Header("Content-Type", MetricsExposition.contentType),
+                                               Header("Cache-Control", "no-store")],
+                        body: Array(text.utf8))
+    }
+
+    static func gauges(_ ctx: ServiceContext) throws -> ScrapeGauges {
+        let now = ctx.clock.now()
+        let month = now.monthKey
+        let (backlog, organizations) = try ctx.store.read(awaitDurable: false) { txn in
+            let backlog = try txn.count(.outbox) + txn.count(.deliveryDue)
+            let organizations = try txn.orgs().map { org in
+                (name: org.name, active: try txn.usageMonthReport(org: org.name, month: month)?.activeDevices ?? 0,
+                 limit: org.madLimit)
+            }
+            return (backlog, organizations)
+        }
+        return ScrapeGauges(storeMaps: ctx.store.usage().map { ($0.environment.rawValue, $0.used, $0.mapSize) },
+                            webhookBacklog: backlog, organizations: organizations, time: Double(now.seconds))
+    }
+}

@@ -1,0 +1,42 @@
+import AttestCore
+import AttestMetrics
+import AttestService
+import AttestStore
+import Foundation
+import Testing
+
+/// The monitor pool's `/metrics`: what it reads from the store at a scrape. (What the pools
+/// count is shown end to end by nginx/e2e/metrics.sh, against the counts of the traffic it
+/// sends; the process-wide segment is not set in these parallel in-process tests.)
+@Suite struct MetricsEndpointTests {
+    @Test func metricsAnswerPrometheusTextWithTheStoreReadNow() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let request = Fixture.request("GET", "/metrics")
+        let response = Endpoint.monitor.handle(request, flow.context)
+        #expect(response.status == 200)
+        #expect(response.headers.contains { $0.name == "Content-Type" && $0.value == MetricsExposition.contentType })
+        let text = String(decoding: response.body, as: UTF8.self)
+        #expect(text.contains("\nattestedge_monthly_active_devices{org=\"acme\"} 1\n"), "the enrolled device")
+        #expect(text.contains("\nattestedge_monthly_active_devices_limit{org=\"acme\"} 10000\n"), "pro's limit")
+        #expect(text.contains("\nattestedge_time_seconds \(flow.fixture.clock.now().seconds)\n"))
+        #expect(text.contains("\nattestedge_webhook_backlog "))
+        if !Fixture.onPostgres {
+            for environment in ["durable", "ephemeral"] {
+                #expect(text.contains("\nattestedge_store_map_size_bytes{environment=\"\(environment)\"} 16777216\n"))
+                #expect(text.contains("\nattestedge_store_map_used_bytes{environment=\"\(environment)\"} "))
+            }
+        }
+        // No device, key, address or app anywhere.
+        for secret in [Base64.encode(flow.device.keyID), DeviceIdentity.deviceID(keyID: flow.device.keyID),
+                       Fixture.appID, "127.0.0.1"] {
+            #expect(!text.contains(secret))
+        }
+        #expect(Endpoint.monitor.handle(Fixture.request("POST", "/metrics"), flow.context).status == 405)
+    }
+
+    /// The segment's fixed list of verification steps is the verifier's failure reasons.
+    @Test func verificationStepsAreTheVerifiersReasons() {
+        #expect(MetricsLayout.verificationSteps == AttestError.Code.allCases.map(\.rawValue) + ["other"])
+    }
+}

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Prometheus metrics end to end (issue #39): /metrics on the metrics listener only, accepted by
+`promtool check metrics`, every family of docs/metrics.md present, no device, key, address or
+app in it; then known traffic (challenges, enrollments, refreshes, a forged, a replayed, a
+revoked and a blocked refresh, a failed verification, an organization's rate limit, a killed
+worker, a reload) and the counters must move by exactly what was sent. Prints PASS/FAIL per
+check and a summary; exits 1 on a failure."""
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from check import Tally  # noqa: E402
+from receiver import Receiver  # noqa: E402
+from stack import Stack, app_headers, b64, run_suite, sha256, unb64, within_one_rate_window  # noqa: E402
+
+T = Tally()
+A = app_headers()
+TIGHT = app_headers("TIGHT12345", "com.example.tight")
+FAMILIES = {
+    "attestedge_requests_total": "counter", "attestedge_request_duration_seconds": "histogram",
+    "attestedge_verification_failures_total": "counter", "attestedge_refresh_outcomes_total": "counter",
+    "attestedge_rate_limited_total": "counter", "attestedge_group_commit_size": "histogram",
+    "attestedge_sync_duration_seconds": "histogram", "attestedge_pool_workers": "gauge",
+    "attestedge_pool_worker_restarts_total": "counter", "attestedge_pool_reloads_total": "counter",
+    "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
+    "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
+    "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
+    "attestedge_time_seconds": "gauge",
+}
+LABELS = {"pool", "endpoint", "status", "step", "outcome", "bucket", "class", "environment", "org", "le"}
+POOLS = ["challenge", "validate", "refresh", "mad", "webhooks", "monitor"]
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+# What this suite sent: (pool, endpoint, status) → requests, and the keys it enrolled.
+sent = Counter()
+enrolled_keys = []
+
+
+def setup(stack):
+    stack.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
+    stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app")
+    # An organization whose bucket (3 a minute, validate and refresh together) this suite fills.
+    stack.ctl("org", "add", "tight", "--tier", "pro", "--rate-limit", "3")
+    stack.ctl("app", "add", "--org", "tight", "--team", "TIGHT12345", "--bundle", "com.example.tight")
+    stack.ctl("config", "set", "webhooks.retrySchedule", "[1,2]")
+
+
+def scrape(s):
+    """The metrics listener's answer: (status, content type, text)."""
+    conn = http.client.HTTPConnection("127.0.0.1", s.metrics_port, timeout=30)
+    conn.request("GET", "/metrics")
+    r = conn.getresponse()
+    body = r.read().decode()
+    conn.close()
+    return r.status, r.getheader("Content-Type", ""), body
+
+
+def parse(text):
+    """{(name, ((label, value), …) sorted): value} of every sample."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise ValueError(f"not a sample line: {line!r}")
+        labels = tuple(sorted(LABEL.findall(m.group(2) or "")))
+        samples[(m.group(1), labels)] = float(m.group(3))
+    return samples
+
+
+def metrics(s):
+    return parse(scrape(s)[2])
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def total(samples, name, **labels):
+    """The sum of `name`'s samples whose labels include `labels`."""
+    return sum(v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls))
+
+
+def request(s, pool, endpoint, method, path, headers=None, body=None):
+    r = s.http(method, path, headers, body)
+    sent[(pool, endpoint, str(r.status))] += 1
+    return r
+
+
+def challenge(s, headers=A):
+    r = request(s, "challenge", "challenge", "GET", "/api/v1/attestation/challenge", headers)
+    assert r.status == 200, r
+    return r.json["challenge"]
+
+
+def device(s, name, command, headers=A):
+    """attest-device `command` (enroll or refresh): one challenge and one validate or refresh, both 200."""
+    team, bundle = headers["X-Team-ID"], headers["X-Bundle-ID"]
+    p = s.device(s.state(name), command, team=team, bundle=bundle)
+    T.check(f"attest-device {command} ({name})", p.returncode == 0, p.stderr)
+    sent[("challenge", "challenge", "200")] += 1
+    endpoint = "validate" if command == "enroll" else "refresh"
+    sent[(endpoint, endpoint, "200")] += 1
+    if command == "enroll":
+        enrolled_keys.append(json.loads(s.device(s.state(name), "show", "--json").stdout)["keyId"])
+    return p
+
+
+def body(s, name, kind, headers=A, *extra):
+    team, bundle = headers["X-Team-ID"], headers["X-Bundle-ID"]
+    p = s.device(s.state(name), "body", kind, "--challenge", challenge(s, headers), *extra, team=team, bundle=bundle)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def exposition(s):
+    status, ctype, text = scrape(s)
+    T.check("/metrics on the metrics listener: 200", status == 200, str(status))
+    T.check("Content-Type is text format 0.0.4", ctype.startswith("text/plain; version=0.0.4"), ctype)
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    T.check("promtool check metrics accepts it", p.returncode == 0, p.stdout + p.stderr)
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    T.check("every family has its TYPE, even at zero", types == FAMILIES, str(set(types) ^ set(FAMILIES)))
+    helps = set(re.findall(r"^# HELP (\S+) ", text, re.M))
+    T.check("every family has its HELP", helps == set(FAMILIES), str(helps ^ set(FAMILIES)))
+    samples = parse(text)
+    workers = {pool: value(samples, "attestedge_pool_workers", pool=pool) for pool in POOLS}
+    T.check("every pool reports its workers", all(w == s.workers for w in workers.values()), str(workers))
+    for environment in ("durable", "ephemeral"):
+        used = value(samples, "attestedge_store_map_used_bytes", environment=environment)
+        size = value(samples, "attestedge_store_map_size_bytes", environment=environment)
+        T.check(f"store map of the {environment} environment: 0 < used <= size", 0 < used <= size, f"{used} of {size}")
+    clock = value(samples, "attestedge_time_seconds")
+    T.check("attestedge_time_seconds is the host's clock", abs(clock - time.time()) < 5, f"{clock} vs {time.time()}")
+    r = s.http("GET", "/metrics")
+    T.check("/metrics is not served on the main site", r.status == 404 and b"attestedge_" not in r.body, repr(r))
+
+
+def traffic(s):
+    before = metrics(s)
+    for _ in range(5):
+        challenge(s)
+    device(s, "one", "enroll")
+    for _ in range(3):
+        device(s, "one", "refresh")
+    device(s, "two", "enroll")
+    device(s, "two", "refresh")
+    # A forged refresh: the assertion's last byte (the counter's) changed, so its signature fails.
+    forged = body(s, "two", "refresh")
+    raw = bytearray(unb64(forged["assertion"]))
+    raw[-1] ^= 0x01
+    r = request(s, "refresh", "refresh", "POST", "/api/v1/attestation/refresh", A, dict(forged, assertion=b64(bytes(raw))))
+    T.check("a forged refresh: 409", r.status == 409, repr(r))
+    # A replayed counter, genuinely signed.
+    counter = json.loads(open(s.state("one")).read())["counter"]
+    r = request(s, "refresh", "refresh", "POST", "/api/v1/attestation/refresh", A,
+                body(s, "one", "refresh", A, "--counter", str(counter)))
+    T.check("a replayed counter: 409", r.status == 409, repr(r))
+    # Revoked, and blocked by the operator.
+    device(s, "three", "enroll")
+    s.ctl("device", "revoke", enrolled_keys[-1])
+    r = request(s, "refresh", "refresh", "POST", "/api/v1/attestation/refresh", A, body(s, "three", "refresh"))
+    T.check("a revoked key's refresh: 403", r.status == 403, repr(r))
+    device(s, "four", "enroll")
+    s.ctl("device", "flag", enrolled_keys[-1], "--block")
+    r = request(s, "refresh", "refresh", "POST", "/api/v1/attestation/refresh", A, body(s, "four", "refresh"))
+    T.check("a blocked device's refresh: 403", r.status == 403, repr(r))
+    # An attestation whose keyId is not its key's: refused at Apple's step 5 (key_id).
+    bad = body(s, "five", "validate")
+    r = request(s, "validate", "validate", "POST", "/api/v1/attestation/validate", A,
+                dict(bad, keyId=b64(sha256(b"another key"))))
+    T.check("an attestation for another keyId is refused", r.status in (400, 401, 403), repr(r))
+    # The tight organization's bucket: 3 a minute; the fourth device request is a 429.
+    within_one_rate_window(30)
+    device(s, "tight", "enroll", TIGHT)
+    device(s, "tight", "refresh", TIGHT)
+    device(s, "tight", "refresh", TIGHT)
+    r = request(s, "refresh", "refresh", "POST", "/api/v1/attestation/refresh", TIGHT, body(s, "tight", "refresh", TIGHT))
+    T.check("the organization's fourth request in a minute: 429", r.status == 429, repr(r))
+
+    after = metrics(s)
+
+    def delta(name, **labels):
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    for pool in ("challenge", "validate", "refresh"):
+        labels = {k for k in sent if k[0] == pool} | {
+            (pool, dict(ls)["endpoint"], dict(ls)["status"]) for (n, ls) in after
+            if n == "attestedge_requests_total" and dict(ls).get("pool") == pool}
+        seen = {k: delta("attestedge_requests_total", pool=k[0], endpoint=k[1], status=k[2]) for k in labels}
+        expected = {k: float(sent.get(k, 0)) for k in labels}
+        T.check(f"requests_total of the {pool} pool moved by exactly what was sent", seen == expected,
+                f"seen {seen}, sent {expected}")
+        count = delta("attestedge_request_duration_seconds_count", pool=pool, endpoint=pool)
+        sent_here = sum(n for (p, _, _), n in sent.items() if p == pool)
+        T.check(f"the {pool} latency histogram counted each of them", count == sent_here, f"{count} vs {sent_here}")
+        inf = delta("attestedge_request_duration_seconds_bucket", pool=pool, endpoint=pool, le="+Inf")
+        T.check(f"the {pool} histogram's +Inf bucket is its count", inf == count, f"{inf} vs {count}")
+    outcomes = {o: delta("attestedge_refresh_outcomes_total", outcome=o)
+                for o in ("ok", "replay", "forged", "revoked", "blocked")}
+    ok = float(sent[("refresh", "refresh", "200")])
+    T.check("refresh outcomes moved by exactly what was sent",
+            outcomes == {"ok": ok, "replay": 1, "forged": 1, "revoked": 1, "blocked": 1}, str(outcomes))
+    steps = delta("attestedge_verification_failures_total")
+    T.check("one verification failure, at step key_id",
+            steps == 1 and delta("attestedge_verification_failures_total", step="key_id") == 1, f"{steps} in all")
+    buckets = {b: delta("attestedge_rate_limited_total", bucket=b) for b in ("org", "validate-ip", "refresh-ip")}
+    T.check("one rate-limit refusal, by the organization's bucket", buckets == {"org": 1, "validate-ip": 0, "refresh-ip": 0},
+            str(buckets))
+    writes = sent[("validate", "validate", "200")] + sent[("refresh", "refresh", "200")]
+    group_sum = delta("attestedge_group_commit_size_sum")
+    T.check("group commits wrote exactly the successful validates and refreshes", group_sum == writes,
+            f"{group_sum} vs {writes}")
+    group_count = delta("attestedge_group_commit_size_count")
+    T.check("one group commit at most per write", 1 <= group_count <= writes, f"{group_count} groups")
+    enrolled = {"acme": 4, "tight": 1}  # one to four (five's validate failed), and tight
+    mad = {org: value(after, "attestedge_monthly_active_devices", org=org) for org in enrolled}
+    T.check("monthly active devices per organization", mad == {k: float(v) for k, v in enrolled.items()}, str(mad))
+    limits = {org: value(after, "attestedge_monthly_active_devices_limit", org=org) for org in enrolled}
+    T.check("each organization's limit (pro: 10000)", limits == {"acme": 10000.0, "tight": 10000.0}, str(limits))
+    text = scrape(s)[2]
+    secrets = enrolled_keys + ["ABCDE12345", "TIGHT12345", "com.example", "127.0.0.1"]
+    T.check("no key, device, app or address in the metrics", not any(x in text for x in secrets),
+            str([x for x in secrets if x in text]))
+    names = {name for name, _ in re.findall(LABEL.pattern, re.sub(r"^#.*$", "", text, flags=re.M))}
+    T.check("only the documented labels", names <= LABELS, str(names - LABELS))
+
+
+def pool_events(s):
+    before = metrics(s)
+    workers = s.pool_workers("challenge")
+    os.kill(workers[0], signal.SIGKILL)
+    deadline = time.time() + 15
+    now = before
+    while time.time() < deadline:
+        now = metrics(s)
+        if (value(now, "attestedge_pool_worker_restarts_total", pool="challenge") > value(
+                before, "attestedge_pool_worker_restarts_total", pool="challenge")
+                and value(now, "attestedge_pool_workers", pool="challenge") == s.workers):
+            break
+        time.sleep(0.1)
+    restarts = value(now, "attestedge_pool_worker_restarts_total", pool="challenge") - value(
+        before, "attestedge_pool_worker_restarts_total", pool="challenge")
+    T.check("a killed worker: one restart, workers back to their number",
+            restarts == 1 and value(now, "attestedge_pool_workers", pool="challenge") == s.workers,
+            f"restarts +{restarts}, workers {value(now, 'attestedge_pool_workers', pool='challenge')}")
+    p = s.ctl("reload", "challenge", check=False)
+    T.check("attestctl reload challenge", p.returncode == 0, p.stdout + p.stderr)
+    for _ in range(3):
+        challenge(s)
+    after = metrics(s)
+    reloads = value(after, "attestedge_pool_reloads_total", pool="challenge") - value(
+        before, "attestedge_pool_reloads_total", pool="challenge")
+    T.check("the reload is counted once", reloads == 1, str(reloads))
+    key = ("attestedge_requests_total", (("endpoint", "challenge"), ("pool", "challenge"), ("status", "200")))
+    T.check("counters survive the reload and go on from where they were",
+            after.get(key, 0) - now.get(key, 0) == 3, f"{now.get(key)} -> {after.get(key)}")
+    restarts_after = value(after, "attestedge_pool_worker_restarts_total", pool="challenge") - value(
+        before, "attestedge_pool_worker_restarts_total", pool="challenge")
+    T.check("a reload is not a restart", restarts_after == 1, str(restarts_after))
+    p = subprocess.run(["promtool", "check", "metrics"], input=scrape(s)[2], capture_output=True, text=True)
+    T.check("promtool still accepts it after the traffic", p.returncode == 0, p.stdout + p.stderr)
+
+
+def webhooks(s):
+    """A test event to an endpoint that answers 500 twice, then 200: three attempts, by class."""
+    rx = Receiver()
+    key = s.ctl_json("apikey", "create", "--org", "acme")["key"]
+    auth = {"Authorization": "Bearer " + key}
+    r = s.http("POST", "/api/v1/org/webhooks", auth, {"url": f"http://127.0.0.1:{rx.port}/flaky", "events": ["webhook.test"]})
+    T.check("a webhook endpoint is created", r.status == 201, repr(r))
+    before = metrics(s)
+    r = s.http("POST", f"/api/v1/org/webhooks/{r.json['id']}/test", auth)
+    T.check("a test event is queued", r.status in (200, 201, 202), repr(r))
+    got = rx.wait("/flaky", 3, 20)
+    T.check("the receiver got three attempts", len(got) == 3, str(len(got)))
+    classes = ("2xx", "3xx", "4xx", "5xx", "error")
+    deadline = time.time() + 10
+    while True:
+        after = metrics(s)
+        moved = {c: value(after, "attestedge_webhook_attempts_total", **{"class": c})
+                 - value(before, "attestedge_webhook_attempts_total", **{"class": c}) for c in classes}
+        backlog = value(after, "attestedge_webhook_backlog")
+        if (moved["2xx"] >= 1 and backlog == 0) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    T.check("webhook attempts by class moved by exactly what the receiver answered",
+            moved == {"2xx": 1, "3xx": 0, "4xx": 0, "5xx": 2, "error": 0}, str(moved))
+    T.check("the webhook backlog is empty once delivered", backlog == 0, str(backlog))
+    rx.shutdown()
+
+
+def main():
+    s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
+    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
