@@ -23,11 +23,17 @@ package struct NginxSite {
     /// them too.
     static let tlsHeaders = "add_header Strict-Transport-Security \"max-age=63072000\" always; "
         + "add_header X-Content-Type-Options nosniff always;"
+    /// `@H2_BODY_LIMIT@`, in the 413 envelope's location: over HTTP/2, nginx 1.22 judges the
+    /// body again against the location it redirected to and, refusing it twice, sends its HTML
+    /// page instead of the envelope (nginx/e2e/tls.sh caught it). Nothing is read: the body is
+    /// being discarded.
+    static let http2BodyLimit = "client_max_body_size 0;"
     /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder.
     static let stapling = "ssl_stapling on; ssl_stapling_verify on;"
     /// Placeholders that may render to nothing: their line is left blank (TLS off renders the
     /// directives it rendered before TLS existed).
-    static let optionalPlaceholders: Set = ["@TLS@", "@TLS_HEADERS@", "@HTTP_SERVER@", "@OCSP_STAPLING@"]
+    static let optionalPlaceholders: Set = ["@TLS@", "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@HTTP_SERVER@",
+                                                  "@OCSP_STAPLING@"]
 
     let templates: String
 
@@ -112,6 +118,7 @@ package struct NginxSite {
         var values = ["@SERVER_NAME@": domain?.domain ?? "_",
                       "@TLS@": tls == nil ? "" : "include \(confDirectory)/tls.conf;",
                       "@TLS_HEADERS@": tls == nil ? "" : tlsHeaders,
+                      "@H2_BODY_LIMIT@": tls == nil ? "" : http2BodyLimit,
                       "@HTTP_SERVER@": domain == nil ? "" : "include \(confDirectory)/http-redirect.conf;"]
         if let tls {
             values["@TLS_CERT@"] = tls.certificate
@@ -119,6 +126,7 @@ package struct NginxSite {
             values["@OCSP_STAPLING@"] = tls.stapling ? stapling : ""
         }
         if let domain {
+            try check("@SERVER_NAME@", domain.domain)  // first: the redirect target is built from it
             let http: ListenAddress
             do { http = try ListenAddress(parsing: domain.httpListen, key: "--http-listen") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
@@ -224,8 +232,9 @@ package struct NginxSite {
                 }
                 return try check("@CONF_DIR@", String(value.dropFirst(8).dropLast(file.count + 2)))
             }
-        case "@TLS_HEADERS@", "@OCSP_STAPLING@":
-            guard value.isEmpty || value == (placeholder == "@TLS_HEADERS@" ? tlsHeaders : stapling) else {
+        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@OCSP_STAPLING@":
+            let fixed = ["@TLS_HEADERS@": tlsHeaders, "@H2_BODY_LIMIT@": http2BodyLimit][placeholder] ?? stapling
+            guard value.isEmpty || value == fixed else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not its fixed text")
             }

@@ -96,7 +96,7 @@ import Testing
         let rendered = site.split(separator: "\n", omittingEmptySubsequences: false)
         let lines = template.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(rendered.count == lines.count)
-        let placeholders = ["@TLS_HEADERS@", "@TLS@", "@HTTP_SERVER@"]
+        let placeholders = ["@TLS_HEADERS@", "@TLS@", "@HTTP_SERVER@", "@H2_BODY_LIMIT@"]
         for (r, t) in zip(rendered, lines) where placeholders.contains(where: { t.contains($0) }) {
             #expect(r.isEmpty || t.hasPrefix("#"), "\(t) rendered as \(r)")
         }
@@ -127,6 +127,9 @@ import Testing
         #expect(tlsConf.firstMatch(of: /\nssl_stapling/) == nil, "no stapling lines, so no nginx warning")
         #expect(try f.read(f.data.nginxDirectory + "/ffdhe2048.pem") == f.read(Self.templates + "/ffdhe2048.pem"))
         #expect(!FileManager.default.fileExists(atPath: f.data.nginxDirectory + "/http-redirect.conf"))
+        #expect(site.contains("location = /.attestedge/error/413 {\n        internal;\n"
+                              + "        client_max_body_size 0;\n"),
+                "HTTP/2: the 413 envelope's location does not judge the body again")
     }
 
     /// nginx inherits add_header into a location only when it has none of its own: HSTS must
