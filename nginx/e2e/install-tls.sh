@@ -6,7 +6,8 @@
 #    nginx (run by hand: no systemd here) serves the installed site over HTTPS with HTTP/2 and
 #    HSTS, the installed pools (started by hand as the service user) let a software device enroll
 #    and refresh over it, the port-80 server redirects to https://localhost:PORT and serves the
-#    ACME webroot, and a second run with the same arguments changes nothing;
+#    ACME webroot, testssl.sh finds nothing MEDIUM or worse, and a second run with the same
+#    arguments changes nothing;
 #  - a hostile domain and a key that is not the certificate's are refused, the site left alone;
 #  - --acme EMAIL with a STAND-IN certbot on PATH (Let's Encrypt cannot be reached here): this
 #    checks the arguments install.sh gives certbot (certonly --webroot on our own ACME
@@ -33,14 +34,16 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 HTTPS_PORT=$(free_port) HTTP_PORT=$(free_port) METRICS_PORT=$(free_port)
 
-# A test CA and a server certificate for localhost (as nginx/e2e/tls.py makes them).
+# A test CA and a server certificate for localhost, as nginx/e2e/tls.py makes them (why it names a CRL: there).
 (
   cd "$W"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 30 \
     -subj "/CN=AttestEdge install e2e test CA" -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign"
   openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > ext.cnf
+  printf '%s\n' subjectAltName=DNS:localhost,IP:127.0.0.1 basicConstraints=critical,CA:FALSE \
+    keyUsage=critical,digitalSignature,keyEncipherment extendedKeyUsage=serverAuth \
+    crlDistributionPoints=URI:http://crl.attestedge.invalid/test-ca.crl > ext.cnf
   openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 90 -extfile ext.cnf
   openssl req -newkey rsa:2048 -nodes -keyout other.key -out other.csr -subj /CN=other
 ) > "$W/pki.log" 2>&1 || { cat "$W/pki.log"; exit 1; }
@@ -121,6 +124,15 @@ out=$("${D[@]}" enroll 2>&1)
 check "a software device enrolls over the installed HTTPS site" '[ $? = 0 ]' || { echo "$out"; tail -5 "$W"/pool-validate.log "$W/error.log"; }
 out=$("${D[@]}" refresh 2>&1)
 check "and refreshes" '[ $? = 0 ]' || echo "$out"
+# testssl.sh on the installed site, as nginx/e2e/tls.py runs it on serve's (the groups, and what
+# is skipped offline and why, are listed there): no finding of severity MEDIUM or worse.
+testssl --quiet --color 0 --warnings off --nodns none --add-ca "$CA" --jsonfile "$W/testssl.json" \
+  --fast -p -s -f -P -S -h -U "127.0.0.1:$HTTPS_PORT" > "$W/testssl.out" 2>&1
+serious=$(python3 -c 'import json, sys
+for i in json.load(open(sys.argv[1])):
+    if i["severity"] in ("MEDIUM", "HIGH", "CRITICAL"): print(i["severity"], i["id"], i["finding"])' "$W/testssl.json" 2>&1)
+check "testssl.sh on the installed site: no finding of severity MEDIUM or worse" \
+  '[ -s "$W/testssl.json" ] && [ -z "$serious" ]' "$serious"
 redirect=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Host: localhost' "http://127.0.0.1:$HTTP_PORT/api/v1/x?y=1")
 check "port 80 redirects everything to https://localhost:PORT with the request URI" \
   '[ "$redirect" = "301 https://localhost:$HTTPS_PORT/api/v1/x?y=1" ]' "$redirect"
