@@ -253,8 +253,9 @@ package struct Serve {
                   "\n  TLS             \(site.certificate) (TLS 1.2/1.3, HTTP/2, HSTS"
                   + (site.stapling ? ", OCSP stapling)" : "; no OCSP responder in it: no stapling)")
               } ?? "")
-            try it:
-              curl -s \(base)/api/v1/attestation/challenge -H 'X-Bundle-ID: com.example.demo' -H 'X-Team-ID: DEMOTEAM01'
+            try it\(tls == nil ? "" : " (with --cacert/--ca-file the CA that issued the certificate)"):
+              curl -s\(tls == nil ? "" : " --cacert CA.pem") \(base)/api/v1/attestation/challenge \\
+                -H 'X-Bundle-ID: com.example.demo' -H 'X-Team-ID: DEMOTEAM01'
             """)
         let roots = ((try? data.loadConfiguration().testRoots) ?? []) + trustRoots
         if !roots.isEmpty {
@@ -264,7 +265,8 @@ package struct Serve {
                 Output.out("""
                   enroll a software device:
                     \(executableDirectory())/attest-device --server \(base) --team DEMOTEAM01 --bundle com.example.demo \\
-                      --test-ca \(data.testCADirectory)/ca.pem --state /tmp/demo-device.json enroll
+                      --test-ca \(data.testCADirectory)/ca.pem \(tls == nil ? "" : "--ca-file CA.pem ")\
+                --state /tmp/demo-device.json enroll
                 """)
             }
         }

@@ -55,8 +55,9 @@ let siteCommand = Command(
             guard args.value("http-listen") == nil else { throw UsageError("--http-listen needs --domain") }
             domain = nil
         case (let name?, let webroot?):
-            domain = DomainSite(domain: name, httpListen: args.value("http-listen") ?? "*:80",
-                                acmeWebroot: FileIO.absolute(webroot))
+            var site = DomainSite(domain: name, acmeWebroot: FileIO.absolute(webroot))
+            if let listen = args.value("http-listen") { site.httpListen = listen }
+            domain = site
         default: throw UsageError("--domain NAME and --acme-webroot DIR go together")
         }
         let site = try NginxSite.locate(args.value("nginx-templates"))
