@@ -51,8 +51,8 @@ let serveCommand = Command(
                  attestctl serve --data ./var --listen 127.0.0.1:8443 --tls-cert cert.pem --tls-key key.pem
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "metrics-listen", "workers", "trust-root", "nginx-templates", "user",
-                                                  "tls-cert", "tls-key"],
+        let args = try Arguments(argv, valued: ["data", "listen", "metrics-listen", "workers", "trust-root",
+                                                  "nginx-templates", "user", "tls-cert", "tls-key"],
                                  switches: ["test-ca", "allow-private-webhooks"])
         try prepareToServe(dataDirectory(args), testCA: args.flag("test-ca"))
         return try Serve(args).run()

@@ -71,7 +71,8 @@ if [ -n "$DOMAIN" ]; then
   [ -n "$ACME_EMAIL" ] || [ -n "$TLS_CERT" -a -n "$TLS_KEY" ] || die "--tls-cert FILE and --tls-key FILE go together"
   [ -z "$ACME_EMAIL" ] || [[ "$ACME_EMAIL" =~ ^[^[:space:]@]+@[^[:space:]@]+$ ]] || die "--acme needs an e-mail address"
   [ -n "$TLS_CERT" ] && { [ -f "$TLS_CERT" ] && [ -f "$TLS_KEY" ] || die "--tls-cert/--tls-key: no such file"; }
-  [ -z "$ACME_EMAIL" ] || command -v certbot > /dev/null || die "--acme needs Debian's certbot (apt-get install certbot)"
+  [ -z "$ACME_EMAIL" ] || command -v certbot > /dev/null \
+    || die "--acme needs Debian's certbot (apt-get install certbot)"
   [ -n "$LISTEN" ] || LISTEN='*:443'
   [ -n "$HTTP_LISTEN" ] || HTTP_LISTEN='*:80'
   if [ -z "$ACME_WEBROOT" ]; then

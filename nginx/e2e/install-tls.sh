@@ -76,13 +76,21 @@ out1=$(install_tls --tls-cert "$CERT" --tls-key "$KEY"); rc1=$?
 check "install.sh --domain localhost --tls-cert --tls-key exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
 T=$P/etc/nginx/attestedge
 check "the key is copied root-only (directory 0700, key 0600), the certificate 0644" \
-  '[ "$(stat -c %a "$T/tls")" = 700 ] && [ "$(stat -c %a "$T/tls/privkey.pem")" = 600 ] && [ "$(stat -c %a "$T/tls/fullchain.pem")" = 644 ] && cmp -s "$KEY" "$T/tls/privkey.pem"'
+  '[ "$(stat -c %a "$T/tls")" = 700 ] &&
+     [ "$(stat -c %a "$T/tls/privkey.pem")" = 600 ] &&
+     [ "$(stat -c %a "$T/tls/fullchain.pem")" = 644 ] &&
+     cmp -s "$KEY" "$T/tls/privkey.pem"'
 check "the site listens with ssl http2 as localhost and includes the installed tls.conf" \
-  'grep -q "listen 127.0.0.1:$HTTPS_PORT ssl http2;" "$T/site.conf" && grep -q "server_name localhost;" "$T/site.conf" && grep -q "include $T/tls.conf;" "$T/site.conf"'
+  'grep -q "listen 127.0.0.1:$HTTPS_PORT ssl http2;" "$T/site.conf" &&
+     grep -q "server_name localhost;" "$T/site.conf" &&
+     grep -q "include $T/tls.conf;" "$T/site.conf"'
 check "tls.conf serves the installed copies" \
-  'grep -q "^ssl_certificate $T/tls/fullchain.pem;" "$T/tls.conf" && grep -q "^ssl_certificate_key $T/tls/privkey.pem;" "$T/tls.conf" && grep -q "^ssl_dhparam $T/ffdhe2048.pem;" "$T/tls.conf"'
+  'grep -q "^ssl_certificate $T/tls/fullchain.pem;" "$T/tls.conf" &&
+     grep -q "^ssl_certificate_key $T/tls/privkey.pem;" "$T/tls.conf" &&
+     grep -q "^ssl_dhparam $T/ffdhe2048.pem;" "$T/tls.conf"'
 check "the port-80 server is on --http-listen with the ACME webroot" \
-  'grep -q "listen 127.0.0.1:$HTTP_PORT;" "$T/http-redirect.conf" && grep -q "root $P/acme-webroot;" "$T/http-redirect.conf"'
+  'grep -q "listen 127.0.0.1:$HTTP_PORT;" "$T/http-redirect.conf" &&
+     grep -q "root $P/acme-webroot;" "$T/http-redirect.conf"'
 
 # Real nginx on the installed site, as Debian's runs (master root, workers www-data), and the
 # installed pools as the units run them (attestedge:www-data, umask 0007, /run/attestedge).
@@ -116,14 +124,17 @@ for _ in $(seq 100); do curl -s -o /dev/null --cacert "$CA" "https://localhost:$
 B=https://localhost:$HTTPS_PORT
 headers=$(curl -sS --http2 --cacert "$CA" -D - -o "$W/jwks" -w '%{http_version}\n' "$B/.well-known/jwks.json" 2>&1)
 check "HTTPS serves the installed site (JWKS 200), verified against the test CA, over HTTP/2" \
-  'grep -q "^HTTP/2 200" <<< "$headers" && [ "$(tail -1 <<< "$headers")" = 2 ] && grep -q "\"keys\"" "$W/jwks"' || echo "$headers"
+  'grep -q "^HTTP/2 200" <<< "$headers" &&
+     [ "$(tail -1 <<< "$headers")" = 2 ] &&
+     grep -q "\"keys\"" "$W/jwks"' || echo "$headers"
 check "with HSTS" 'grep -qi "^strict-transport-security: max-age=63072000" <<< "$headers"'
 D=("$BIN/attest-device" --server "$B" --ca-file "$CA" --test-ca "$P/data/test-ca/ca.pem" --team ABCDE12345
    --bundle com.example.app --state "$W/device.json")
-out=$("${D[@]}" enroll 2>&1)
-check "a software device enrolls over the installed HTTPS site" '[ $? = 0 ]' || { echo "$out"; tail -5 "$W"/pool-validate.log "$W/error.log"; }
-out=$("${D[@]}" refresh 2>&1)
-check "and refreshes" '[ $? = 0 ]' || echo "$out"
+out=$("${D[@]}" enroll 2>&1); rc=$?
+check "a software device enrolls over the installed HTTPS site" '[ $rc = 0 ]' \
+  || { echo "$out"; tail -5 "$W"/pool-validate.log "$W/error.log"; }
+out=$("${D[@]}" refresh 2>&1); rc=$?
+check "and refreshes" '[ $rc = 0 ]' || echo "$out"
 # testssl.sh on the installed site, as nginx/e2e/tls.py runs it on serve's (the groups, and what
 # is skipped offline and why, are listed there): no finding of severity MEDIUM or worse.
 testssl --quiet --color 0 --warnings off --nodns none --add-ca "$CA" --jsonfile "$W/testssl.json" \
@@ -189,7 +200,8 @@ out3=$(acme_install); rc3=$?
 check "install.sh --acme (stand-in certbot) exits 0" '[ $rc3 = 0 ]' || echo "$out3" | tail -20
 args=$(tr '\n' ' ' < "$W/certbot.args" 2>/dev/null)
 check "certbot certonly --webroot on our own ACME webroot, non-interactive, for the domain and e-mail" \
-  'grep -q "^certonly .*--webroot --webroot-path $P2/acme-webroot --domain localhost " <<< "$args" && grep -q -- "--non-interactive --agree-tos --no-eff-email --email ops@example.com " <<< "$args"' "$args"
+  'grep -q "^certonly .*--webroot --webroot-path $P2/acme-webroot --domain localhost " <<< "$args" &&
+     grep -q -- "--non-interactive --agree-tos --no-eff-email --email ops@example.com " <<< "$args"' "$args"
 check "with the deploy hook that reloads nginx on each renewal" 'grep -q -- "--deploy-hook systemctl reload nginx" <<< "$args"' "$args"
 check "with certbot's own directories under SYSCONF (the default /etc/letsencrypt on a host)" \
   'grep -q -- "--config-dir $P2/etc/letsencrypt " <<< "$args"' "$args"
@@ -199,7 +211,9 @@ check "certbot only fetches (certonly, no --nginx installer): our site file stay
   '! grep -qE -- "(^| )(--nginx|--installer|-i|install|run) " <<< " $args"' "$args"
 out4=$(acme_install); rc4=$?
 check "a second --acme run changes nothing and does not call certbot again" \
-  '[ $rc4 = 0 ] && grep -q "nothing changed" <<< "$out4" && [ "$(wc -l < "$W/certbot.calls")" = 1 ]' || echo "$out4" | tail -5
+  '[ $rc4 = 0 ] &&
+     grep -q "nothing changed" <<< "$out4" &&
+     [ "$(wc -l < "$W/certbot.calls")" = 1 ]' || echo "$out4" | tail -5
 
 for prefix in "$P" "$P2"; do bash nginx/deploy/uninstall.sh --prefix "$prefix" > /dev/null 2>&1; done
 check "uninstall.sh removes the copied key too" '[ ! -e "$T/tls/privkey.pem" ]'

@@ -156,8 +156,9 @@ def run(stack):
                                     "-H", "Content-Type: application/json")
     # Over HTTP/2 (what curl --http2 negotiates here): nginx 1.22 sent its HTML page until the
     # 413 location stopped judging the body again (@H2_BODY_LIMIT@ in site.conf).
-    T.check("nginx's own JSON 413 carries HSTS, over HTTP/2 too", status == 413 and headers.get("strict-transport-security") == hsts
-            and code(body) == "payload_too_large", f"{status} {headers} {body[:200]!r}")
+    T.check("nginx's own JSON 413 carries HSTS, over HTTP/2 too",
+            status == 413 and headers.get("strict-transport-security") == hsts and code(body) == "payload_too_large",
+            f"{status} {headers} {body[:200]!r}")
     plain = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", f"http://127.0.0.1:{stack.port}/"],
                            capture_output=True, text=True)
     T.check("plain HTTP on the HTTPS port gets the JSON 400 (nginx's 497)",
