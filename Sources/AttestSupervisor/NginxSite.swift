@@ -11,6 +11,29 @@ import Glibc
 /// /usr/local/share/attestedge/nginx, or where `--nginx-templates` says.
 package struct NginxSite {
     static let files = ["nginx.conf", "site.conf", "fastcgi_params"]
+    /// Rendered too when TLS is on: the TLS settings the main server includes, and RFC 7919's
+    /// ffdhe2048 group for the DHE suites (Mozilla's ffdhe2048.txt; a fixed, well-known group).
+    static let tlsFiles = ["tls.conf", "ffdhe2048.pem"]
+    /// Rendered too with a domain: the plain-HTTP server (redirect to HTTPS, ACME challenges).
+    static let domainFiles = ["http-redirect.conf"]
+
+    /// `@TLS_HEADERS@`: HSTS for two years, as Mozilla's profiles (no `includeSubDomains`: the
+    /// domain's other hosts are not AttestEdge's to commit to HTTPS), and `nosniff` (testssl.sh
+    /// rates a site without any security header MEDIUM); `always`, so nginx's own errors carry
+    /// them too.
+    static let tlsHeaders = "add_header Strict-Transport-Security \"max-age=63072000\" always; "
+        + "add_header X-Content-Type-Options nosniff always;"
+    /// `@H2_BODY_LIMIT@`, in the 413 envelope's location: over HTTP/2, nginx 1.22 judges the
+    /// body again against the location it redirected to and, refusing it twice, sends its HTML
+    /// page instead of the envelope (nginx/e2e/tls.sh caught it). Nothing is read: the body is
+    /// being discarded.
+    static let http2BodyLimit = "client_max_body_size 0;"
+    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder.
+    static let stapling = "ssl_stapling on; ssl_stapling_verify on;"
+    /// Placeholders that may render to nothing: their line is left blank (TLS off renders the
+    /// directives it rendered before TLS existed).
+    static let optionalPlaceholders: Set = ["@TLS@", "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@HTTP_SERVER@",
+                                                  "@OCSP_STAPLING@"]
 
     let templates: String
 
@@ -33,21 +56,25 @@ package struct NginxSite {
     /// (responders this build does not have yet) answer 501 `not_implemented` as JSON instead
     /// of passing to a socket nobody listens on. `write` writes each rendered file (serve, as
     /// root, writes them as the data directory's owner; the templates are read as the caller).
+    /// `tls`: HTTPS (`ssl http2` on the listen address, tls.conf, HSTS and nosniff).
     func render(data: DataDirectory, configuration c: Configuration, user: String, startID: String,
-                absentPools: [String],
+                absentPools: [String], tls: TLSSite? = nil,
                 write: (_ path: String, _ text: String) throws -> Void = {
                     try FileIO.writeAtomically($0, text: $1)
                 }) throws -> String {
-        let listen = try Self.listenAddress(c)
-        let values = [
+        let listen = try Self.listenAddress(c, tls: tls != nil)
+        var values = [
             "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
             "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
+        values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, confDirectory: data.nginxDirectory),
+                     uniquingKeysWith: { $1 })
         // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
-        // a socket option (reuseport) on one of them only.
-        try render(Self.files, values: values,
+        // a socket option (reuseport) on one of them only. With TLS it is a TLS server too
+        // (nginx ORs ssl over the address); a client without SNI gets site.conf's certificate.
+        try render(Self.files + (tls == nil ? [] : Self.tlsFiles), values: values,
                    overrides: ["nginx.conf": ["@LISTEN@": listen.directive(socketOptions: false)]],
                    absentPools: absentPools, into: data.nginxDirectory, write: write)
         return data.nginxDirectory + "/nginx.conf"
@@ -58,31 +85,70 @@ package struct NginxSite {
     /// site's `include` of fastcgi_params pointing at `outputDirectory`. With `logDirectory`,
     /// also nginx.conf, for an nginx of its own rather than the system's (the benchmarks' and
     /// nginx/e2e/fastcgi.sh's): its logs there, its workers as the invoking user.
+    /// `tls`: HTTPS as in `render`; `domain`: its server name and the plain-HTTP server.
     package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String,
-                       into outputDirectory: String, logDirectory: String? = nil) throws {
-        let listen = try Self.listenAddress(c)
+                               into outputDirectory: String, logDirectory: String? = nil, tls: TLSSite? = nil,
+                               domain: DomainSite? = nil) throws {
+        let listen = try Self.listenAddress(c, tls: tls != nil)
         var values = [
             "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
             "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
             "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
+        values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, confDirectory: outputDirectory),
+                     uniquingKeysWith: { $1 })
+        let extra = (tls == nil ? [] : Self.tlsFiles) + (domain == nil ? [] : Self.domainFiles)
         guard let logDirectory else {
-            return try render(["site.conf", "fastcgi_params"], values: values, overrides: [:], absentPools: [],
-                              into: outputDirectory)
+            return try render(["site.conf", "fastcgi_params"] + extra, values: values, overrides: [:],
+                              absentPools: [], into: outputDirectory)
         }
         values["@LOG_DIR@"] = logDirectory
         values["@USER@"] = Self.currentUser()
         values["@START_ID@"] = Self.newStartID()
         let readiness = ["@LISTEN@": listen.directive(socketOptions: false)]
-        try render(Self.files, values: values, overrides: ["nginx.conf": readiness], absentPools: [],
+        try render(Self.files + extra, values: values, overrides: ["nginx.conf": readiness], absentPools: [],
                    into: outputDirectory)
+    }
+
+    /// The values of the HTTPS placeholders: with `tls` nil and no domain, the optional ones are
+    /// empty and `@SERVER_NAME@` is `_`, so the site is what it was before TLS.
+    static func httpsValues(tls: TLSSite?, domain: DomainSite?, listen: ListenAddress,
+                            confDirectory: String) throws -> [String: String] {
+        var values = ["@SERVER_NAME@": domain?.domain ?? "_",
+                      "@TLS@": tls == nil ? "" : "include \(confDirectory)/tls.conf;",
+                      "@TLS_HEADERS@": tls == nil ? "" : tlsHeaders,
+                      "@H2_BODY_LIMIT@": tls == nil ? "" : http2BodyLimit,
+                      "@HTTP_SERVER@": domain == nil ? "" : "include \(confDirectory)/http-redirect.conf;"]
+        if let tls {
+            values["@TLS_CERT@"] = tls.certificate
+            values["@TLS_KEY@"] = tls.key
+            values["@OCSP_STAPLING@"] = tls.stapling ? stapling : ""
+        }
+        if let domain {
+            try check("@SERVER_NAME@", domain.domain)  // first: the redirect target is built from it
+            let http: ListenAddress
+            do { http = try ListenAddress(parsing: domain.httpListen, key: "--http-listen") } catch {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
+            }
+            guard http.port != listen.port || http.host != listen.host else {
+                throw SupervisorError(.nginxSite, "--http-listen \(http) is the site's own address (server.listen)")
+            }
+            values["@HTTP_LISTEN@"] = http.description
+            values["@ACME_WEBROOT@"] = domain.acmeWebroot
+            values["@HTTPS_URL@"] = "https://" + domain.domain + (listen.port == 443 ? "" : ":\(listen.port)")
+        }
+        return values
     }
 
     /// `server.listen` parsed against `ListenAddress`'s grammar: config.json is the service
     /// user's to write (by hand too), so the renderer refuses what the grammar refuses.
-    static func listenAddress(_ c: Configuration) throws -> ListenAddress {
-        do { return try ListenAddress(parsing: c.listen) } catch {
+    /// With `tls`, plus `ssl` and `http2` (never read from config.json).
+    static func listenAddress(_ c: Configuration, tls: Bool = false) throws -> ListenAddress {
+        do {
+            let listen = try ListenAddress(parsing: c.listen)
+            return tls ? listen.withTLS() : listen
+        } catch {
             throw SupervisorError(.nginxSite,
                                   "refusing to write the nginx configuration: config.json: \(error.message)")
         }
@@ -124,9 +190,58 @@ package struct NginxSite {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the start id "
                                                   + "\(value.debugDescription) is not hex")
             }
-        case "@LISTEN@", "@METRICS_LISTEN@":
-            let key = placeholder == "@LISTEN@" ? "server.listen" : "server.metricsListen"
-            do { _ = try ListenAddress(parsing: value, key: key) } catch {
+        case "@TLS_CERT@", "@TLS_KEY@", "@ACME_WEBROOT@":
+            let what = ["@TLS_CERT@": "the TLS certificate", "@TLS_KEY@": "the TLS key",
+                        "@ACME_WEBROOT@": "the ACME webroot"][placeholder]!
+            guard value.hasPrefix("/") else {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(what) path "
+                                                  + "\(value.debugDescription) is not absolute")
+            }
+            if let bad = value.first(where: {
+                unsafePathCharacters.contains($0) || $0.isNewline
+                    || ($0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } ?? false)
+            }) {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(what) path "
+                                                  + "\(value.debugDescription) contains "
+                                                  + "\(String(bad).debugDescription) (nginx would read it as "
+                                                  + "syntax): use a path without spaces, quotes, ';', '{', '}', "
+                                                  + "'$' or '#'")
+            }
+        case "@SERVER_NAME@":
+            guard value == "_" || ListenAddress.isHostName(value) else {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the domain "
+                                                  + "\(value.debugDescription) is not a DNS host name "
+                                                  + "(labels of ASCII letters, digits and '-', dot-separated)")
+            }
+        case "@HTTPS_URL@":
+            let host = value.hasPrefix("https://") ? String(value.dropFirst(8)) : ""
+            let colon = host.firstIndex(of: ":")
+            let name = String(host[..<(colon ?? host.endIndex)])
+            let port = colon.map { String(host[host.index(after: $0)...]) } ?? "443"
+            guard ListenAddress.isHostName(name), let p = Int(port), (1...65535).contains(p),
+                  port.allSatisfy({ ("0"..."9").contains($0) }) else {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: the redirect target "
+                                                  + "\(value.debugDescription) is not https://HOST[:PORT]")
+            }
+        case "@TLS@", "@HTTP_SERVER@":
+            let file = placeholder == "@TLS@" ? "tls.conf" : "http-redirect.conf"
+            guard value.isEmpty else {
+                guard value.hasPrefix("include /"), value.hasSuffix("/" + file + ";") else {
+                    throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                      + "\(value.debugDescription) is not an include of \(file)")
+                }
+                return try check("@CONF_DIR@", String(value.dropFirst(8).dropLast(file.count + 2)))
+            }
+        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@OCSP_STAPLING@":
+            let fixed = ["@TLS_HEADERS@": tlsHeaders, "@H2_BODY_LIMIT@": http2BodyLimit][placeholder] ?? stapling
+            guard value.isEmpty || value == fixed else {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                  + "\(value.debugDescription) is not its fixed text")
+            }
+        case "@LISTEN@", "@METRICS_LISTEN@", "@HTTP_LISTEN@":
+            let key = ["@LISTEN@": "server.listen", "@METRICS_LISTEN@": "server.metricsListen",
+                       "@HTTP_LISTEN@": "--http-listen"][placeholder]!
+            do { _ = try ListenAddress(parsing: value, key: key, allowingTLS: placeholder == "@LISTEN@") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
         case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":
@@ -157,6 +272,12 @@ package struct NginxSite {
             }
             for (placeholder, value) in values.merging(overrides[file] ?? [:], uniquingKeysWith: { $1 }) {
                 try Self.check(placeholder, value)
+                if value.isEmpty && Self.optionalPlaceholders.contains(placeholder) {
+                    // The whole line goes blank (its newline stays: a line count nobody's value changed).
+                    text = text.split(separator: "\n", omittingEmptySubsequences: false)
+                        .map { $0.trimmingPrefix(while: { $0 == " " }) == placeholder ? "" : $0 }
+                        .joined(separator: "\n")
+                }
                 text = text.replacingAll(placeholder, with: value)
             }
             if let leftover = text.firstMatch(of: /@[A-Z_]+@/) {

@@ -15,7 +15,7 @@ package struct Serve {
     let data: DataDirectory
 
     /// `args`: serve's parsed arguments (`--data`, `--listen`, `--metrics-listen`, `--workers`, `--trust-root`,
-    /// `--nginx-templates`, `--user`, `--allow-private-webhooks`).
+    /// `--nginx-templates`, `--user`, `--allow-private-webhooks`, `--tls-cert`, `--tls-key`).
     package init(_ args: Arguments) {
         self.args = args
         data = DataDirectory(flag: args.value("data"))
@@ -40,12 +40,13 @@ package struct Serve {
         let user = try serviceUser(named: args.value("user") ?? config.serviceUser,
                                    chosenByRoot: args.value("user") != nil, trustRoots: trustRoots)
         let startID = NginxSite.newStartID()
+        let tls = try tlsSite(serviceUser: user)
         // Written as the data directory's owner (nginx reads the files as it too): DATA/nginx
         // may be a link the service user planted (to /etc/nginx, say), and root would write
         // through it. The templates are read as root: they may be where that user cannot read.
         let nginxConf = try site.render(data: data, configuration: config,
                                         user: user?.nginxUser ?? NginxSite.currentUser(),
-                                        startID: startID, absentPools: absent) { path, text in
+                                        startID: startID, absentPools: absent, tls: tls) { path, text in
             try asDataOwner(data) { try FileIO.writeAtomically(path, text: text) }
         }
         guard let nginxBinary = findProgram("nginx") else {
@@ -99,12 +100,12 @@ package struct Serve {
                                          logDirectory: logs, logName: "nginx.out", credentials: nginxCredentials,
                                          ownsProcessGroup: true)
             children.append(nginx)
-            let base = "http://\(listen.authority)"
+            let base = (tls == nil ? "http://" : "https://") + listen.authority
             try waitForOurNginx(base, startID: startID, nginx)
             try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
             supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
                                          logs: LogRotation(directory: logs, maxBytes: config.logMaxMiB << 20))
-            printReady(base, workers: workers, trustRoots: trustRoots, user: user)
+            printReady(base, workers: workers, trustRoots: trustRoots, user: user, tls: tls)
         } catch {
             ServeSupervisor.stop(children)
             throw error
@@ -152,6 +153,29 @@ package struct Serve {
         return user
     }
 
+    /// `--tls-cert FILE --tls-key FILE` (both or neither). Read as the caller, before anything
+    /// starts. As root, nginx runs as the service user and must read the key as that user: the
+    /// two files are copied into DATA/nginx (tls-certificate.pem 0644, tls-key.pem 0600), written
+    /// as the data directory's owner like the other rendered files, and root never reads the
+    /// copies back, so whatever that user puts there reaches only its own nginx. As a plain user
+    /// the files are used where they are.
+    func tlsSite(serviceUser user: ServiceUser?) throws -> TLSSite? {
+        switch (args.value("tls-cert"), args.value("tls-key")) {
+        case (nil, nil): return nil
+        case (.some, nil), (nil, .some): throw UsageError("--tls-cert FILE and --tls-key FILE go together")
+        case (let cert?, let key?):
+            let loaded = try TLSSite.load(certificate: cert, key: key)
+            guard user != nil else { return loaded.site }
+            let copy = TLSSite(certificate: data.nginxDirectory + "/tls-certificate.pem",
+                               key: data.nginxDirectory + "/tls-key.pem", stapling: loaded.site.stapling)
+            try asDataOwner(data) {
+                try FileIO.writeAtomically(copy.certificate, text: loaded.certificatePEM, mode: 0o644)
+                try FileIO.writeAtomically(copy.key, text: loaded.keyPEM, mode: 0o600)
+            }
+            return copy
+        }
+    }
+
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
         do { try config.set(key, jsonValue: json) } catch { throw UsageError("\(error)") }
     }
@@ -176,8 +200,10 @@ package struct Serve {
     /// Waits until the nginx answering on the port is the one just started: its readiness
     /// server answers this start's id. Another process on the port (nginx workers left from an
     /// earlier start, another program) cannot, and nginx exits when it cannot bind.
+    /// Over https the certificate is not checked (`verifiesPeer` false): the start id proves
+    /// who answers, and the certificate may be for a name other than the listen address.
     func waitForOurNginx(_ base: String, startID: String, _ nginx: ChildProcess) throws {
-        let client = HTTPClient(timeoutMilliseconds: 1000)
+        let client = HTTPClient(timeoutMilliseconds: 1000, verifiesPeer: false)
         let host = "ready-\(startID).attestedge.invalid"
         try poll("nginx on \(base) answering this start's id", nginx) {
             guard let r = try? client.send("GET", base + "/.attestedge/ready", headers: [("Host", host)]) else {
@@ -189,7 +215,7 @@ package struct Serve {
 
     /// Waits until `url` answers 200 through nginx (the pools are reachable).
     func waitForHTTP(_ url: String, _ nginx: ChildProcess) throws {
-        let client = HTTPClient(timeoutMilliseconds: 1000)
+        let client = HTTPClient(timeoutMilliseconds: 1000, verifiesPeer: false)
         try poll("\(url) answering 200", nginx) {
             guard let r = try? client.send("GET", url) else { return "no answer" }
             return r.status == 200 ? nil : "HTTP \(r.status)"
@@ -215,7 +241,7 @@ package struct Serve {
         throw SupervisorError(.start, "waited 20 s for \(what) (last: \(last))")
     }
 
-    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?) {
+    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?, tls: TLSSite?) {
         Output.out("""
             AttestEdge is up: \(base)
               data directory  \(data.path)
@@ -223,9 +249,13 @@ package struct Serve {
               webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
               runs as         \(user.map { "\($0.name) (nginx and the pools)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
-              JWKS            \(base)/.well-known/jwks.json
-            try it:
-              curl -s \(base)/api/v1/attestation/challenge -H 'X-Bundle-ID: com.example.demo' -H 'X-Team-ID: DEMOTEAM01'
+              JWKS            \(base)/.well-known/jwks.json\(tls.map { site in
+                  "\n  TLS             \(site.certificate) (TLS 1.2/1.3, HTTP/2, HSTS"
+                  + (site.stapling ? ", OCSP stapling)" : "; no OCSP responder in it: no stapling)")
+              } ?? "")
+            try it\(tls == nil ? "" : " (with --cacert/--ca-file the CA that issued the certificate)"):
+              curl -s\(tls == nil ? "" : " --cacert CA.pem") \(base)/api/v1/attestation/challenge \\
+                -H 'X-Bundle-ID: com.example.demo' -H 'X-Team-ID: DEMOTEAM01'
             """)
         let roots = ((try? data.loadConfiguration().testRoots) ?? []) + trustRoots
         if !roots.isEmpty {
@@ -235,7 +265,8 @@ package struct Serve {
                 Output.out("""
                   enroll a software device:
                     \(executableDirectory())/attest-device --server \(base) --team DEMOTEAM01 --bundle com.example.demo \\
-                      --test-ca \(data.testCADirectory)/ca.pem --state /tmp/demo-device.json enroll
+                      --test-ca \(data.testCADirectory)/ca.pem \(tls == nil ? "" : "--ca-file CA.pem ")\
+                --state /tmp/demo-device.json enroll
                 """)
             }
         }

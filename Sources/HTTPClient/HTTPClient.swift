@@ -24,14 +24,22 @@ public final class HTTPClient {
 
     private let handle: UnsafeMutableRawPointer
     public let timeoutMilliseconds: Int
+    /// For https: the CA certificates (PEM) the server's certificate must chain to, instead of
+    /// the system's (a test CA's server certificate).
+    public let caFile: String?
+    /// For https: false accepts any certificate and name. Only for a loopback probe that proves
+    /// who answers otherwise (attestctl serve's readiness check: the start id).
+    public let verifiesPeer: Bool
 
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    public init(timeoutMilliseconds: Int = 10_000) {
+    public init(timeoutMilliseconds: Int = 10_000, caFile: String? = nil, verifiesPeer: Bool = true) {
         _ = Self.globalInit
         guard let h = curl_easy_init() else { fatalError("curl_easy_init failed") }
         handle = h
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.caFile = caFile
+        self.verifiesPeer = verifiesPeer
     }
 
     deinit { curl_easy_cleanup(handle) }
@@ -55,6 +63,11 @@ public final class HTTPClient {
         _ = attest_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds)
         _ = attest_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = attest_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, list)
+        if let caFile { _ = attest_curl_setopt_string(handle, CURLOPT_CAINFO, caFile) }
+        if !verifiesPeer {
+            _ = attest_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
+            _ = attest_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
+        }
         let payload = body ?? []
         if body != nil || method == "POST" || method == "PUT" || method == "PATCH" {
             _ = attest_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, payload.count)

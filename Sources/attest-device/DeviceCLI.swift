@@ -29,6 +29,8 @@ enum DeviceCLI {
         options:
           --test-ca PEM        the test CA bundle that certifies this device (attestctl init --test-ca
                                writes DATA/test-ca/ca.pem); required by enroll and batch validate
+          --ca-file PEM        for an https --server: trust the CA certificates in PEM (a test CA's
+                               server certificate, e.g. attestctl serve --tls-cert) instead of the system's
           --environment ENV    production (default) or development key
           --device-model M, --os-version V, --app-version V, --app-build B, --platform P
           --fingerprint F      deviceFingerprint sent with enroll
@@ -47,7 +49,7 @@ enum DeviceCLI {
             let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment",
                                                     "device-model", "os-version", "app-version", "app-build",
                                                     "platform", "fingerprint", "subject", "count", "out", "devices",
-                                                    "challenge", "counter", "api-key", "device-id"],
+                                                    "challenge", "counter", "api-key", "device-id", "ca-file"],
                                      switches: ["json"])
             let options = try DeviceOptions(args)
             switch try args.positional(0, "COMMAND (enroll, refresh, heartbeat, show, batch)") {

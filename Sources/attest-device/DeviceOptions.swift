@@ -13,7 +13,7 @@ struct DeviceOptions {
     let bundleID: String
     let statePath: String
     let args: Arguments
-    let client = HTTPClient(timeoutMilliseconds: 15_000)
+    let client: HTTPClient
 
     var appID: String { teamID + "." + bundleID }
     var json: Bool { args.flag("json") }
@@ -28,6 +28,7 @@ struct DeviceOptions {
         teamID = team
         bundleID = bundle
         statePath = state
+        client = HTTPClient(timeoutMilliseconds: 15_000, caFile: args.value("ca-file"))
     }
 
     var appHeaders: [(String, String)] {

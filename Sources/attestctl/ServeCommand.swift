@@ -14,6 +14,7 @@ let serveCommand = Command(
         usage: attestctl serve [--data DIR] [--listen HOST:PORT] [--metrics-listen HOST:PORT] [--workers N]
                                [--trust-root PEM]...
                                [--test-ca] [--allow-private-webhooks] [--nginx-templates DIR] [--user NAME]
+                               [--tls-cert PEM --tls-key PEM]
 
         Initialises DIR if needed (with a demo organization and app, printed), renders the nginx
         configuration into DIR/nginx, starts one pre-forked pool per endpoint, the webhook
@@ -33,6 +34,11 @@ let serveCommand = Command(
                       address of the Prometheus scrape server, GET /metrics only
                       (default server.metricsListen, 127.0.0.1:9469)
         --user        as root: the account to run as, overriding server.user (root's own choice)
+        --tls-cert, --tls-key
+                      serve HTTPS (TLS 1.2/1.3, Mozilla's intermediate profile, HTTP/2, HSTS) on the
+                      listen address with this PEM certificate chain and key, e.g. from a test CA for
+                      an iOS simulator (which must trust that CA). As root they are copied into
+                      DIR/nginx (key 0600) for nginx, which runs as the service user
         --workers     worker processes per pool (default server.workers)
         --trust-root  also trust this CA (PEM) for attestations: test devices only, logged loudly
         --test-ca     create a test CA in DIR/test-ca if missing and trust it (trust.testRoots), so
@@ -42,9 +48,11 @@ let serveCommand = Command(
                       http:// and loopback/private receivers are allowed (tests, never in production)
 
         example: attestctl serve --data ./var --listen 127.0.0.1:8080 --test-ca
+                 attestctl serve --data ./var --listen 127.0.0.1:8443 --tls-cert cert.pem --tls-key key.pem
         """,
     run: { argv in
-        let args = try Arguments(argv, valued: ["data", "listen", "metrics-listen", "workers", "trust-root", "nginx-templates", "user"],
+        let args = try Arguments(argv, valued: ["data", "listen", "metrics-listen", "workers", "trust-root",
+                                                  "nginx-templates", "user", "tls-cert", "tls-key"],
                                  switches: ["test-ca", "allow-private-webhooks"])
         try prepareToServe(dataDirectory(args), testCA: args.flag("test-ca"))
         return try Serve(args).run()

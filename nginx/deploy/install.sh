@@ -2,6 +2,21 @@
 # Installs AttestEdge on a plain nginx host, or upgrades an installation in place.
 #
 #   bash nginx/deploy/install.sh [--prefix DIR] [--user NAME] [--data DIR] [--sysconfdir DIR] [--listen ADDR] [--no-build]
+#                                [--domain NAME (--tls-cert FILE --tls-key FILE | --acme EMAIL)
+#                                 [--http-listen ADDR] [--acme-webroot DIR]]
+#
+# HTTPS (--domain): the site listens with TLS (Mozilla's intermediate profile, HTTP/2, HSTS) on
+# --listen (default *:443 with --domain), server_name NAME, and a plain-HTTP server on
+# --http-listen (default *:80) redirects everything to https://NAME except
+# /.well-known/acme-challenge/, served from --acme-webroot (default /var/lib/attestedge-acme, or
+# PREFIX/acme-webroot with another --sysconfdir). The certificate is either
+#   --tls-cert FILE --tls-key FILE   copied to SYSCONF/nginx/attestedge/tls/ (root's, directory
+#                                    0700, key 0600); a second run with the same files changes nothing
+#   --acme EMAIL                     Let's Encrypt through Debian's certbot: certonly --webroot
+#                                    against our own site's ACME location (certbot edits no nginx
+#                                    file), --deploy-hook 'systemctl reload nginx' so Debian's
+#                                    certbot.timer renewals reload nginx; certificates in
+#                                    SYSCONF/letsencrypt/live/NAME/. Run only while none is there.
 #
 # What it puts where (defaults in brackets):
 #   PREFIX/bin/                       attestctl and one attest-* binary per endpoint        [/usr/local]
@@ -28,6 +43,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
 PREFIX=/usr/local USER_NAME=attestedge DATA=/var/lib/attestedge SYSCONF="" LISTEN="" BUILD=1
+DOMAIN="" TLS_CERT="" TLS_KEY="" ACME_EMAIL="" HTTP_LISTEN="" ACME_WEBROOT=""
+die() { echo "install.sh: $*" >&2; exit 2; }
 while (($#)); do
   case "$1" in
     --prefix) PREFIX=$2; shift 2 ;;
@@ -35,12 +52,38 @@ while (($#)); do
     --data) DATA=$2; shift 2 ;;
     --sysconfdir) SYSCONF=$2; shift 2 ;;
     --listen) LISTEN=$2; shift 2 ;;
+    --domain) DOMAIN=$2; shift 2 ;;
+    --tls-cert) TLS_CERT=$2; shift 2 ;;
+    --tls-key) TLS_KEY=$2; shift 2 ;;
+    --acme) ACME_EMAIL=$2; shift 2 ;;
+    --http-listen) HTTP_LISTEN=$2; shift 2 ;;
+    --acme-webroot) ACME_WEBROOT=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$SYSCONF" ] || { [ "$PREFIX" = /usr/local ] && SYSCONF=/etc || SYSCONF=$PREFIX/etc; }
+# HTTPS flags: exactly one certificate source, and only with a domain (the redirect's target).
+if [ -n "$DOMAIN" ]; then
+  [ -n "$TLS_CERT$TLS_KEY$ACME_EMAIL" ] || die "--domain needs --tls-cert FILE --tls-key FILE or --acme EMAIL"
+  [ -z "$ACME_EMAIL" ] || [ -z "$TLS_CERT$TLS_KEY" ] || die "--acme and --tls-cert/--tls-key exclude each other"
+  [ -n "$ACME_EMAIL" ] || [ -n "$TLS_CERT" -a -n "$TLS_KEY" ] || die "--tls-cert FILE and --tls-key FILE go together"
+  [ -z "$ACME_EMAIL" ] || [[ "$ACME_EMAIL" =~ ^[^[:space:]@]+@[^[:space:]@]+$ ]] || die "--acme needs an e-mail address"
+  [ -n "$TLS_CERT" ] && { [ -f "$TLS_CERT" ] && [ -f "$TLS_KEY" ] || die "--tls-cert/--tls-key: no such file"; }
+  [ -z "$ACME_EMAIL" ] || command -v certbot > /dev/null \
+    || die "--acme needs Debian's certbot (apt-get install certbot)"
+  [ -n "$LISTEN" ] || LISTEN='*:443'
+  [ -n "$HTTP_LISTEN" ] || HTTP_LISTEN='*:80'
+  if [ -z "$ACME_WEBROOT" ]; then
+    [ "$SYSCONF" = /etc ] && ACME_WEBROOT=/var/lib/attestedge-acme || ACME_WEBROOT=$PREFIX/acme-webroot
+  fi
+  TLS_DIR=$SYSCONF/nginx/attestedge/tls
+  LE_DIR=$SYSCONF/letsencrypt
+else
+  [ -z "$TLS_CERT$TLS_KEY$ACME_EMAIL$HTTP_LISTEN$ACME_WEBROOT" ] \
+    || die "--tls-cert, --tls-key, --acme, --http-listen and --acme-webroot need --domain NAME"
+fi
 ENDPOINTS=(challenge validate refresh mad webhooks monitor)
 SHARE=$PREFIX/share/attestedge
 MANIFEST=$SHARE/manifest
@@ -70,7 +113,8 @@ put() {
   local source=$1 target=$2 mode=$3
   echo "$target" >> "$MANIFEST.new"
   if [ -f "$target" ] && cmp -s "$source" "$target" && [ "$(stat -c %a "$target")" = "$mode" ]; then return; fi
-  cp "$source" "$target.install-tmp"
+  # Created unreadable to others, then given its mode: a TLS key is never world-readable, even briefly.
+  (umask 077 && cp "$source" "$target.install-tmp")
   chmod "$mode" "$target.install-tmp"
   mv -f "$target.install-tmp" "$target"
   CHANGED+=("$target")
@@ -79,7 +123,9 @@ put() {
 
 echo "==> binaries and templates"
 for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do put "$BUILT/$b" "$PREFIX/bin/$b" 755; done
-for f in site.conf nginx.conf fastcgi_params; do put "nginx/conf/$f" "$SHARE/nginx/$f" 644; done
+for f in site.conf nginx.conf fastcgi_params tls.conf http-redirect.conf ffdhe2048.pem; do
+  put "nginx/conf/$f" "$SHARE/nginx/$f" 644
+done
 
 echo "==> user and data directory"
 if [ "$(id -u)" = 0 ]; then
@@ -120,18 +166,62 @@ fi
 echo "==> nginx site"
 SITE_TMP=$(mktemp -d)
 trap 'rm -rf "$SITE_TMP" "$MANIFEST.new"' EXIT
-"$PREFIX/bin/attestctl" site --out "$SITE_TMP" --data "$DATA" --nginx-templates "$SHARE/nginx" > /dev/null
-# The site points at the installed fastcgi_params, not at the scratch directory.
-sed -i "s|$SITE_TMP|$SYSCONF/nginx/attestedge|g" "$SITE_TMP/site.conf"
-put "$SITE_TMP/site.conf" "$SYSCONF/nginx/attestedge/site.conf" 644
-put "$SITE_TMP/fastcgi_params" "$SYSCONF/nginx/attestedge/fastcgi_params" 644
-link=$SYSCONF/nginx/sites-enabled/attestedge.conf
-echo "$link" >> "$MANIFEST.new"
-if [ "$(readlink "$link" 2>/dev/null)" != "$SYSCONF/nginx/attestedge/site.conf" ]; then
-  ln -sfn "$SYSCONF/nginx/attestedge/site.conf" "$link"
-  CHANGED+=("$link")
-  echo "linked $link"
+# render [ARGS]: attestctl site into SITE_TMP/site (the grammar of every value is attestctl's),
+# pointing at the installed directory rather than the scratch one.
+render() {
+  rm -rf "$SITE_TMP/site"
+  "$PREFIX/bin/attestctl" site --out "$SITE_TMP/site" --data "$DATA" --nginx-templates "$SHARE/nginx" "$@" > /dev/null
+  for f in "$SITE_TMP"/site/*.conf; do sed -i "s|$SITE_TMP/site|$SYSCONF/nginx/attestedge|g" "$f"; done
+}
+install_site() {
+  for f in "$SITE_TMP"/site/*; do put "$f" "$SYSCONF/nginx/attestedge/$(basename "$f")" 644; done
+  local link=$SYSCONF/nginx/sites-enabled/attestedge.conf
+  grep -qx "$link" "$MANIFEST.new" || echo "$link" >> "$MANIFEST.new"
+  if [ "$(readlink "$link" 2>/dev/null)" != "$SYSCONF/nginx/attestedge/site.conf" ]; then
+    ln -sfn "$SYSCONF/nginx/attestedge/site.conf" "$link"
+    CHANGED+=("$link")
+    echo "linked $link"
+  fi
+}
+DOMAIN_ARGS=()
+if [ -n "$DOMAIN" ]; then
+  DOMAIN_ARGS=(--domain "$DOMAIN" --acme-webroot "$ACME_WEBROOT" --http-listen "$HTTP_LISTEN")
+  # Refuses a domain, address or webroot outside attestctl's grammar before anything uses them.
+  render "${DOMAIN_ARGS[@]}"
+  mkdir -p "$ACME_WEBROOT" && chmod 755 "$ACME_WEBROOT"
+  install -d -m 700 "$TLS_DIR"
 fi
+if [ -n "$TLS_CERT" ]; then
+  echo "==> TLS certificate: $TLS_CERT"
+  openssl x509 -in "$TLS_CERT" -noout 2> /dev/null || die "$TLS_CERT is not a PEM certificate"
+  openssl pkey -in "$TLS_KEY" -noout 2> /dev/null || die "$TLS_KEY is not a PEM private key (or is encrypted)"
+  [ "$(openssl x509 -in "$TLS_CERT" -noout -pubkey)" = "$(openssl pkey -in "$TLS_KEY" -pubout)" ] \
+    || die "$TLS_KEY is not the key of $TLS_CERT"
+  put "$TLS_CERT" "$TLS_DIR/fullchain.pem" 644
+  put "$TLS_KEY" "$TLS_DIR/privkey.pem" 600
+  DOMAIN_ARGS+=(--tls-cert "$TLS_DIR/fullchain.pem" --tls-key "$TLS_DIR/privkey.pem")
+elif [ -n "$ACME_EMAIL" ]; then
+  live=$LE_DIR/live/$DOMAIN
+  if [ ! -s "$live/fullchain.pem" ] || [ ! -s "$live/privkey.pem" ]; then
+    # Let's Encrypt asks for http://DOMAIN/.well-known/acme-challenge/TOKEN: the site (still
+    # without TLS) with its port-80 server must be live first.
+    echo "==> ACME: serving the challenge location, then certbot for $DOMAIN"
+    install_site
+    if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
+      if ! nginx -t || ! systemctl reload nginx; then
+        echo "install.sh: nginx -t or reload failed (above): cannot serve the ACME challenge" >&2
+        exit 1
+      fi
+    fi
+    certbot certonly --non-interactive --agree-tos --no-eff-email --email "$ACME_EMAIL" \
+      --webroot --webroot-path "$ACME_WEBROOT" --domain "$DOMAIN" --keep-until-expiring \
+      --config-dir "$LE_DIR" --deploy-hook "systemctl reload nginx" \
+      || { echo "install.sh: certbot failed (above); the site stays without TLS until it succeeds" >&2; exit 1; }
+  fi
+  DOMAIN_ARGS+=(--tls-cert "$live/fullchain.pem" --tls-key "$live/privkey.pem")
+fi
+render "${DOMAIN_ARGS[@]}"
+install_site
 
 echo "==> systemd units"
 for unit in attestedge@.service attestedge-deliver.service attestedge.target; do

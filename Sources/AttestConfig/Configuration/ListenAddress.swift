@@ -17,8 +17,11 @@ import Glibc
 ///     label      = 1*63( ALPHA / DIGIT / "-" )             ; no "-" first or last
 ///     port       = 1*5DIGIT                                ; 1...65535
 ///     parameter  = "reuseport"                             ; `Parameter`, each at most once
+///                / "ssl" / "http2"                         ; only where TLS is on (`allowingTLS`)
 ///
 /// So no `;`, `{`, `}`, quote, `$`, `#`, backslash, tab or newline can reach nginx from it.
+/// `ssl` and `http2` are never taken from `server.listen`: the renderer adds them (`withTLS()`)
+/// when `--tls-cert` turns TLS on, so config.json cannot ask for a TLS port without a certificate.
 public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     public enum Host: Sendable, Equatable {
         case ipv4(String)
@@ -29,18 +32,25 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         case any
     }
 
-    /// The `listen` parameters AttestEdge supports. Add one here (TLS will add `ssl` and
-    /// `http2`, options of every server on the address) and the grammar takes it.
+    /// The `listen` parameters AttestEdge supports. Add one here and the grammar takes it.
     public enum Parameter: String, Sendable, CaseIterable {
         case reuseport
+        /// TLS on the address (nginx ORs it over every server listening there).
+        case ssl
+        /// HTTP/2, negotiated by ALPN on a TLS address (nginx 1.22's form; 1.25 has `http2 on;`).
+        case http2
 
         /// A socket option nginx takes once per address and port ("duplicate listen options"
         /// otherwise): only site.conf's server carries it, not nginx.conf's readiness server.
         public var isSocketOption: Bool {
             switch self {
             case .reuseport: true
+            case .ssl, .http2: false
             }
         }
+
+        /// Added by the renderer when TLS is on, never read from `server.listen`.
+        public var isTLS: Bool { self == .ssl || self == .http2 }
     }
 
     public let host: Host
@@ -51,14 +61,18 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     static let maximumLength = 512
 
     /// Parses `text`; throws a problem naming `key` (`server.listen`, `server.metricsListen`),
-    /// what is wrong, and the value.
-    public init(parsing text: String, key: String = "server.listen") throws(Configuration.Problem) {
+    /// what is wrong, and the value. `allowingTLS`: also `ssl` and `http2` (the renderer's own
+    /// check of what it renders; never a configuration value).
+    public init(parsing text: String, key: String = "server.listen",
+                allowingTLS: Bool = false) throws(Configuration.Problem) {
+        let allowed = Parameter.allCases.filter { allowingTLS || !$0.isTLS }
         func refuse(_ why: String) -> Configuration.Problem {
             Configuration.Problem(message: "\(key) \(why) (expected HOST:PORT, HOST an IPv4 address, [IPv6], "
                                            + "a host name or *, "
                                            + "then optionally: "
-                                           + "\(Parameter.allCases.map(\.rawValue).joined(separator: ", "))), "
-                                           + "got \(text.debugDescription)")
+                                           + "\(allowed.map(\.rawValue).joined(separator: ", "))"
+                                           + (allowingTLS ? "" : "; TLS is --tls-cert's, not a listen parameter")
+                                           + "), got \(text.debugDescription)")
         }
         guard text.utf8.count <= Self.maximumLength else { throw refuse("is too long") }
         let words = text.split(separator: " ", omittingEmptySubsequences: false)
@@ -72,7 +86,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         guard let host = Self.host(hostText) else { throw refuse("has no valid host before the port") }
         var parameters = [Parameter]()
         for word in words.dropFirst() {
-            guard let parameter = Parameter(rawValue: String(word)) else {
+            guard let parameter = Parameter(rawValue: String(word)), allowed.contains(parameter) else {
                 throw refuse(word.isEmpty ? "has an extra space" : "has a parameter AttestEdge does not support")
             }
             guard !parameters.contains(parameter) else { throw refuse("repeats \(parameter.rawValue)") }
@@ -81,6 +95,18 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.parameters = parameters
+    }
+
+    init(host: Host, port: Int, parameters: [Parameter]) {
+        self.host = host
+        self.port = port
+        self.parameters = parameters
+    }
+
+    /// This address with `ssl` and `http2` (once each), as the renderer writes it when TLS is on.
+    public func withTLS() -> ListenAddress {
+        ListenAddress(host: host, port: port,
+                      parameters: parameters + [.ssl, .http2].filter { !parameters.contains($0) })
     }
 
     static func host(_ text: String) -> Host? {
@@ -98,7 +124,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         return isHostName(text) ? .name(text) : nil
     }
 
-    static func isHostName(_ text: String) -> Bool {
+    /// A DNS host name: the grammar's `hostname` (also `server_name`'s, for a domain).
+    public static func isHostName(_ text: String) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.allSatisfy({ label in

@@ -61,6 +61,16 @@ public final class Certificate: @unchecked Sendable {
         return String(cString: line)
     }
 
+    /// The OCSP responder URLs of the Authority Information Access extension (none when the
+    /// certificate has no responder, e.g. a test CA's), as nginx's `ssl_stapling` would ask.
+    public var ocspResponderURLs: [String] {
+        guard let urls = X509_get1_ocsp(x509) else { return [] }
+        defer { X509_email_free(urls) }
+        return (0..<max(0, OPENSSL_sk_num(urls))).compactMap { i in
+            OPENSSL_sk_value(urls, i).map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+        }
+    }
+
     /// The fields App Attest reads (public key, extensions), from the DER.
     public func fields() throws(AttestError) -> CertificateFields {
         try CertificateFields(derEncoded: derEncoded[...])
