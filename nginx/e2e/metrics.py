@@ -12,13 +12,14 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from check import Tally  # noqa: E402
 from receiver import Receiver  # noqa: E402
-from stack import Stack, app_headers, b64, run_suite, sha256, unb64, within_one_rate_window  # noqa: E402
+from stack import BIN, Stack, app_headers, b64, run_suite, sha256, unb64, within_one_rate_window  # noqa: E402
 
 T = Tally()
 A = app_headers()
@@ -299,9 +300,42 @@ def webhooks(s):
     rx.shutdown()
 
 
+def status(s):
+    """attestctl status against this running stack's real /metrics (status.sh checks its
+    numbers against a synthetic server; this checks that it reads what the pools export)."""
+    url = f"http://127.0.0.1:{s.metrics_port}/metrics"
+    stop = time.time() + 1.5
+    def load():
+        while time.time() < stop:
+            s.http("GET", "/api/v1/attestation/challenge", A)
+    worker = threading.Thread(target=load)
+    worker.start()
+    p = subprocess.run([os.path.join(BIN, "attestctl"), "status", "--url", url, "--json"], capture_output=True,
+                       text=True, timeout=30)
+    worker.join()
+    T.check("attestctl status --json reads the stack's /metrics", p.returncode == 0, p.stdout + p.stderr)
+    j = json.loads(p.stdout or "{}")
+    pools = {entry["pool"]: entry for entry in j.get("pools", [])}
+    T.check("status lists every pool with its workers", sorted(pools) == sorted(POOLS)
+            and all(entry["workers"] == s.workers for entry in pools.values()), p.stdout[:600])
+    T.check("status shows the challenges sent meanwhile as requests per second",
+            (pools.get("challenge", {}).get("requestsPerSecond") or 0) > 0, p.stdout[:600])
+    stores = {entry["environment"]: entry for entry in j.get("stores", [])}
+    T.check("status shows both LMDB environments' map use",
+            sorted(stores) == ["durable", "ephemeral"] and all(0 < e["percent"] < 100 for e in stores.values()),
+            str(stores))
+    orgs = {entry["org"]: entry for entry in j.get("organizations", [])}
+    T.check("status shows each organization's active devices", "acme" in orgs and orgs["acme"]["activeDevices"] >= 1,
+            str(orgs))
+    text = subprocess.run([os.path.join(BIN, "attestctl"), "status", "--url", url], capture_output=True, text=True,
+                          timeout=30)
+    T.check("attestctl status (text) names every pool", text.returncode == 0
+            and all(pool in text.stdout for pool in POOLS), text.stdout + text.stderr)
+
+
 def main():
     s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
-    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks])
+    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks, status])
 
 
 if __name__ == "__main__":
