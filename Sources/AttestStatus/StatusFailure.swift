@@ -19,9 +19,12 @@ public struct StatusFailure: Error, Hashable, CustomStringConvertible, Sendable 
     public let code: Code
     public let message: String
 
+    /// `message` quotes what the metrics URL answered, which whoever listens there chose: its
+    /// control characters (an escape sequence for root's terminal) are shown as "?", here,
+    /// where every message passes.
     public init(_ code: Code, _ message: String) {
         self.code = code
-        self.message = message
+        self.message = ServiceStatus.shown(message)
     }
 
     public static func == (lhs: StatusFailure, rhs: StatusFailure) -> Bool { lhs.code == rhs.code }

@@ -116,3 +116,20 @@ import Testing
                 "no alternate screen, no full clear (no flicker)")
     }
 }
+
+/// Whoever answers at the metrics URL chooses the text a failure quotes (review of #39).
+@Suite struct StatusFailureTextTests {
+    @Test("a syntax error quoting an escape sequence sends no control character to the terminal")
+    func syntaxErrorEchoesNoControlCharacters() {
+        var parser = PrometheusTextParser("attestedge_time_seconds \u{1b}]0;owned\u{07}\n")
+        do {
+            _ = try parser.parse()
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == .syntax)
+            #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
+                    "\(error.message.debugDescription)")
+            #expect(error.message.contains("?]0;owned?"))
+        }
+    }
+}
