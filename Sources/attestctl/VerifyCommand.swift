@@ -5,21 +5,31 @@ import FoundationEssentials
 /// `attestctl verify`: offline verification of an attestation or assertion from a JSON file.
 let verifyCommand = Command(
     name: "verify",
-    summary: "verify an attestation or assertion offline from a JSON file",
+    summary: "verify an attestation, an assertion or a receipt offline from a file",
     usage: """
         usage: attestctl verify attestation --input FILE [--at ISO8601] [--trust-root PEM]... [--json]
                attestctl verify assertion --input FILE [--json]
+               attestctl verify receipt --input FILE [--at ISO8601] [--trust-root PEM] [--json]
 
-        FILE is one JSON object ('-' reads standard input); unknown fields are ignored.
+        For an attestation or an assertion, FILE is one JSON object ('-' reads standard input);
+        unknown fields are ignored.
         Binary fields are base64 or base64url, padded or not.
           attestation: attestationObject, keyId, clientDataHash (the exact bytes given to
                        attestKey), teamId, bundleId, environment (production, development, both)
           assertion:   assertion, clientDataHash, publicKey (PEM SubjectPublicKeyInfo, or base64
                        of the 65-byte X9.62 point), teamId, bundleId, previousCounter
 
+          receipt:     FILE holds an App Attest receipt (attStmt.receipt, or what Apple's
+                       attestation-data endpoint answered): DER, or its base64 text. It is
+                       checked against Apple Root CA - G3 with the receipt chain's markers;
+                       prints type, appId, environment, createdAt, notBefore, expiresAt,
+                       riskMetric and credentialCertSha256 (JSON: those, valid, and code and
+                       reason when invalid)
+
           --at ISO8601      verify the certificate chain at this time (default: now)
           --trust-root PEM  trust the certificates in this PEM file instead of Apple's
-                            App Attestation Root CA (repeatable)
+                            App Attestation Root CA (repeatable); for a receipt, the one
+                            certificate to use instead of Apple Root CA - G3 (tests)
           --json            print one JSON object instead of the step list
 
         Exit status: 0 valid, 1 invalid, 2 unusable input (the message names the field).
@@ -29,13 +39,25 @@ let verifyCommand = Command(
     run: runVerify)
 
 @Sendable func runVerify(_ argv: [String]) throws -> Int32 {
-    guard let kind = argv.first, kind == "attestation" || kind == "assertion" else {
-        throw UsageError("say what to verify: attestation or assertion")
+    guard let kind = argv.first, ["attestation", "assertion", "receipt"].contains(kind) else {
+        throw UsageError("say what to verify: attestation, assertion or receipt")
     }
-    let valued: Set<String> = kind == "attestation" ? ["input", "at", "trust-root"] : ["input"]
+    let valued: Set<String> = kind == "assertion" ? ["input"] : ["input", "at", "trust-root"]
     let args = try Arguments(Array(argv.dropFirst()), valued: valued, switches: ["json"])
     guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
     guard let path = args.value("input") else { throw UsageError("--input FILE is required") }
+    if kind == "receipt" {
+        let report: ReceiptReport
+        do {
+            report = try verifyReceipt(path: path, at: verificationTime(args.value("at")),
+                                       trustRoots: args.values("trust-root"))
+        } catch {
+            Output.err("attestctl verify receipt: \(error)")
+            return 2
+        }
+        Output.out(args.flag("json") ? report.json : report.human)
+        return report.exitStatus
+    }
     let report: VerifyReport
     do {
         let input = try VerifyInput.read(path)

@@ -146,4 +146,45 @@ else
   echo "SKIP: assertion checks (python3 cryptography is not installed; nginx/scripts/deps.sh installs it)"
 fi
 
+# Receipts (issue #40): the receipt inside Apple's sample, as DER and as base64, at its time and
+# after its signing certificate expired; a tampered copy; a file that is neither.
+python3 - "$vector" "$work" <<'PY'
+import json, sys, base64
+v = json.load(open(sys.argv[1])); w = sys.argv[2]
+obj = base64.b64decode(v["attestationObject_b64"])
+at = obj.index(b"\x67receipt") + 8          # the text key "receipt", then its byte string
+head = obj[at]
+assert head >> 5 == 2, "the receipt is a CBOR byte string"
+n = head & 0x1F
+length, start = (obj[at + 1], at + 2) if n == 24 else (int.from_bytes(obj[at + 1:at + 3], "big"), at + 3) if n == 25 else (n, at + 1)
+receipt = obj[start:start + length]
+open(f"{w}/receipt.der", "wb").write(receipt)
+open(f"{w}/receipt.b64", "w").write(base64.b64encode(receipt).decode() + "\n")
+i = receipt.index(b"1234567890.com.example.myapp")
+open(f"{w}/receipt-tampered.der", "wb").write(receipt[:i] + b"2" + receipt[i + 1:])
+open(f"{w}/not-a-receipt.txt", "w").write("hello, receipt\n")
+PY
+run r-der verify receipt --input "$work/receipt.der" --at 2026-04-21T18:20:00Z --json
+check "Apple's sample receipt (DER) verifies against G3 (exit 0)" "rc r-der 0" "$(cat "$work/r-der.err")"
+check "its JSON names type, app, environment, times, no risk metric, the credential's hash" \
+  "json_is r-der 'j[\"valid\"] and j[\"type\"] == \"ATTEST\" and j[\"appId\"] == \"1234567890.com.example.myapp\" and j[\"environment\"] == \"production\" and j[\"createdAt\"] == \"2026-04-21T18:13:12Z\" and j[\"expiresAt\"] == \"2026-07-20T18:13:12Z\" and j[\"notBefore\"] is None and j[\"riskMetric\"] is None and len(j[\"credentialCertSha256\"]) == 64'" \
+  "$(cat "$work/r-der.out")"
+run r-b64 verify receipt --input "$work/receipt.b64" --at 2026-04-21T18:20:00Z
+check "the same receipt as base64 text verifies (exit 0) and prints its fields" \
+  "rc r-b64 0 && grep -q 'type *ATTEST' '$work/r-b64.out' && grep -q 'riskMetric *-' '$work/r-b64.out'"
+run r-late verify receipt --input "$work/receipt.der" --at 2027-03-01T00:00:00Z --json
+check "after the signing certificate expired it is invalid (exit 1, receipt_chain)" \
+  "rc r-late 1 && json_is r-late 'not j[\"valid\"] and j[\"code\"] == \"receipt_chain\" and j[\"appId\"] is None'"
+run r-tampered verify receipt --input "$work/receipt-tampered.der" --at 2026-04-21T18:20:00Z --json
+check "one changed byte of the signed payload is invalid (exit 1, receipt_signature)" \
+  "rc r-tampered 1 && json_is r-tampered 'j[\"code\"] == \"receipt_signature\"'"
+run r-root verify receipt --input "$work/receipt.der" --at 2026-04-21T18:20:00Z --trust-root Tests/AttestCoreTests/Vectors/Apple_App_Attestation_Root_CA.pem --json
+check "against the App Attestation root instead of G3 it is invalid (exit 1, receipt_chain)" \
+  "rc r-root 1 && json_is r-root 'j[\"code\"] == \"receipt_chain\"'"
+run r-junk verify receipt --input "$work/not-a-receipt.txt"
+check "a file that is neither DER nor base64 is unusable input (exit 2, says what it expected)" \
+  "rc r-junk 2 && stderr_has r-junk 'neither a DER receipt'"
+run r-none verify receipt --input "$work/absent.der"
+check "a missing file is unusable input (exit 2)" "rc r-none 2"
+
 check_summary verify
