@@ -21,7 +21,7 @@ public struct FuzzTarget {
 /// Every target by name. Targets with set-up (keys, a data directory) build it when made.
 public enum FuzzTargets {
     public static let names = ["cbor", "der", "authdata", "attestation", "assertion", "request", "challenge",
-                               "jwt", "fastcgi"]
+                               "jwt", "fastcgi", "receipt"]
 
     /// Makes the target `name`; `nil` for an unknown name. Set-up failures are fatal.
     public static func make(_ name: String) -> FuzzTarget? {
@@ -35,6 +35,7 @@ public enum FuzzTargets {
         case "challenge": return ChallengeTarget.make()
         case "jwt": return JWTTarget.make()
         case "fastcgi": return FastCGITarget.make()
+        case "receipt": return ReceiptTarget.make()
         default: return nil
         }
     }

@@ -23,6 +23,7 @@ public enum SeedCorpus {
         seeds["cbor"] = [sample, production.attestationObject, assertion, [0xA0], [0x80],
                          CBORWriter.encode(.map([CBORMapEntry(key: .unsigned(1),
                                                               value: .array([.negative(6), .bool(true), .null]))]))]
+        seeds["receipt"] = [Array(sampleObject.receipt), Array(sampleObject.receipt.prefix(1200))]
         seeds["der"] = sampleObject.x5c.map(Array.init)
             + [production.credentialCertificate, FuzzKeys.pki.intermediateDER, FuzzKeys.pki.rootCertificate.derEncoded]
         seeds["authdata"] = [Array(sampleObject.authData), production.authenticatorData, development.authenticatorData,

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 source nginx/scripts/deps.sh
-targets=${ATTEST_FUZZ_TARGETS:-cbor der authdata attestation assertion request challenge jwt fastcgi}
+targets=${ATTEST_FUZZ_TARGETS:-cbor der authdata attestation assertion request challenge jwt fastcgi receipt}
 
 echo "==> building attest-fuzz with -sanitize=fuzzer,address (.build/fuzz)"
 swift build -c release --build-path .build/fuzz --product attest-fuzz \
