@@ -6,15 +6,7 @@ import CLISupport
 public enum MetricsURL {
     /// The URL of the metrics listener `listen`. A wildcard address (`*`, `0.0.0.0`, `[::]`)
     /// is reached on loopback (127.0.0.1, [::1]).
-    public static func of(_ listen: ListenAddress) -> String {
-        let host = switch listen.host {
-        case .any, .ipv4("0.0.0.0"): "127.0.0.1"
-        case .ipv6(let address) where address.allSatisfy({ $0 == ":" || $0 == "0" }): "[::1]"
-        case .ipv6(let address): "[\(address)]"
-        case .ipv4(let address), .name(let address): address
-        }
-        return "http://\(host):\(listen.port)/metrics"
-    }
+    public static func of(_ listen: ListenAddress) -> String { listen.localURL(path: "/metrics") }
 
     /// The longest `--url` taken.
     static let maximumLength = 2048

@@ -105,7 +105,8 @@ package struct Serve {
             try waitForHTTP(base + "/api/v1/attestation/challenge", nginx)
             supervisor = ServeSupervisor(pools: Array(children.dropLast()), nginx: nginx,
                                          logs: LogRotation(directory: logs, maxBytes: config.logMaxMiB << 20))
-            printReady(base, workers: workers, trustRoots: trustRoots, user: user, tls: tls)
+            printReady(base, workers: workers, trustRoots: trustRoots, user: user, tls: tls,
+                       metrics: try NginxSite.metricsListenAddress(config).localURL(path: "/metrics"))
         } catch {
             ServeSupervisor.stop(children)
             throw error
@@ -241,7 +242,8 @@ package struct Serve {
         throw SupervisorError(.start, "waited 20 s for \(what) (last: \(last))")
     }
 
-    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?, tls: TLSSite?) {
+    func printReady(_ base: String, workers: Int, trustRoots: [String], user: ServiceUser?, tls: TLSSite?,
+                    metrics: String) {
         Output.out("""
             AttestEdge is up: \(base)
               data directory  \(data.path)
@@ -249,6 +251,8 @@ package struct Serve {
               webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
               runs as         \(user.map { "\($0.name) (nginx and the pools)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
+              health          \(base)/healthz
+              metrics         \(metrics) (Prometheus; attestctl status --url \(metrics))
               JWKS            \(base)/.well-known/jwks.json\(tls.map { site in
                   "\n  TLS             \(site.certificate) (TLS 1.2/1.3, HTTP/2, HSTS"
                   + (site.stapling ? ", OCSP stapling)" : "; no OCSP responder in it: no stapling)")

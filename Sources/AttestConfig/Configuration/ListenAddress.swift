@@ -154,3 +154,17 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { directive(socketOptions: true) }
 }
+
+extension ListenAddress {
+    /// An http URL of `path` on this address as a client on this host reaches it: a wildcard
+    /// (`*`, `0.0.0.0`, `[::]`) on loopback (127.0.0.1, [::1]).
+    public func localURL(path: String) -> String {
+        let host = switch host {
+        case .any, .ipv4("0.0.0.0"): "127.0.0.1"
+        case .ipv6(let address) where address.allSatisfy({ $0 == ":" || $0 == "0" }): "[::1]"
+        case .ipv6(let address): "[\(address)]"
+        case .ipv4(let address), .name(let address): address
+        }
+        return "http://\(host):\(port)\(path)"
+    }
+}
