@@ -62,14 +62,15 @@ package struct NginxSite {
                 write: (_ path: String, _ text: String) throws -> Void = {
                     try FileIO.writeAtomically($0, text: $1)
                 }) throws -> String {
-        let listen = try Self.listenAddress(c, tls: tls != nil)
+        let listen = try Self.listenAddress(c, tls: tls != nil), metrics = try Self.metricsListenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, confDirectory: data.nginxDirectory),
+        values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, metrics: metrics,
+                                          confDirectory: data.nginxDirectory),
                      uniquingKeysWith: { $1 })
         // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
         // a socket option (reuseport) on one of them only. With TLS it is a TLS server too
@@ -89,14 +90,15 @@ package struct NginxSite {
     package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String,
                                into outputDirectory: String, logDirectory: String? = nil, tls: TLSSite? = nil,
                                domain: DomainSite? = nil) throws {
-        let listen = try Self.listenAddress(c, tls: tls != nil)
+        let listen = try Self.listenAddress(c, tls: tls != nil), metrics = try Self.metricsListenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
             "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, confDirectory: outputDirectory),
+        values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, metrics: metrics,
+                                          confDirectory: outputDirectory),
                      uniquingKeysWith: { $1 })
         let extra = (tls == nil ? [] : Self.tlsFiles) + (domain == nil ? [] : Self.domainFiles)
         guard let logDirectory else {
@@ -113,7 +115,7 @@ package struct NginxSite {
 
     /// The values of the HTTPS placeholders: with `tls` nil and no domain, the optional ones are
     /// empty and `@SERVER_NAME@` is `_`, so the site is what it was before TLS.
-    static func httpsValues(tls: TLSSite?, domain: DomainSite?, listen: ListenAddress,
+    static func httpsValues(tls: TLSSite?, domain: DomainSite?, listen: ListenAddress, metrics: ListenAddress,
                             confDirectory: String) throws -> [String: String] {
         var values = ["@SERVER_NAME@": domain?.domain ?? "_",
                       "@TLS@": tls == nil ? "" : "include \(confDirectory)/tls.conf;",
@@ -131,8 +133,13 @@ package struct NginxSite {
             do { http = try ListenAddress(parsing: domain.httpListen, key: "--http-listen") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
-            guard http.port != listen.port || http.host != listen.host else {
+            // As addresses (a wildcard meets every host of its port), as Configuration.validate does.
+            guard !http.overlaps(listen) else {
                 throw SupervisorError(.nginxSite, "--http-listen \(http) is the site's own address (server.listen)")
+            }
+            guard !http.overlaps(metrics) else {
+                throw SupervisorError(.nginxSite, "--http-listen \(http) is the metrics server's address "
+                                                  + "(server.metricsListen \(metrics))")
             }
             values["@HTTP_LISTEN@"] = http.description
             values["@ACME_WEBROOT@"] = domain.acmeWebroot

@@ -29,10 +29,12 @@ package struct Serve {
     package func run() throws -> Int32 {
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
         var config = try data.loadConfiguration()
+        // Both set, then checked together: `--listen` alone may meet the old metricsListen.
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
         if let listen = args.value("metrics-listen") {
             try setOrFail(&config, "server.metricsListen", "\"\(listen)\"")
         }
+        do { try config.validate() } catch { throw UsageError("\(error)") }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
@@ -177,7 +179,7 @@ package struct Serve {
     }
 
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
-        do { try config.set(key, jsonValue: json) } catch { throw UsageError("\(error)") }
+        do { try config.set(key, jsonValue: json, validating: false) } catch { throw UsageError("\(error)") }
     }
 
     func waitForSockets(_ children: [ChildProcess]) throws {

@@ -231,6 +231,16 @@ import Testing
         var same = domain
         same.httpListen = "*:443"
         refused(good, same, "--http-listen equal to the site's address")
+        // Review of issue 39: compared as addresses, and with the metrics server's too (the
+        // fixture's server.metricsListen is the default, 127.0.0.1:9469).
+        for (listen, what) in [("127.0.0.1:443", "a host on the site's wildcard address"),
+                               ("127.0.0.1:9469", "the metrics server's address"),
+                               ("*:9469", "a wildcard over the metrics server's address"),
+                               ("127.0.0.1:09469", "the metrics server's address spelled with a 0")] {
+            var d = domain
+            d.httpListen = listen
+            refused(good, d, "--http-listen \(listen) (\(what))")
+        }
     }
 
     /// `ssl`/`http2` are the renderer's: config.json (the service user's file) cannot ask for them.
