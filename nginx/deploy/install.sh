@@ -173,12 +173,15 @@ render() {
   "$PREFIX/bin/attestctl" site --out "$SITE_TMP/site" --data "$DATA" --nginx-templates "$SHARE/nginx" "$@" > /dev/null
   for f in "$SITE_TMP"/site/*.conf; do sed -i "s|$SITE_TMP/site|$SYSCONF/nginx/attestedge|g" "$f"; done
 }
+# install_site [FILE]: installs the rendered files and enables FILE (site.conf, or only the
+# port-80 server http-redirect.conf while --acme has no certificate yet).
 install_site() {
+  local enabled=$SYSCONF/nginx/attestedge/${1:-site.conf}
   for f in "$SITE_TMP"/site/*; do put "$f" "$SYSCONF/nginx/attestedge/$(basename "$f")" 644; done
   local link=$SYSCONF/nginx/sites-enabled/attestedge.conf
   grep -qx "$link" "$MANIFEST.new" || echo "$link" >> "$MANIFEST.new"
-  if [ "$(readlink "$link" 2>/dev/null)" != "$SYSCONF/nginx/attestedge/site.conf" ]; then
-    ln -sfn "$SYSCONF/nginx/attestedge/site.conf" "$link"
+  if [ "$(readlink "$link" 2>/dev/null)" != "$enabled" ]; then
+    ln -sfn "$enabled" "$link"
     CHANGED+=("$link")
     echo "linked $link"
   fi
@@ -203,10 +206,11 @@ if [ -n "$TLS_CERT" ]; then
 elif [ -n "$ACME_EMAIL" ]; then
   live=$LE_DIR/live/$DOMAIN
   if [ ! -s "$live/fullchain.pem" ] || [ ! -s "$live/privkey.pem" ]; then
-    # Let's Encrypt asks for http://DOMAIN/.well-known/acme-challenge/TOKEN: the site (still
-    # without TLS) with its port-80 server must be live first.
+    # Let's Encrypt asks for http://DOMAIN/.well-known/acme-challenge/TOKEN: the port-80 server
+    # must be live first. Only it: the site without its certificate would answer plain HTTP on
+    # the TLS port (and stay so if certbot fails); the full site is enabled once it has one.
     echo "==> ACME: serving the challenge location, then certbot for $DOMAIN"
-    install_site
+    install_site http-redirect.conf
     if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
       if ! nginx -t || ! systemctl reload nginx; then
         echo "install.sh: nginx -t or reload failed (above): cannot serve the ACME challenge" >&2
