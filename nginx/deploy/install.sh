@@ -186,12 +186,40 @@ install_site() {
     echo "linked $link"
   fi
 }
+# check_webroot DIR: root creates and chmods the ACME webroot, so nobody else may be able to
+# swap a part of its path for a link: refused inside the data directory (the service user's),
+# with a link or a . or .. anywhere in it, or under a directory another account owns.
+check_webroot() {
+  local dir=$1 part="" data_real
+  data_real=$(realpath -m "$DATA")
+  case "$dir/" in "$DATA"/*|"$data_real"/*) die "--acme-webroot $dir is inside the data directory $DATA (the service user's)" ;; esac
+  case "$dir/" in */./*|*/../*|*//*) die "--acme-webroot $dir has '.', '..' or '//' in it: give the plain path" ;; esac
+  while :; do
+    [ -L "${part:-/}" ] && die "--acme-webroot $dir: ${part:-/} is a symbolic link"
+    if [ -e "${part:-/}" ]; then
+      local owner
+      owner=$(stat -c %u "${part:-/}")
+      [ "$owner" = 0 ] || [ "$owner" = "$(id -u)" ] \
+        || die "--acme-webroot $dir: ${part:-/} belongs to uid $owner, not root (it could swap the path for a link)"
+      # Writable by others without the sticky bit (which keeps root's entries root's): they could rename.
+      local mode
+      mode=$(stat -c %a "${part:-/}")
+      (( (8#$mode & 8#1000) || !(8#$mode & 8#022) )) \
+        || die "--acme-webroot $dir: ${part:-/} is writable by others (mode $mode)"
+    fi
+    [ "$part" = "$dir" ] && break
+    local rest=${dir#"$part"/}
+    part=$part/${rest%%/*}
+  done
+}
 DOMAIN_ARGS=()
 if [ -n "$DOMAIN" ]; then
   DOMAIN_ARGS=(--domain "$DOMAIN" --acme-webroot "$ACME_WEBROOT" --http-listen "$HTTP_LISTEN")
   # Refuses a domain, address or webroot outside attestctl's grammar before anything uses them.
   render "${DOMAIN_ARGS[@]}"
-  mkdir -p "$ACME_WEBROOT" && chmod 755 "$ACME_WEBROOT"
+  # Checked again once made: a link planted in a sticky directory (/tmp) before mkdir is caught.
+  check_webroot "$ACME_WEBROOT"
+  mkdir -p "$ACME_WEBROOT" && check_webroot "$ACME_WEBROOT" && chmod 755 "$ACME_WEBROOT"
   install -d -m 700 "$TLS_DIR"
 fi
 if [ -n "$TLS_CERT" ]; then

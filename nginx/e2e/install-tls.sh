@@ -174,6 +174,24 @@ out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot '/tmp/x; ro
 check "an ACME webroot with nginx syntax is refused" '[ $rc != 0 ] && grep -q "ACME webroot" <<< "$out"' || echo "$out" | tail -3
 check "and the installed site and key are as they were" '[ "$(sha256sum "$T"/*.conf "$T"/tls/*)" = "$site_before" ]'
 
+# Review of issue 39: root makes and chmods the ACME webroot, so the service user plays the
+# attacker: a link it planted as the webroot (in the data directory, or in a directory of its
+# own) must not make root chmod the link's target (here a root-only directory standing in for /etc).
+install -d -m 700 "$W/victim"
+install -d -o attestedge -m 755 "$W/svc"
+runuser -u attestedge -- ln -s "$W/victim" "$P/data/acme"
+runuser -u attestedge -- ln -s "$W/victim" "$W/svc/acme"
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$P/data/acme"); rc=$?
+check "an ACME webroot inside the data directory (the service user's link) is refused with exit 2" \
+  '[ $rc = 2 ] && grep -q "inside the data directory" <<< "$out"' || echo "$out" | tail -3
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$W/svc/acme"); rc=$?
+check "an ACME webroot under a directory the service user owns is refused with exit 2" \
+  '[ $rc = 2 ] && grep -q "belongs to uid $(id -u attestedge), not root" <<< "$out"' || echo "$out" | tail -3
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$W/svc/acme/x"); rc=$?
+check "an ACME webroot through a link is refused with exit 2" '[ $rc = 2 ]' || echo "$out" | tail -3
+check "and the links' target keeps its mode (0700)" '[ "$(stat -c %a "$W/victim")" = 700 ]' "$(stat -c %a "$W/victim")"
+check "and the installed site and key are still as they were" '[ "$(sha256sum "$T"/*.conf "$T"/tls/*)" = "$site_before" ]'
+
 # Review of issue 39: --acme before a certificate exists enables only the port-80 server (ACME
 # path and redirect). Before, the whole site was enabled without TLS: the TLS port answered plain
 # HTTP, and stayed so when certbot failed. Here certbot fails; a real nginx then runs what is enabled.
