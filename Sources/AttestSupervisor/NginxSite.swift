@@ -28,8 +28,12 @@ package struct NginxSite {
     /// page instead of the envelope (nginx/e2e/tls.sh caught it). Nothing is read: the body is
     /// being discarded.
     static let http2BodyLimit = "client_max_body_size 0;"
-    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder.
+    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder: the first line, then
+    /// `ssl_trusted_certificate` naming the chain file, the issuer nginx verifies the responses
+    /// with (without one every response fails verification and nothing is stapled).
     static let stapling = "ssl_stapling on; ssl_stapling_verify on;"
+    static let trustedCertificate = "\nssl_trusted_certificate "
+    static func stapling(chain: String) -> String { stapling + trustedCertificate + chain + ";" }
     /// Placeholders that may render to nothing: their line is left blank (TLS off renders the
     /// directives it rendered before TLS existed).
     static let optionalPlaceholders: Set = ["@TLS@", "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@HTTP_SERVER@",
@@ -125,7 +129,7 @@ package struct NginxSite {
         if let tls {
             values["@TLS_CERT@"] = tls.certificate
             values["@TLS_KEY@"] = tls.key
-            values["@OCSP_STAPLING@"] = tls.stapling ? stapling : ""
+            values["@OCSP_STAPLING@"] = tls.stapling ? stapling(chain: tls.certificate) : ""
         }
         if let domain {
             try check("@SERVER_NAME@", domain.domain)  // first: the redirect target is built from it
@@ -239,8 +243,17 @@ package struct NginxSite {
                 }
                 return try check("@CONF_DIR@", String(value.dropFirst(8).dropLast(file.count + 2)))
             }
-        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@OCSP_STAPLING@":
-            let fixed = ["@TLS_HEADERS@": tlsHeaders, "@H2_BODY_LIMIT@": http2BodyLimit][placeholder] ?? stapling
+        case "@OCSP_STAPLING@":
+            let prefix = stapling + trustedCertificate
+            guard value.isEmpty else {
+                guard value.hasPrefix(prefix), value.hasSuffix(";") else {
+                    throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                      + "\(value.debugDescription) is not stapling with a chain file")
+                }
+                return try check("@TLS_CERT@", String(value.dropFirst(prefix.count).dropLast()))
+            }
+        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@":
+            let fixed = placeholder == "@TLS_HEADERS@" ? tlsHeaders : http2BodyLimit
             guard value.isEmpty || value == fixed else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not its fixed text")

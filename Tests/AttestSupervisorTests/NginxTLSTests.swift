@@ -155,8 +155,14 @@ import Testing
         let tls = try f.tls(Self.ocspCertificate)
         #expect(tls.stapling)
         _ = try f.serve(tls)
-        #expect(try f.read(f.data.nginxDirectory + "/tls.conf")
-            .contains("\nssl_stapling on; ssl_stapling_verify on;\n"))
+        let tlsConf = try f.read(f.data.nginxDirectory + "/tls.conf")
+        #expect(tlsConf.contains("\nssl_stapling on; ssl_stapling_verify on;\n"))
+        // Review of issue 39: verifying without a trusted certificate fails every response.
+        #expect(tlsConf.contains("\nssl_trusted_certificate \(tls.certificate);\n"), "\(tlsConf)")
+        #expect(throws: SupervisorError.self) {
+            try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling(chain: "/x; include /etc/shadow"))
+        }
+        #expect(throws: SupervisorError.self) { try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling) }
     }
 
     @Test("a domain: server_name, and the port-80 server redirecting to https except ACME's path")
