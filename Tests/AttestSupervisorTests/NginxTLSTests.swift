@@ -1,4 +1,5 @@
 import AttestConfig
+import CLISupport
 @testable import AttestSupervisor
 import Foundation
 import SupervisorTestSupport
@@ -163,6 +164,25 @@ import Testing
             try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling(chain: "/x; include /etc/shadow"))
         }
         #expect(throws: SupervisorError.self) { try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling) }
+    }
+
+    /// Review of issue 39: after `serve --tls-cert/--tls-key` as root, the key's copy stayed in
+    /// the service user's DATA/nginx when serve next ran without TLS (or not as root).
+    @Test("serve without TLS removes an earlier start's certificate and key copies, links not followed")
+    func staleTLSCopiesAreRemoved() throws {
+        let f = Fixture()
+        let nginx = f.data.nginxDirectory
+        try "key".write(toFile: nginx + "/tls-key.pem", atomically: true, encoding: .utf8)
+        try "outside".write(toFile: f.dir.path + "/outside.pem", atomically: true, encoding: .utf8)
+        #expect(symlink(f.dir.path + "/outside.pem", nginx + "/tls-certificate.pem") == 0)
+        let serve = Serve(try Arguments(["--data", f.data.path], valued: ["data", "tls-cert", "tls-key"]))
+        #expect(try serve.tlsSite(serviceUser: nil) == nil)
+        var st = stat()
+        for name in Serve.tlsCopies {
+            #expect(lstat(nginx + "/" + name, &st) != 0 && errno == ENOENT, "\(name) is still there")
+        }
+        #expect(try f.read(f.dir.path + "/outside.pem") == "outside", "the link's target is untouched")
+        #expect(try serve.tlsSite(serviceUser: nil) == nil, "nothing to remove is no error")
     }
 
     @Test("a domain: server_name, and the port-80 server redirecting to https except ACME's path")
