@@ -28,11 +28,12 @@ package struct NginxSite {
     /// page instead of the envelope (nginx/e2e/tls.sh caught it). Nothing is read: the body is
     /// being discarded.
     static let http2BodyLimit = "client_max_body_size 0;"
-    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder: the first line, then
+    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder: stapling, then
     /// `ssl_trusted_certificate` naming the chain file, the issuer nginx verifies the responses
-    /// with (without one every response fails verification and nothing is stapled).
+    /// with (without one every response fails verification and nothing is stapled). One line:
+    /// the placeholder also appears in tls.conf's header comment.
     static let stapling = "ssl_stapling on; ssl_stapling_verify on;"
-    static let trustedCertificate = "\nssl_trusted_certificate "
+    static let trustedCertificate = " ssl_trusted_certificate "
     static func stapling(chain: String) -> String { stapling + trustedCertificate + chain + ";" }
     /// Placeholders that may render to nothing: their line is left blank (TLS off renders the
     /// directives it rendered before TLS existed).
