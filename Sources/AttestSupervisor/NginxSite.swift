@@ -28,8 +28,13 @@ package struct NginxSite {
     /// page instead of the envelope (nginx/e2e/tls.sh caught it). Nothing is read: the body is
     /// being discarded.
     static let http2BodyLimit = "client_max_body_size 0;"
-    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder.
+    /// `@OCSP_STAPLING@` for a certificate that names an OCSP responder: stapling, then
+    /// `ssl_trusted_certificate` naming the chain file, the issuer nginx verifies the responses
+    /// with (without one every response fails verification and nothing is stapled). One line:
+    /// the placeholder also appears in tls.conf's header comment.
     static let stapling = "ssl_stapling on; ssl_stapling_verify on;"
+    static let trustedCertificate = " ssl_trusted_certificate "
+    static func stapling(chain: String) -> String { stapling + trustedCertificate + chain + ";" }
     /// Placeholders that may render to nothing: their line is left blank (TLS off renders the
     /// directives it rendered before TLS existed).
     static let optionalPlaceholders: Set = ["@TLS@", "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@HTTP_SERVER@",
@@ -62,14 +67,15 @@ package struct NginxSite {
                 write: (_ path: String, _ text: String) throws -> Void = {
                     try FileIO.writeAtomically($0, text: $1)
                 }) throws -> String {
-        let listen = try Self.listenAddress(c, tls: tls != nil)
+        let listen = try Self.listenAddress(c, tls: tls != nil), metrics = try Self.metricsListenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, confDirectory: data.nginxDirectory),
+        values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, metrics: metrics,
+                                          confDirectory: data.nginxDirectory),
                      uniquingKeysWith: { $1 })
         // nginx.conf's readiness server shares the address with site.conf's server: nginx takes
         // a socket option (reuseport) on one of them only. With TLS it is a TLS server too
@@ -89,14 +95,15 @@ package struct NginxSite {
     package func renderForHost(data: DataDirectory, configuration c: Configuration, runDirectory: String,
                                into outputDirectory: String, logDirectory: String? = nil, tls: TLSSite? = nil,
                                domain: DomainSite? = nil) throws {
-        let listen = try Self.listenAddress(c, tls: tls != nil)
+        let listen = try Self.listenAddress(c, tls: tls != nil), metrics = try Self.metricsListenAddress(c)
         var values = [
-            "@LISTEN@": listen.description, "@METRICS_LISTEN@": try Self.metricsListenAddress(c).description,
+            "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
             "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ]
-        values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, confDirectory: outputDirectory),
+        values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, metrics: metrics,
+                                          confDirectory: outputDirectory),
                      uniquingKeysWith: { $1 })
         let extra = (tls == nil ? [] : Self.tlsFiles) + (domain == nil ? [] : Self.domainFiles)
         guard let logDirectory else {
@@ -113,7 +120,7 @@ package struct NginxSite {
 
     /// The values of the HTTPS placeholders: with `tls` nil and no domain, the optional ones are
     /// empty and `@SERVER_NAME@` is `_`, so the site is what it was before TLS.
-    static func httpsValues(tls: TLSSite?, domain: DomainSite?, listen: ListenAddress,
+    static func httpsValues(tls: TLSSite?, domain: DomainSite?, listen: ListenAddress, metrics: ListenAddress,
                             confDirectory: String) throws -> [String: String] {
         var values = ["@SERVER_NAME@": domain?.domain ?? "_",
                       "@TLS@": tls == nil ? "" : "include \(confDirectory)/tls.conf;",
@@ -123,7 +130,7 @@ package struct NginxSite {
         if let tls {
             values["@TLS_CERT@"] = tls.certificate
             values["@TLS_KEY@"] = tls.key
-            values["@OCSP_STAPLING@"] = tls.stapling ? stapling : ""
+            values["@OCSP_STAPLING@"] = tls.stapling ? stapling(chain: tls.certificate) : ""
         }
         if let domain {
             try check("@SERVER_NAME@", domain.domain)  // first: the redirect target is built from it
@@ -131,8 +138,13 @@ package struct NginxSite {
             do { http = try ListenAddress(parsing: domain.httpListen, key: "--http-listen") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
-            guard http.port != listen.port || http.host != listen.host else {
+            // As addresses (a wildcard meets every host of its port), as Configuration.validate does.
+            guard !http.overlaps(listen) else {
                 throw SupervisorError(.nginxSite, "--http-listen \(http) is the site's own address (server.listen)")
+            }
+            guard !http.overlaps(metrics) else {
+                throw SupervisorError(.nginxSite, "--http-listen \(http) is the metrics server's address "
+                                                  + "(server.metricsListen \(metrics))")
             }
             values["@HTTP_LISTEN@"] = http.description
             values["@ACME_WEBROOT@"] = domain.acmeWebroot
@@ -232,8 +244,17 @@ package struct NginxSite {
                 }
                 return try check("@CONF_DIR@", String(value.dropFirst(8).dropLast(file.count + 2)))
             }
-        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@", "@OCSP_STAPLING@":
-            let fixed = ["@TLS_HEADERS@": tlsHeaders, "@H2_BODY_LIMIT@": http2BodyLimit][placeholder] ?? stapling
+        case "@OCSP_STAPLING@":
+            let prefix = stapling + trustedCertificate
+            guard value.isEmpty else {
+                guard value.hasPrefix(prefix), value.hasSuffix(";") else {
+                    throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                      + "\(value.debugDescription) is not stapling with a chain file")
+                }
+                return try check("@TLS_CERT@", String(value.dropFirst(prefix.count).dropLast()))
+            }
+        case "@TLS_HEADERS@", "@H2_BODY_LIMIT@":
+            let fixed = placeholder == "@TLS_HEADERS@" ? tlsHeaders : http2BodyLimit
             guard value.isEmpty || value == fixed else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not its fixed text")

@@ -29,10 +29,12 @@ package struct Serve {
     package func run() throws -> Int32 {
         let trustRoots = args.values("trust-root").map(FileIO.absolute)
         var config = try data.loadConfiguration()
+        // Both set, then checked together: `--listen` alone may meet the old metricsListen.
         if let listen = args.value("listen") { try setOrFail(&config, "server.listen", "\"\(listen)\"") }
         if let listen = args.value("metrics-listen") {
             try setOrFail(&config, "server.metricsListen", "\"\(listen)\"")
         }
+        do { try config.validate() } catch { throw UsageError("\(error)") }
         let workers = try args.int("workers", default: config.workers, in: 1...64)
         let site = try NginxSite.locate(args.value("nginx-templates"))
         let binaries = executableDirectory()
@@ -162,13 +164,18 @@ package struct Serve {
     /// the files are used where they are.
     func tlsSite(serviceUser user: ServiceUser?) throws -> TLSSite? {
         switch (args.value("tls-cert"), args.value("tls-key")) {
-        case (nil, nil): return nil
+        case (nil, nil):
+            try removeTLSCopies()
+            return nil
         case (.some, nil), (nil, .some): throw UsageError("--tls-cert FILE and --tls-key FILE go together")
         case (let cert?, let key?):
             let loaded = try TLSSite.load(certificate: cert, key: key)
-            guard user != nil else { return loaded.site }
-            let copy = TLSSite(certificate: data.nginxDirectory + "/tls-certificate.pem",
-                               key: data.nginxDirectory + "/tls-key.pem", stapling: loaded.site.stapling)
+            guard user != nil else {
+                try removeTLSCopies()
+                return loaded.site
+            }
+            let copy = TLSSite(certificate: data.nginxDirectory + "/" + Self.tlsCopies[0],
+                               key: data.nginxDirectory + "/" + Self.tlsCopies[1], stapling: loaded.site.stapling)
             try asDataOwner(data) {
                 try FileIO.writeAtomically(copy.certificate, text: loaded.certificatePEM, mode: 0o644)
                 try FileIO.writeAtomically(copy.key, text: loaded.keyPEM, mode: 0o600)
@@ -177,8 +184,24 @@ package struct Serve {
         }
     }
 
+    /// In DATA/nginx: the certificate chain and the key root copies there for nginx (which runs
+    /// as the service user) when it serves TLS.
+    static let tlsCopies = ["tls-certificate.pem", "tls-key.pem"]
+
+    /// Removes an earlier root start's copies when this start does not use them, so the key
+    /// does not stay in the service user's directory. As the data directory's owner, and
+    /// unlink(2) removes a link, never its target.
+    func removeTLSCopies() throws {
+        try asDataOwner(data) {
+            for name in Self.tlsCopies where unlink(data.nginxDirectory + "/" + name) != 0 && errno != ENOENT {
+                throw SupervisorError(.start, "cannot remove \(data.nginxDirectory)/\(name), the TLS copy of "
+                                              + "an earlier start: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {
-        do { try config.set(key, jsonValue: json) } catch { throw UsageError("\(error)") }
+        do { try config.set(key, jsonValue: json, validating: false) } catch { throw UsageError("\(error)") }
     }
 
     func waitForSockets(_ children: [ChildProcess]) throws {

@@ -35,14 +35,16 @@ let siteCommand = Command(
         guard let out = args.value("out") else { throw UsageError("--out DIR is required") }
         let data = dataDirectory(args)
         var config = try data.loadConfiguration()
-        if let listen = args.value("listen") {
-            do { try config.set("server.listen", jsonValue: "\"\(listen)\"") } catch { throw UsageError("\(error)") }
-        }
-        if let listen = args.value("metrics-listen") {
-            do { try config.set("server.metricsListen", jsonValue: "\"\(listen)\"") } catch {
-                throw UsageError("\(error)")
+        // Both set, then checked together: `--listen` alone may meet the old metricsListen.
+        do {
+            if let listen = args.value("listen") {
+                try config.set("server.listen", jsonValue: "\"\(listen)\"", validating: false)
             }
-        }
+            if let listen = args.value("metrics-listen") {
+                try config.set("server.metricsListen", jsonValue: "\"\(listen)\"", validating: false)
+            }
+            try config.validate()
+        } catch { throw UsageError("\(error)") }
         let tls: TLSSite?
         switch (args.value("tls-cert"), args.value("tls-key")) {
         case (nil, nil): tls = nil

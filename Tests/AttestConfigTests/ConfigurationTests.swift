@@ -86,6 +86,37 @@ import Testing
         #expect(problem("{")?.contains("not valid JSON") == true)
     }
 
+    /// Review of issue 39: server.metricsListen and server.listen compared as text let one
+    /// socket (or a wildcard over the other's host) through.
+    @Test("server.metricsListen is refused on server.listen's socket, however spelled", arguments: [
+        ("127.0.0.1:8080 reuseport", "127.0.0.1:8080"), ("127.0.0.1:08080", "127.0.0.1:8080"),
+        ("*:8080", "127.0.0.1:8080"), ("127.0.0.1:8080", "*:8080"), ("0.0.0.0:8080", "127.0.0.1:8080"),
+        ("[::]:8080", "[::1]:8080"), ("127.0.0.1:8080", "127.0.0.1:8080"),
+    ])
+    func metricsListenOverlapsListen(metrics: String, listen: String) {
+        let json = #"{"server": {"listen": "\#(listen)", "metricsListen": "\#(metrics)"}}"#
+        #expect(problem(json)?.contains("server.metricsListen must be another socket than server.listen") == true,
+                "\(json)")
+        var c = Configuration()
+        #expect(throws: Configuration.Problem.self) {
+            try c.set("server.listen", jsonValue: "\"\(listen)\"")
+            try c.set("server.metricsListen", jsonValue: "\"\(metrics)\"")
+        }
+    }
+
+    @Test("other sockets are accepted; set without validating lets two keys change together")
+    func metricsListenElsewhere() throws {
+        #expect(problem(#"{"server": {"listen": "127.0.0.1:8080", "metricsListen": "127.0.0.2:8080"}}"#) == nil)
+        #expect(problem(#"{"server": {"listen": "*:8080", "metricsListen": "127.0.0.1:9469"}}"#) == nil)
+        var c = Configuration()
+        // serve --listen 127.0.0.1:9469 --metrics-listen 127.0.0.1:9470: the first alone meets the default.
+        #expect(throws: Configuration.Problem.self) { try c.set("server.listen", jsonValue: #""127.0.0.1:9469""#) }
+        try c.set("server.listen", jsonValue: "127.0.0.1:9469", validating: false)
+        try c.set("server.metricsListen", jsonValue: #""127.0.0.1:9470""#, validating: false)
+        try c.validate()
+        #expect(c.listen == "127.0.0.1:9469" && c.metricsListen == "127.0.0.1:9470")
+    }
+
     @Test func setTakesJSONOrABareWord() throws {
         var c = Configuration()
         try c.set("store.sync", jsonValue: "interval")

@@ -19,6 +19,29 @@ import Testing
         #expect(address.description == text)
     }
 
+    /// Review of issue 39: metricsListen was compared with listen as text, so each of these
+    /// pairs passed and nginx routed /metrics to the main site or opened the metrics server on
+    /// every address of the API's port.
+    @Test("one socket however it is spelled, or a wildcard over the other host", arguments: [
+        ("127.0.0.1:8080 reuseport", "127.0.0.1:8080"), ("127.0.0.1:08080", "127.0.0.1:8080"),
+        ("*:8080", "127.0.0.1:8080"), ("127.0.0.1:8080", "0.0.0.0:8080"), ("[::]:8080", "[::1]:8080"),
+        ("[::1]:8080", "[0:0:0:0:0:0:0:1]:8080"), ("API.example.com:443", "api.example.com:443"),
+        ("*:443", "api.example.com:443"), ("[::]:9469", "127.0.0.1:9469"),
+    ])
+    func overlapping(a: String, b: String) throws {
+        let (x, y) = (try ListenAddress(parsing: a), try ListenAddress(parsing: b))
+        #expect(x.overlaps(y) && y.overlaps(x))
+    }
+
+    @Test("other ports, or two different specific hosts, are other sockets", arguments: [
+        ("127.0.0.1:9469", "127.0.0.1:8080"), ("*:9469", "*:8080"), ("127.0.0.1:8080", "127.0.0.2:8080"),
+        ("[::1]:8080", "127.0.0.1:8080"), ("10.0.0.1:443", "api.example.com:443"),
+    ])
+    func separate(a: String, b: String) throws {
+        let (x, y) = (try ListenAddress(parsing: a), try ListenAddress(parsing: b))
+        #expect(!x.overlaps(y) && !y.overlaps(x))
+    }
+
     @Test func partsAreParsed() throws {
         let v6 = try ListenAddress(parsing: "[2001:db8::1]:443 reuseport")
         #expect(v6.host == .ipv6("2001:db8::1") && v6.port == 443 && v6.parameters == [.reuseport])

@@ -1,4 +1,5 @@
 import AttestConfig
+import CLISupport
 @testable import AttestSupervisor
 import Foundation
 import SupervisorTestSupport
@@ -155,8 +156,38 @@ import Testing
         let tls = try f.tls(Self.ocspCertificate)
         #expect(tls.stapling)
         _ = try f.serve(tls)
-        #expect(try f.read(f.data.nginxDirectory + "/tls.conf")
-            .contains("\nssl_stapling on; ssl_stapling_verify on;\n"))
+        let tlsConf = try f.read(f.data.nginxDirectory + "/tls.conf")
+        // Review of issue 39: verifying without a trusted certificate fails every response.
+        #expect(tlsConf.contains("\nssl_stapling on; ssl_stapling_verify on; "
+                                 + "ssl_trusted_certificate \(tls.certificate);\n"), "\(tlsConf)")
+        // One line, as the template's: the placeholder is in its header comment too, and a second
+        // line there would leave the comment (nginx -t: unknown directive).
+        let template = try f.read(Self.templates + "/tls.conf")
+        #expect(tlsConf.split(separator: "\n", omittingEmptySubsequences: false).count
+                == template.split(separator: "\n", omittingEmptySubsequences: false).count)
+        #expect(throws: SupervisorError.self) {
+            try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling(chain: "/x; include /etc/shadow"))
+        }
+        #expect(throws: SupervisorError.self) { try NginxSite.check("@OCSP_STAPLING@", NginxSite.stapling) }
+    }
+
+    /// Review of issue 39: after `serve --tls-cert/--tls-key` as root, the key's copy stayed in
+    /// the service user's DATA/nginx when serve next ran without TLS (or not as root).
+    @Test("serve without TLS removes an earlier start's certificate and key copies, links not followed")
+    func staleTLSCopiesAreRemoved() throws {
+        let f = Fixture()
+        let nginx = f.data.nginxDirectory
+        try "key".write(toFile: nginx + "/tls-key.pem", atomically: true, encoding: .utf8)
+        try "outside".write(toFile: f.dir.path + "/outside.pem", atomically: true, encoding: .utf8)
+        #expect(symlink(f.dir.path + "/outside.pem", nginx + "/tls-certificate.pem") == 0)
+        let serve = Serve(try Arguments(["--data", f.data.path], valued: ["data", "tls-cert", "tls-key"]))
+        #expect(try serve.tlsSite(serviceUser: nil) == nil)
+        var st = stat()
+        for name in Serve.tlsCopies {
+            #expect(lstat(nginx + "/" + name, &st) != 0 && errno == ENOENT, "\(name) is still there")
+        }
+        #expect(try f.read(f.dir.path + "/outside.pem") == "outside", "the link's target is untouched")
+        #expect(try serve.tlsSite(serviceUser: nil) == nil, "nothing to remove is no error")
     }
 
     @Test("a domain: server_name, and the port-80 server redirecting to https except ACME's path")
@@ -231,6 +262,16 @@ import Testing
         var same = domain
         same.httpListen = "*:443"
         refused(good, same, "--http-listen equal to the site's address")
+        // Review of issue 39: compared as addresses, and with the metrics server's too (the
+        // fixture's server.metricsListen is the default, 127.0.0.1:9469).
+        for (listen, what) in [("127.0.0.1:443", "a host on the site's wildcard address"),
+                               ("127.0.0.1:9469", "the metrics server's address"),
+                               ("*:9469", "a wildcard over the metrics server's address"),
+                               ("127.0.0.1:09469", "the metrics server's address spelled with a 0")] {
+            var d = domain
+            d.httpListen = listen
+            refused(good, d, "--http-listen \(listen) (\(what))")
+        }
     }
 
     /// `ssl`/`http2` are the renderer's: config.json (the service user's file) cannot ask for them.

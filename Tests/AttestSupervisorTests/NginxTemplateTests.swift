@@ -1,4 +1,5 @@
 import AttestConfig
+import CLISupport
 @testable import AttestSupervisor
 import Foundation
 import SupervisorTestSupport
@@ -13,6 +14,29 @@ import Testing
     /// Every status nginx itself can answer with (ngx_http_special_response.c, HTTP/1.x).
     static let nginxStatuses = [400, 403, 404, 405, 408, 411, 413, 414, 416, 429, 494, 495, 496, 497,
                                 500, 501, 502, 503, 504, 505, 507]
+
+    /// Review of issue 39: serve checked `--listen` against config.json's metricsListen before
+    /// `--metrics-listen` replaced it, so moving both at once was refused. Both are applied, then
+    /// checked once; the run stops right after, at `--workers 0`.
+    @Test("serve --listen and --metrics-listen are checked together")
+    func serveChecksBothListenFlagsTogether() throws {
+        let dir = TemporaryDirectory()
+        try "{}".write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
+        func refusal(_ flags: [String]) -> String {
+            do {
+                let args = try Arguments(["--data", dir.path, "--workers", "0"] + flags,
+                                         valued: ["data", "workers", "listen", "metrics-listen"])
+                _ = try Serve(args).run()
+                return "ran"
+            } catch { return "\(error)" }
+        }
+        let moved = refusal(["--listen", "127.0.0.1:9469", "--metrics-listen", "127.0.0.1:9470"])
+        #expect(!moved.contains("metricsListen") && moved.contains("--workers must be"), "\(moved)")
+        let clash = refusal(["--listen", "127.0.0.1:9469"])
+        #expect(clash.contains("server.metricsListen must be another socket than server.listen"), "\(clash)")
+        let spelled = refusal(["--listen", "127.0.0.1:9470", "--metrics-listen", "127.0.0.1:09470"])
+        #expect(spelled.contains("server.metricsListen must be another socket"), "\(spelled)")
+    }
 
     /// Item 15: a named location as an error page fails for errors found while nginx reads the
     /// request line ("empty URI in redirect to named location"), which became a 500 HTML page.

@@ -173,22 +173,53 @@ render() {
   "$PREFIX/bin/attestctl" site --out "$SITE_TMP/site" --data "$DATA" --nginx-templates "$SHARE/nginx" "$@" > /dev/null
   for f in "$SITE_TMP"/site/*.conf; do sed -i "s|$SITE_TMP/site|$SYSCONF/nginx/attestedge|g" "$f"; done
 }
+# install_site [FILE]: installs the rendered files and enables FILE (site.conf, or only the
+# port-80 server http-redirect.conf while --acme has no certificate yet).
 install_site() {
+  local enabled=$SYSCONF/nginx/attestedge/${1:-site.conf}
   for f in "$SITE_TMP"/site/*; do put "$f" "$SYSCONF/nginx/attestedge/$(basename "$f")" 644; done
   local link=$SYSCONF/nginx/sites-enabled/attestedge.conf
   grep -qx "$link" "$MANIFEST.new" || echo "$link" >> "$MANIFEST.new"
-  if [ "$(readlink "$link" 2>/dev/null)" != "$SYSCONF/nginx/attestedge/site.conf" ]; then
-    ln -sfn "$SYSCONF/nginx/attestedge/site.conf" "$link"
+  if [ "$(readlink "$link" 2>/dev/null)" != "$enabled" ]; then
+    ln -sfn "$enabled" "$link"
     CHANGED+=("$link")
     echo "linked $link"
   fi
+}
+# check_webroot DIR: root creates and chmods the ACME webroot, so nobody else may be able to
+# swap a part of its path for a link: refused inside the data directory (the service user's),
+# with a link or a . or .. anywhere in it, or under a directory another account owns.
+check_webroot() {
+  local dir=$1 part="" data_real
+  data_real=$(realpath -m "$DATA")
+  case "$dir/" in "$DATA"/*|"$data_real"/*) die "--acme-webroot $dir is inside the data directory $DATA (the service user's)" ;; esac
+  case "$dir/" in */./*|*/../*|*//*) die "--acme-webroot $dir has '.', '..' or '//' in it: give the plain path" ;; esac
+  while :; do
+    [ -L "${part:-/}" ] && die "--acme-webroot $dir: ${part:-/} is a symbolic link"
+    if [ -e "${part:-/}" ]; then
+      local owner
+      owner=$(stat -c %u "${part:-/}")
+      [ "$owner" = 0 ] || [ "$owner" = "$(id -u)" ] \
+        || die "--acme-webroot $dir: ${part:-/} belongs to uid $owner, not root (it could swap the path for a link)"
+      # Writable by others without the sticky bit (which keeps root's entries root's): they could rename.
+      local mode
+      mode=$(stat -c %a "${part:-/}")
+      (( (8#$mode & 8#1000) || !(8#$mode & 8#022) )) \
+        || die "--acme-webroot $dir: ${part:-/} is writable by others (mode $mode)"
+    fi
+    [ "$part" = "$dir" ] && break
+    local rest=${dir#"$part"/}
+    part=$part/${rest%%/*}
+  done
 }
 DOMAIN_ARGS=()
 if [ -n "$DOMAIN" ]; then
   DOMAIN_ARGS=(--domain "$DOMAIN" --acme-webroot "$ACME_WEBROOT" --http-listen "$HTTP_LISTEN")
   # Refuses a domain, address or webroot outside attestctl's grammar before anything uses them.
   render "${DOMAIN_ARGS[@]}"
-  mkdir -p "$ACME_WEBROOT" && chmod 755 "$ACME_WEBROOT"
+  # Checked again once made: a link planted in a sticky directory (/tmp) before mkdir is caught.
+  check_webroot "$ACME_WEBROOT"
+  mkdir -p "$ACME_WEBROOT" && check_webroot "$ACME_WEBROOT" && chmod 755 "$ACME_WEBROOT"
   install -d -m 700 "$TLS_DIR"
 fi
 if [ -n "$TLS_CERT" ]; then
@@ -203,10 +234,11 @@ if [ -n "$TLS_CERT" ]; then
 elif [ -n "$ACME_EMAIL" ]; then
   live=$LE_DIR/live/$DOMAIN
   if [ ! -s "$live/fullchain.pem" ] || [ ! -s "$live/privkey.pem" ]; then
-    # Let's Encrypt asks for http://DOMAIN/.well-known/acme-challenge/TOKEN: the site (still
-    # without TLS) with its port-80 server must be live first.
+    # Let's Encrypt asks for http://DOMAIN/.well-known/acme-challenge/TOKEN: the port-80 server
+    # must be live first. Only it: the site without its certificate would answer plain HTTP on
+    # the TLS port (and stay so if certbot fails); the full site is enabled once it has one.
     echo "==> ACME: serving the challenge location, then certbot for $DOMAIN"
-    install_site
+    install_site http-redirect.conf
     if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
       if ! nginx -t || ! systemctl reload nginx; then
         echo "install.sh: nginx -t or reload failed (above): cannot serve the ACME challenge" >&2

@@ -174,6 +174,52 @@ out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot '/tmp/x; ro
 check "an ACME webroot with nginx syntax is refused" '[ $rc != 0 ] && grep -q "ACME webroot" <<< "$out"' || echo "$out" | tail -3
 check "and the installed site and key are as they were" '[ "$(sha256sum "$T"/*.conf "$T"/tls/*)" = "$site_before" ]'
 
+# Review of issue 39: root makes and chmods the ACME webroot, so the service user plays the
+# attacker: a link it planted as the webroot (in the data directory, or in a directory of its
+# own) must not make root chmod the link's target (here a root-only directory standing in for /etc).
+install -d -m 700 "$W/victim"
+install -d -o attestedge -m 755 "$W/svc"
+runuser -u attestedge -- ln -s "$W/victim" "$P/data/acme"
+runuser -u attestedge -- ln -s "$W/victim" "$W/svc/acme"
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$P/data/acme"); rc=$?
+check "an ACME webroot inside the data directory (the service user's link) is refused with exit 2" \
+  '[ $rc = 2 ] && grep -q "inside the data directory" <<< "$out"' || echo "$out" | tail -3
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$W/svc/acme"); rc=$?
+check "an ACME webroot under a directory the service user owns is refused with exit 2" \
+  '[ $rc = 2 ] && grep -q "belongs to uid $(id -u attestedge), not root" <<< "$out"' || echo "$out" | tail -3
+out=$(install_tls --tls-cert "$CERT" --tls-key "$KEY" --acme-webroot "$W/svc/acme/x"); rc=$?
+check "an ACME webroot through a link is refused with exit 2" '[ $rc = 2 ]' || echo "$out" | tail -3
+check "and the links' target keeps its mode (0700)" '[ "$(stat -c %a "$W/victim")" = 700 ]' "$(stat -c %a "$W/victim")"
+check "and the installed site and key are still as they were" '[ "$(sha256sum "$T"/*.conf "$T"/tls/*)" = "$site_before" ]'
+
+# Review of issue 39: --acme before a certificate exists enables only the port-80 server (ACME
+# path and redirect). Before, the whole site was enabled without TLS: the TLS port answered plain
+# HTTP, and stayed so when certbot failed. Here certbot fails; a real nginx then runs what is enabled.
+P3=$W/acmefail FAIL_HTTPS_PORT=$(free_port) FAIL_HTTP_PORT=$(free_port)
+"$BIN/attestctl" init --data "$P3/data" > /dev/null
+"$BIN/attestctl" config set server.metricsListen "127.0.0.1:$(free_port)" --data "$P3/data" > /dev/null
+mkdir -p "$W/failbin"
+printf '#!/bin/sh\necho "stand-in certbot: failing on purpose" >&2\nexit 1\n' > "$W/failbin/certbot"
+chmod 755 "$W/failbin/certbot"
+out=$(PATH=$W/failbin:$PATH bash nginx/deploy/install.sh --prefix "$P3" --data "$P3/data" --no-build \
+      --domain localhost --acme ops@example.com --listen "127.0.0.1:$FAIL_HTTPS_PORT" \
+      --http-listen "127.0.0.1:$FAIL_HTTP_PORT" 2>&1); rc=$?
+check "install.sh --acme with a failing certbot exits non-zero, saying so" \
+  '[ $rc != 0 ] && grep -q "certbot failed" <<< "$out"' || echo "$out" | tail -5
+sed -e "s|$W/nginx.pid|$W/nginx3.pid|" -e "s|$W/error.log|$W/error3.log|" -e "s|$P/etc|$P3/etc|" \
+  -e "s|$W/client-body|$W/client-body3|" -e "s|$W/fastcgi;|$W/fastcgi3;|" "$W/nginx.conf" > "$W/nginx3.conf"
+nginx -c "$W/nginx3.conf" -p "$W" -g 'daemon off;' > "$W/nginx3.out" 2>&1 &
+NGINX3_PID=$!
+mkdir -p "$P3/acme-webroot/.well-known/acme-challenge"
+echo token-456 > "$P3/acme-webroot/.well-known/acme-challenge/tok"
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$FAIL_HTTP_PORT/" && break; sleep 0.1; done
+acme=$(curl -s -w ' %{http_code}' -H 'Host: localhost' "http://127.0.0.1:$FAIL_HTTP_PORT/.well-known/acme-challenge/tok")
+check "the port-80 server is live and serves the ACME challenge" '[ "$acme" = "token-456
+ 200" ]' "$acme $(cat "$W/nginx3.out")"
+plain=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "http://127.0.0.1:$FAIL_HTTPS_PORT/.well-known/jwks.json")
+check "and nothing answers plain HTTP on the TLS port" '[ "$plain" = 000 ]' "HTTP status $plain"
+kill "$NGINX3_PID" 2>/dev/null; wait "$NGINX3_PID" 2>/dev/null
+
 # --acme with a stand-in certbot (see the header: it records its arguments and writes a
 # certificate from the test CA; Let's Encrypt is not contacted).
 mkdir -p "$W/fakebin"
@@ -215,6 +261,6 @@ check "a second --acme run changes nothing and does not call certbot again" \
      grep -q "nothing changed" <<< "$out4" &&
      [ "$(wc -l < "$W/certbot.calls")" = 1 ]' || echo "$out4" | tail -5
 
-for prefix in "$P" "$P2"; do bash nginx/deploy/uninstall.sh --prefix "$prefix" > /dev/null 2>&1; done
+for prefix in "$P" "$P2" "$P3"; do bash nginx/deploy/uninstall.sh --prefix "$prefix" > /dev/null 2>&1; done
 check "uninstall.sh removes the copied key too" '[ ! -e "$T/tls/privkey.pem" ]'
 check_summary install-tls

@@ -31,13 +31,19 @@ extension Configuration {
 
     /// Cross-key checks.
     public func validate() throws(Problem) {
-        do { _ = try ListenAddress(parsing: listen) } catch { throw Problem(message: "config.json: " + error.message) }
-        do { _ = try ListenAddress(parsing: metricsListen, key: "server.metricsListen") } catch {
+        let main: ListenAddress, metrics: ListenAddress
+        do { main = try ListenAddress(parsing: listen) } catch {
             throw Problem(message: "config.json: " + error.message)
         }
-        if metricsListen == listen {
-            throw Problem(message: "config.json: server.metricsListen must differ from server.listen "
-                                   + "(both are \(listen.debugDescription))")
+        do { metrics = try ListenAddress(parsing: metricsListen, key: "server.metricsListen") } catch {
+            throw Problem(message: "config.json: " + error.message)
+        }
+        // Compared as addresses, not text: on one socket nginx would route /metrics to the main
+        // site, or (a wildcard) expose the metrics server on every address of the API's port.
+        if metrics.overlaps(main) {
+            throw Problem(message: "config.json: server.metricsListen must be another socket than server.listen "
+                                   + "(another port, or two different non-wildcard hosts), got "
+                                   + "\(metricsListen.debugDescription) and \(listen.debugDescription)")
         }
         guard Self.isUserName(serviceUser) else {
             throw Problem(message: "config.json: server.user must be a user name "
@@ -61,7 +67,9 @@ extension Configuration {
     }
 
     /// Sets one dotted key from JSON text (`attestctl config set`).
-    public mutating func set(_ name: String, jsonValue text: String) throws(Problem) {
+    /// `validating` false: only the key's own rule, for a caller that sets several keys that
+    /// depend on each other (`--listen` and `--metrics-listen`) and then calls `validate()`.
+    public mutating func set(_ name: String, jsonValue text: String, validating: Bool = true) throws(Problem) {
         guard let key = ConfigurationKey.named(name) else {
             throw Problem(message: "unknown key \"\(name)\" (see 'attestctl config show')")
         }
@@ -73,7 +81,7 @@ extension Configuration {
         if let problem = key.problem(with: value) { throw Problem(message: "\(name) \(problem)") }
         var changed = self
         key.set(&changed, value)
-        try changed.validate()  // a refused value is not kept
+        if validating { try changed.validate() }  // a refused value is not kept
         self = changed
     }
 

@@ -120,7 +120,8 @@ public struct ConfigurationKey: Sendable {
             """),
         .text("server.metricsListen", .string, \.metricsListen, """
             Address of the second nginx server, which serves only GET /metrics (Prometheus text format, \
-            from the monitor pool): same grammar as server.listen, and it must differ from it. Loopback by \
+            from the monitor pool): same grammar as server.listen, and another socket than it (another port, \
+            or two different hosts, neither *, 0.0.0.0 nor [::]; compared as addresses, not text). Loopback by \
             default; expose it to a scraper only on a private network (the numbers name organizations).
             """),
         .int("server.workers", 1...64, \.workers, "Worker processes per endpoint pool."),

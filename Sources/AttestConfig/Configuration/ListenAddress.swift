@@ -30,6 +30,32 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         case name(String)
         /// `*`: every address.
         case any
+
+        /// Every address of its family: `*`, `0.0.0.0` or `[::]`.
+        public var isWildcard: Bool {
+            switch self {
+            case .any: true
+            case .ipv4, .ipv6: bytes.allSatisfy { $0 == 0 }
+            case .name: false
+            }
+        }
+
+        /// The host as a comparable value: an address's bytes (as `inet_pton` reads it), a name
+        /// lower-cased with a leading marker byte (so it never equals an address), `*` empty.
+        var bytes: [UInt8] {
+            switch self {
+            case .any: return []
+            case .name(let name): return [0xFF] + Array(name.lowercased().utf8)
+            case .ipv4(let text):
+                var a = in_addr()
+                guard inet_pton(AF_INET, text, &a) == 1 else { return [0xFE] + Array(text.utf8) }
+                return withUnsafeBytes(of: &a) { Array($0) }
+            case .ipv6(let text):
+                var a = in6_addr()
+                guard inet_pton(AF_INET6, text, &a) == 1 else { return [0xFE] + Array(text.utf8) }
+                return withUnsafeBytes(of: &a) { Array($0) }
+            }
+        }
     }
 
     /// The `listen` parameters AttestEdge supports. Add one here and the grammar takes it.
@@ -135,6 +161,15 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
                 }
         }) else { return false }
         return !labels.last!.allSatisfy { ("0"..."9").contains($0) }
+    }
+
+    /// Whether nginx would take `self` and `other` as one socket, or one of them would catch the
+    /// other's connections: the same port, and the same host or either host a wildcard (`*`,
+    /// `0.0.0.0`, `[::]`). Hosts are compared as addresses (`[::1]` is `[0:0:0:0:0:0:0:1]`), names
+    /// without case; parameters do not matter (`reuseport` is the same socket). A name is never
+    /// resolved, so `localhost` and `127.0.0.1` differ here.
+    public func overlaps(_ other: ListenAddress) -> Bool {
+        port == other.port && (host.isWildcard || other.host.isWildcard || host.bytes == other.host.bytes)
     }
 
     /// `HOST:PORT` as a URL's authority (IPv6 in brackets).
