@@ -165,7 +165,15 @@ fi
 
 echo "==> nginx site"
 SITE_TMP=$(mktemp -d)
-trap 'rm -rf "$SITE_TMP" "$MANIFEST.new"' EXIT
+# A run that stops before the manifest is written (certbot failing, nginx -t refusing) keeps
+# a record of what it installed, joined with the last manifest, so uninstall.sh removes it.
+keep_manifest() {
+  [ -f "$MANIFEST.new" ] || return 0
+  sort -u "$MANIFEST.new" $([ -f "$MANIFEST" ] && echo "$MANIFEST") > "$MANIFEST.partial" \
+    && mv -f "$MANIFEST.partial" "$MANIFEST"
+  rm -f "$MANIFEST.new" "$MANIFEST.partial"
+}
+trap 'rm -rf "$SITE_TMP"; keep_manifest' EXIT
 # render [ARGS]: attestctl site into SITE_TMP/site (the grammar of every value is attestctl's),
 # pointing at the installed directory rather than the scratch one.
 render() {
@@ -270,6 +278,7 @@ done
 
 sort -u "$MANIFEST.new" > "$SITE_TMP/manifest"
 put "$SITE_TMP/manifest" "$MANIFEST" 644
+rm -f "$MANIFEST.new"
 
 if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
   # Recorded before acting on it: if a step below fails or the run is interrupted, the next run

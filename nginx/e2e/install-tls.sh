@@ -206,6 +206,9 @@ out=$(PATH=$W/failbin:$PATH bash nginx/deploy/install.sh --prefix "$P3" --data "
       --http-listen "127.0.0.1:$FAIL_HTTP_PORT" 2>&1); rc=$?
 check "install.sh --acme with a failing certbot exits non-zero, saying so" \
   '[ $rc != 0 ] && grep -q "certbot failed" <<< "$out"' || echo "$out" | tail -5
+check "the failed run still records what it installed, so uninstall.sh removes it" \
+  'grep -qx "$P3/bin/attestctl" "$P3/share/attestedge/manifest" && grep -qx "$P3/etc/nginx/sites-enabled/attestedge.conf" "$P3/share/attestedge/manifest" && [ ! -e "$P3/share/attestedge/manifest.new" ]' \
+  "$(cat "$P3/share/attestedge/manifest" 2>&1 | head -30)"
 sed -e "s|$W/nginx.pid|$W/nginx3.pid|" -e "s|$W/error.log|$W/error3.log|" -e "s|$P/etc|$P3/etc|" \
   -e "s|$W/client-body|$W/client-body3|" -e "s|$W/fastcgi;|$W/fastcgi3;|" "$W/nginx.conf" > "$W/nginx3.conf"
 nginx -c "$W/nginx3.conf" -p "$W" -g 'daemon off;' > "$W/nginx3.out" 2>&1 &
