@@ -22,13 +22,19 @@ public struct ScrapeGauges: Sendable {
     public var organizations: [(name: String, active: UInt32, limit: UInt32)]
     /// The host's wall clock (Unix seconds).
     public var time: Double
+    /// Each pool and whether it takes connections on its socket now (the monitor pool always
+    /// does: it answers the scrape). A pool whose master died keeps its last counters and
+    /// `pool_workers` in its segment; this is what says it is down.
+    public var poolsUp: [(pool: String, up: Bool)]
 
     public init(storeMaps: [(environment: String, used: Int, size: Int)] = [], webhookBacklog: Int = 0,
-                organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0) {
+                organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0,
+                poolsUp: [(pool: String, up: Bool)] = []) {
         self.storeMaps = storeMaps
         self.webhookBacklog = webhookBacklog
         self.organizations = organizations
         self.time = time
+        self.poolsUp = poolsUp
     }
 }
 
@@ -80,6 +86,8 @@ public enum MetricsExposition {
                "Time an answer waited for its commit to reach the disk, when it had to.")
         histogram(&out, "sync_duration_seconds", [], sums, base: L.syncDurations, labels: L.syncLabels,
                   sumScale: 1_000_000)
+        family(&out, "pool_up", "gauge", "Whether each pool takes connections on its socket (1) or not (0) now.")
+        for pool in gauges.poolsUp { sample(&out, "pool_up", [("pool", pool.pool)], pool.up ? "1" : "0") }
         family(&out, "pool_workers", "gauge", "Worker processes each pool runs.")
         for pool in pools { sample(&out, "pool_workers", [("pool", pool.name)], String(pool.slots[L.poolWorkers])) }
         family(&out, "pool_worker_restarts_total", "counter", "Workers that exited on their own and were replaced.")

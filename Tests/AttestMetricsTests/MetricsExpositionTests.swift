@@ -32,7 +32,7 @@ import Testing
         sender[L.refreshOutcomeSlots + 0] = 1  // summed with the pools' (never so in practice)
         let gauges = ScrapeGauges(storeMaps: [("durable", 65536, 1_048_576), ("ephemeral", 8192, 1_048_576)],
                                   webhookBacklog: 3, organizations: [("acme", 5, 100), ("we\"ird\\", 0, 10)],
-                                  time: 1_764_917_000)
+                                  time: 1_764_917_000, poolsUp: [("refresh", false), ("monitor", true)])
         let text = MetricsExposition.render([MetricsSnapshot(name: "refresh", isPool: true, slots: refresh),
                                              MetricsSnapshot(name: "deliver", isPool: false, slots: sender)], gauges)
         let steps = L.verificationSteps.map { "attestedge_verification_failures_total{step=\"\($0)\"} 0\n" }.joined()
@@ -109,6 +109,10 @@ import Testing
             attestedge_sync_duration_seconds_bucket{le="+Inf"} 1
             attestedge_sync_duration_seconds_sum 0.0015
             attestedge_sync_duration_seconds_count 1
+            # HELP attestedge_pool_up Whether each pool takes connections on its socket (1) or not (0) now.
+            # TYPE attestedge_pool_up gauge
+            attestedge_pool_up{pool="refresh"} 0
+            attestedge_pool_up{pool="monitor"} 1
             # HELP attestedge_pool_workers Worker processes each pool runs.
             # TYPE attestedge_pool_workers gauge
             attestedge_pool_workers{pool="refresh"} 4
@@ -158,7 +162,7 @@ import Testing
         let text = MetricsExposition.render([], ScrapeGauges())
         let families = ["requests_total", "request_duration_seconds", "verification_failures_total",
                         "refresh_outcomes_total", "rate_limited_total", "group_commit_size", "sync_duration_seconds",
-                        "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_map_used_bytes",
+                        "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_map_used_bytes",
                         "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {

@@ -1,6 +1,6 @@
 import AttestCore
 import AttestMetrics
-import AttestService
+@testable import AttestService
 import AttestStore
 import Foundation
 import Testing
@@ -33,6 +33,26 @@ import Testing
             #expect(!text.contains(secret))
         }
         #expect(Endpoint.monitor.handle(Fixture.request("POST", "/metrics"), flow.context).status == 405)
+    }
+
+    /// A pool whose master died (its socket file left behind, nothing listening) or whose socket
+    /// is gone is `pool_up` 0 at the next scrape, whatever its segment last said; the others
+    /// and the monitor itself are 1. The same probe as `/healthz`'s pool checks.
+    @Test func poolUpIsProbedAtEachScrape() throws {
+        let flow = try DeviceFlow()
+        func scrape() -> String {
+            String(decoding: Endpoint.monitor.handle(Fixture.request("GET", "/metrics"), flow.context).body,
+                   as: UTF8.self)
+        }
+        #expect(!scrape().contains("attestedge_pool_up{"), "in process: no pools to probe")
+        let sockets = try PoolSockets(refused: [.refresh], missing: [.webhooks])
+        flow.context.poolSockets = sockets.path
+        let text = scrape()
+        for endpoint in Endpoint.allCases {
+            let up = endpoint == .refresh || endpoint == .webhooks ? 0 : 1
+            #expect(text.contains("\nattestedge_pool_up{pool=\"\(endpoint.rawValue)\"} \(up)\n"), "\(endpoint)")
+        }
+        #expect(text.contains("\nattestedge_pool_up{pool=\"monitor\"} 1\n"))
     }
 
     /// The segment's fixed list of verification steps is the verifier's failure reasons. A

@@ -4,7 +4,8 @@ import FastCGI
 
 /// `GET /metrics` on the metrics listener (`server.metricsListen`): Prometheus's text format
 /// 0.0.4 (`MetricsExposition`, docs/metrics.md). Counters come from every pool's segment in
-/// `RUN/metrics` (`ServiceMetrics.snapshots`); the store's map usage, the webhook backlog and
+/// `RUN/metrics` (`ServiceMetrics.snapshots`); whether each pool takes connections is probed now
+/// (`PoolProbe`, as `/healthz` does); the store's map usage, the webhook backlog and
 /// each organization's monthly active devices are read from the store now, in one read
 /// transaction that waits for no sync. No label names a device, a key, an address or an app;
 /// organizations are named (the only tenant label: one series per organization).
@@ -28,6 +29,14 @@ enum MetricsEndpoint {
             return (backlog, organizations)
         }
         return ScrapeGauges(storeMaps: ctx.store.usage().map { ($0.environment.rawValue, $0.used, $0.mapSize) },
-                            webhookBacklog: backlog, organizations: organizations, time: Double(now.seconds))
+                            webhookBacklog: backlog, organizations: organizations, time: Double(now.seconds),
+                            poolsUp: poolsUp(ctx))
+    }
+
+    /// Each pool up (`PoolProbe`, as `/healthz` judges it) or down now; none in process
+    /// (`ServiceContext.poolSockets` unset: no pools to probe).
+    static func poolsUp(_ ctx: ServiceContext) -> [(pool: String, up: Bool)] {
+        guard let sockets = ctx.poolSockets else { return [] }
+        return Endpoint.allCases.map { ($0.rawValue, PoolProbe.problem($0, sockets: sockets) == nil) }
     }
 }

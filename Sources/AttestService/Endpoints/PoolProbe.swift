@@ -4,6 +4,16 @@ import Glibc
 
 /// Whether a pool is up, as nginx would find it: a connect(2) to its unix socket.
 enum PoolProbe {
+    /// Why `endpoint`'s pool is down, or `nil` when it is up: what `/healthz` (its pool checks)
+    /// and `/metrics` (`attestedge_pool_up`) both go by. The monitor pool is up (it is the one
+    /// answering); any other pool is when its socket in `sockets` takes connections.
+    static func problem(_ endpoint: Endpoint, sockets: String) -> String? {
+        guard endpoint != .monitor else { return nil }
+        let path = sockets + "/\(endpoint.rawValue).sock"
+        guard accepts(path) else { return "\(path) refuses connections or is missing" }
+        return nil
+    }
+
     /// Whether the unix stream socket at `path` takes connections. The connect does not block:
     /// a listener whose backlog is full (`EAGAIN`) is up, only busy. A refused connect (the
     /// socket file outlived its pool) or a missing socket is down. The connection is closed at
