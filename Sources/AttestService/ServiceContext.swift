@@ -31,6 +31,9 @@ public final class ServiceContext {
     /// `ServiceMain`). `/healthz` probes the other pools there (`HealthCheck.pool`); `nil` in
     /// process (tests, benchmarks), where there are no pools to probe.
     var poolSockets: String?
+    /// `RUN/metrics`, where each pool's counters are (`ServiceMetrics.directory`, set by
+    /// `ServiceMain`): a pool whose segment says 0 workers is down (`PoolProbe.problem`).
+    var metricsDirectory: String?
     /// The refresh outcome (`MetricsLayout.refreshOutcomes`) the request being answered reached,
     /// set by `RefreshEndpoint` and taken by whatever sends or holds its answer
     /// (`takeRefreshOutcome`): counted when that answer leaves, never for a 503 sent in its place.

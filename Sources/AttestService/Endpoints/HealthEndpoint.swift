@@ -69,7 +69,9 @@ enum HealthEndpoint {
         }
         if let sockets = ctx.poolSockets {
             for endpoint in HealthCheck.pools {
-                if let problem = PoolProbe.problem(endpoint, sockets: sockets) { found[.pool(endpoint)] = problem }
+                if let problem = PoolProbe.problem(endpoint, sockets: sockets, metrics: ctx.metricsDirectory) {
+                    found[.pool(endpoint)] = problem
+                }
             }
         }
         let failing = HealthCheck.all.filter { found[$0] != nil }

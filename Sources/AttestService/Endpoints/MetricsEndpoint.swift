@@ -37,6 +37,8 @@ enum MetricsEndpoint {
     /// (`ServiceContext.poolSockets` unset: no pools to probe).
     static func poolsUp(_ ctx: ServiceContext) -> [(pool: String, up: Bool)] {
         guard let sockets = ctx.poolSockets else { return [] }
-        return Endpoint.allCases.map { ($0.rawValue, PoolProbe.problem($0, sockets: sockets) == nil) }
+        return Endpoint.allCases.map {
+            ($0.rawValue, PoolProbe.problem($0, sockets: sockets, metrics: ctx.metricsDirectory) == nil)
+        }
     }
 }
