@@ -122,6 +122,9 @@ import Testing
             # HELP attestedge_pool_reloads_total Reloads (SIGHUP) a pool completed.
             # TYPE attestedge_pool_reloads_total counter
             attestedge_pool_reloads_total{pool="refresh"} 2
+            # HELP attestedge_store_up Whether the store answered the scrape's read (1) or not (0).
+            # TYPE attestedge_store_up gauge
+            attestedge_store_up 1
             # HELP attestedge_store_map_used_bytes Bytes in use in each LMDB environment's map.
             # TYPE attestedge_store_map_used_bytes gauge
             attestedge_store_map_used_bytes{environment="durable"} 65536
@@ -162,7 +165,8 @@ import Testing
         let text = MetricsExposition.render([], ScrapeGauges())
         let families = ["requests_total", "request_duration_seconds", "verification_failures_total",
                         "refresh_outcomes_total", "rate_limited_total", "group_commit_size", "sync_duration_seconds",
-                        "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_map_used_bytes",
+                        "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_up",
+                        "store_map_used_bytes",
                         "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {

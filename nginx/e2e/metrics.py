@@ -30,7 +30,7 @@ FAMILIES = {
     "attestedge_rate_limited_total": "counter", "attestedge_group_commit_size": "histogram",
     "attestedge_sync_duration_seconds": "histogram", "attestedge_pool_up": "gauge", "attestedge_pool_workers": "gauge",
     "attestedge_pool_worker_restarts_total": "counter", "attestedge_pool_reloads_total": "counter",
-    "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
+    "attestedge_store_up": "gauge", "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
     "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
     "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
     "attestedge_time_seconds": "gauge",
@@ -138,6 +138,7 @@ def exposition(s):
     T.check("every pool reports its workers", all(w == s.workers for w in workers.values()), str(workers))
     up = {pool: samples.get(("attestedge_pool_up", (("pool", pool),))) for pool in POOLS}
     T.check("every pool is up, the monitor included", all(u == 1 for u in up.values()), str(up))
+    T.check("the store answered", samples.get(("attestedge_store_up", ())) == 1, str(samples.get(("attestedge_store_up", ()))))
     for environment in ("durable", "ephemeral"):
         used = value(samples, "attestedge_store_map_used_bytes", environment=environment)
         size = value(samples, "attestedge_store_map_size_bytes", environment=environment)
