@@ -16,19 +16,30 @@ public struct MetricsSnapshot: Sendable {
 public struct ScrapeGauges: Sendable {
     /// Each LMDB environment's bytes in use and map size (empty on PostgreSQL, which has no map).
     public var storeMaps: [(environment: String, used: Int, size: Int)]
-    /// Webhook events not yet fanned out plus deliveries waiting for an attempt.
-    public var webhookBacklog: Int
+    /// Webhook events not yet fanned out plus deliveries waiting for an attempt (`nil`: the
+    /// store did not answer).
+    public var webhookBacklog: Int?
     /// Each organization's billable active devices this month and its limit.
     public var organizations: [(name: String, active: UInt32, limit: UInt32)]
     /// The host's wall clock (Unix seconds).
     public var time: Double
+    /// Each pool and whether it takes connections on its socket now (the monitor pool always
+    /// does: it answers the scrape). A pool whose master died keeps its last counters and
+    /// `pool_workers` in its segment; this is what says it is down.
+    public var poolsUp: [(pool: String, up: Bool)]
+    /// Whether the store answered the scrape's read; when not, the gauges read from it (the
+    /// backlog, the organizations' devices) have no sample.
+    public var storeUp: Bool
 
-    public init(storeMaps: [(environment: String, used: Int, size: Int)] = [], webhookBacklog: Int = 0,
-                organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0) {
+    public init(storeMaps: [(environment: String, used: Int, size: Int)] = [], webhookBacklog: Int? = 0,
+                organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0,
+                poolsUp: [(pool: String, up: Bool)] = [], storeUp: Bool = true) {
         self.storeMaps = storeMaps
         self.webhookBacklog = webhookBacklog
         self.organizations = organizations
         self.time = time
+        self.poolsUp = poolsUp
+        self.storeUp = storeUp
     }
 }
 
@@ -80,6 +91,8 @@ public enum MetricsExposition {
                "Time an answer waited for its commit to reach the disk, when it had to.")
         histogram(&out, "sync_duration_seconds", [], sums, base: L.syncDurations, labels: L.syncLabels,
                   sumScale: 1_000_000)
+        family(&out, "pool_up", "gauge", "Whether each pool takes connections on its socket (1) or not (0) now.")
+        for pool in gauges.poolsUp { sample(&out, "pool_up", [("pool", pool.pool)], pool.up ? "1" : "0") }
         family(&out, "pool_workers", "gauge", "Worker processes each pool runs.")
         for pool in pools { sample(&out, "pool_workers", [("pool", pool.name)], String(pool.slots[L.poolWorkers])) }
         family(&out, "pool_worker_restarts_total", "counter", "Workers that exited on their own and were replaced.")
@@ -90,6 +103,8 @@ public enum MetricsExposition {
         for pool in pools {
             sample(&out, "pool_reloads_total", [("pool", pool.name)], String(pool.slots[L.poolReloads]))
         }
+        family(&out, "store_up", "gauge", "Whether the store answered the scrape's read (1) or not (0).")
+        sample(&out, "store_up", [], gauges.storeUp ? "1" : "0")
         family(&out, "store_map_used_bytes", "gauge", "Bytes in use in each LMDB environment's map.")
         for map in gauges.storeMaps {
             sample(&out, "store_map_used_bytes", [("environment", map.environment)], String(map.used))
@@ -99,7 +114,7 @@ public enum MetricsExposition {
             sample(&out, "store_map_size_bytes", [("environment", map.environment)], String(map.size))
         }
         family(&out, "webhook_backlog", "gauge", "Webhook events and deliveries waiting to be sent.")
-        sample(&out, "webhook_backlog", [], String(gauges.webhookBacklog))
+        if let backlog = gauges.webhookBacklog { sample(&out, "webhook_backlog", [], String(backlog)) }
         fixed(&out, "webhook_attempts_total", "Webhook delivery attempts, by the endpoint's answer class.", "class",
               L.webhookClasses, sums, L.webhookAttempts)
         family(&out, "monthly_active_devices", "gauge", "Billable devices active this month, by organization.")

@@ -41,9 +41,11 @@ public enum MetricsLayout {
         "key_invalid", "other",
     ]
     public static let refreshOutcomes = ["ok", "replay", "forged", "revoked", "blocked"]
-    /// Rate-limit bucket kinds: a bucket's name up to its first `:`; `other` for anything else.
+    /// Rate-limit bucket kinds: a bucket's name up to its first `:`; `api-key-devices` is
+    /// heartbeat's monthly cap on API-key devices (`usage.apiKeyDevicesPerMonth`), not a bucket
+    /// of `RateLimits`; `other` for anything else.
     public static let rateBuckets = ["validate-ip", "refresh-ip", "org", "webhook-write-org", "webhook-test",
-                                     "webhook-test-org", "other"]
+                                     "webhook-test-org", "api-key-devices", "other"]
     /// Group commit sizes' upper bounds (writes), and as `le` label values.
     public static let groupSizeBounds: [UInt64] = [1, 2, 4, 8, 16, 32, 64]
     public static let groupSizeLabels = ["1", "2", "4", "8", "16", "32", "64"]

@@ -31,6 +31,13 @@ public final class ServiceContext {
     /// `ServiceMain`). `/healthz` probes the other pools there (`HealthCheck.pool`); `nil` in
     /// process (tests, benchmarks), where there are no pools to probe.
     var poolSockets: String?
+    /// `RUN/metrics`, where each pool's counters are (`ServiceMetrics.directory`, set by
+    /// `ServiceMain`): a pool whose segment says 0 workers is down (`PoolProbe.problem`).
+    var metricsDirectory: String?
+    /// The refresh outcome (`MetricsLayout.refreshOutcomes`) the request being answered reached,
+    /// set by `RefreshEndpoint` and taken by whatever sends or holds its answer
+    /// (`takeRefreshOutcome`): counted when that answer leaves, never for a 503 sent in its place.
+    var refreshOutcome: String?
     /// What this worker has learnt while serving (parsed keys, apps, verified tokens, ...).
     let caches: WorkerCaches
 
@@ -72,14 +79,23 @@ public final class ServiceContext {
     /// (A pool worker's responder holds such answers instead: `GroupCommitter.respond`.)
     func respond(_ request: Request, endpoint: String, _ body: (inout RequestScope) throws -> Response) -> Response {
         var scope = RequestScope(request, endpoint: endpoint, groupsWrites: false)
+        _ = takeRefreshOutcome()
         do {
             let (response, line) = try store.deferringDurability { answer(&scope, body) }
             if let line { log(line.text(us: Self.monotonicMicroseconds() - scope.started)) }
             ServiceMetrics.request(endpoint: endpoint, status: response.status, started: scope.started)
+            ServiceMetrics.refreshOutcome(takeRefreshOutcome())
             return response
         } catch {
+            _ = takeRefreshOutcome()
             return failedAfterAnswer(error, scope.requestID, endpoint: endpoint, started: scope.started)
         }
+    }
+
+    /// `refreshOutcome`, cleared.
+    func takeRefreshOutcome() -> String? {
+        defer { refreshOutcome = nil }
+        return refreshOutcome
     }
 
     /// The body's answer (its error as the JSON envelope) with the request's rate-limit

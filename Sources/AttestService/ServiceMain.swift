@@ -52,6 +52,7 @@ public enum ServiceMain {
                                                           if allowPrivate { $0.webhookAllowPrivateDestinations = true }
                                                       })
                 context.poolSockets = sockets
+                context.metricsDirectory = ServiceMetrics.directory
                 return ServiceResponder(endpoint: endpoint, context: context, holdsAnswers: true)
             }
         } catch let error as UsageError {

@@ -32,7 +32,7 @@ import Testing
         sender[L.refreshOutcomeSlots + 0] = 1  // summed with the pools' (never so in practice)
         let gauges = ScrapeGauges(storeMaps: [("durable", 65536, 1_048_576), ("ephemeral", 8192, 1_048_576)],
                                   webhookBacklog: 3, organizations: [("acme", 5, 100), ("we\"ird\\", 0, 10)],
-                                  time: 1_764_917_000)
+                                  time: 1_764_917_000, poolsUp: [("refresh", false), ("monitor", true)])
         let text = MetricsExposition.render([MetricsSnapshot(name: "refresh", isPool: true, slots: refresh),
                                              MetricsSnapshot(name: "deliver", isPool: false, slots: sender)], gauges)
         let steps = L.verificationSteps.map { "attestedge_verification_failures_total{step=\"\($0)\"} 0\n" }.joined()
@@ -78,6 +78,7 @@ import Testing
             attestedge_rate_limited_total{bucket="webhook-write-org"} 0
             attestedge_rate_limited_total{bucket="webhook-test"} 0
             attestedge_rate_limited_total{bucket="webhook-test-org"} 0
+            attestedge_rate_limited_total{bucket="api-key-devices"} 0
             attestedge_rate_limited_total{bucket="other"} 0
             # HELP attestedge_group_commit_size Final writes committed together per group commit.
             # TYPE attestedge_group_commit_size histogram
@@ -109,6 +110,10 @@ import Testing
             attestedge_sync_duration_seconds_bucket{le="+Inf"} 1
             attestedge_sync_duration_seconds_sum 0.0015
             attestedge_sync_duration_seconds_count 1
+            # HELP attestedge_pool_up Whether each pool takes connections on its socket (1) or not (0) now.
+            # TYPE attestedge_pool_up gauge
+            attestedge_pool_up{pool="refresh"} 0
+            attestedge_pool_up{pool="monitor"} 1
             # HELP attestedge_pool_workers Worker processes each pool runs.
             # TYPE attestedge_pool_workers gauge
             attestedge_pool_workers{pool="refresh"} 4
@@ -118,6 +123,9 @@ import Testing
             # HELP attestedge_pool_reloads_total Reloads (SIGHUP) a pool completed.
             # TYPE attestedge_pool_reloads_total counter
             attestedge_pool_reloads_total{pool="refresh"} 2
+            # HELP attestedge_store_up Whether the store answered the scrape's read (1) or not (0).
+            # TYPE attestedge_store_up gauge
+            attestedge_store_up 1
             # HELP attestedge_store_map_used_bytes Bytes in use in each LMDB environment's map.
             # TYPE attestedge_store_map_used_bytes gauge
             attestedge_store_map_used_bytes{environment="durable"} 65536
@@ -158,7 +166,8 @@ import Testing
         let text = MetricsExposition.render([], ScrapeGauges())
         let families = ["requests_total", "request_duration_seconds", "verification_failures_total",
                         "refresh_outcomes_total", "rate_limited_total", "group_commit_size", "sync_duration_seconds",
-                        "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_map_used_bytes",
+                        "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_up",
+                        "store_map_used_bytes",
                         "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {

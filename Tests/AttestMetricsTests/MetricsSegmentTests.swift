@@ -25,7 +25,7 @@ import Testing
         #expect(bytes.count == 64 + MetricsLayout.slotCount * 8)
         #expect(MetricsSegment.fileBytes == bytes.count)
         #expect(Array(bytes[0..<8]) == Array("AEMETRIC".utf8))
-        #expect(Array(bytes[8..<12]) == [1, 0, 0, 0])
+        #expect(Array(bytes[8..<12]) == [2, 0, 0, 0])
         let count = UInt32(MetricsLayout.slotCount)
         #expect(Array(bytes[12..<16]) == [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), 0, 0])
         #expect(Array(bytes[16..<64]) == [UInt8](repeating: 0, count: 48))
@@ -124,11 +124,11 @@ import Testing
         var bytes = try readFile(path)
 
         var wrongVersion = bytes
-        wrongVersion[8] = 2
+        wrongVersion[8] = UInt8(MetricsSegment.version - 1)
         try writeFile(path, wrongVersion)
         #expect(MetricsSegment.read(path: path) == nil)
         var segment = try MetricsSegment.open(path: path)
-        #expect(segment.replaced == "version 2, not 1")
+        #expect(segment.replaced == "version \(MetricsSegment.version - 1), not \(MetricsSegment.version)")
         #expect(segment.load(MetricsLayout.poolRestarts) == 0)
 
         bytes[0] = UInt8(ascii: "X")

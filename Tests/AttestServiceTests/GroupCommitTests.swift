@@ -1,8 +1,10 @@
 import AttestCore
+import AttestMetrics
 @testable import AttestService
 import AttestStore
 import AttestTesting
 import FastCGI
+import Foundation
 import Testing
 
 /// Group commit (`GroupCommitter`): a pool worker (LMDB in either sync mode, or PostgreSQL) queues
@@ -127,5 +129,40 @@ import Testing
         #expect(!ServiceResponder(endpoint: .refresh, context: flow.context).groupsWrites)
         #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
         #expect(try flow.storedDevice()?.counter == 1)
+    }
+
+    /// A held refresh whose settle fails after its answer was built (its sync failed) leaves as
+    /// a 503 and counts no refresh outcome; the next one counts `ok` when its answer leaves, not
+    /// before. (Counted into this test's own segment: `ServiceMetrics.scoped`.)
+    @Test func aRefreshWhoseSettleFailsCountsNoOutcomeAndOne503() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let directory = flow.fixture.path + "/metrics-test"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let segment = try MetricsSegment.open(path: MetricsSegment.path(directory: directory, name: "refresh"))
+        let L = MetricsLayout.self
+        let refreshIndex = try #require(L.endpoints.firstIndex(of: "refresh"))
+        func count(_ status: Int) -> UInt64 { segment.load(L.requestSlot(endpoint: refreshIndex, status: status)!) }
+        let ok = L.refreshOutcomeSlots + L.refreshOutcomes.firstIndex(of: "ok")!
+        try ServiceMetrics.$scoped.withValue(segment) {
+            var responder = ServiceResponder(endpoint: .refresh, context: flow.context, holdsAnswers: true)
+            flow.context.faults.afterGroupAnswers = { throw StoreError(.io, "fsync: EIO") }
+            let held = try #require(try refresh(&responder, flow, counter: 5).1)
+            let settled = responder.settle(held.position)
+            #expect(!settled)
+            #expect(held.failure().status == 503)
+            #expect(segment.load(ok) == 0, "a 503 counts no outcome")
+            #expect(count(503) == 1 && count(200) == 0)
+            #expect(L.refreshOutcomes.indices.allSatisfy { segment.load(L.refreshOutcomeSlots + $0) == 0 })
+
+            flow.context.faults.afterGroupAnswers = nil
+            let next = try #require(try refresh(&responder, flow, counter: 6).1)
+            let settledNext = responder.settle(next.position)
+            #expect(settledNext)
+            #expect(segment.load(ok) == 0, "not counted before its answer leaves")
+            #expect(next.final?().status == 200)
+            next.released()
+            #expect(segment.load(ok) == 1 && count(200) == 1)
+        }
     }
 }

@@ -1,5 +1,6 @@
 @testable import AttestConfig
 import AttestCore
+import AttestMetrics
 @testable import AttestService
 @testable import AttestStore
 import FastCGI
@@ -174,6 +175,27 @@ import Testing
         #expect(!PoolProbe.accepts(sockets.path + "/refresh.sock"), "the file is there, nothing listens")
         #expect(FileManager.default.fileExists(atPath: sockets.path + "/refresh.sock"))
         #expect(!PoolProbe.accepts(sockets.path + "/" + String(repeating: "x", count: 200)), "too long a path")
+    }
+
+    /// A master that holds its socket but runs no worker (its segment says 0) is down too; a
+    /// segment that is missing or not one of ours says nothing, the socket decides.
+    @Test func aPoolWhoseSegmentSaysNoWorkerFailsThatPoolsCheck() throws {
+        let sockets = try PoolSockets()
+        let f = try Self.fixture(sockets)
+        let metrics = f.path + "/metrics"
+        try FileManager.default.createDirectory(atPath: metrics, withIntermediateDirectories: false)
+        f.context.metricsDirectory = metrics
+        let refresh = try MetricsSegment.open(path: MetricsSegment.path(directory: metrics, name: "refresh"))
+        refresh.set(MetricsLayout.poolWorkers, 0)
+        let mad = try MetricsSegment.open(path: MetricsSegment.path(directory: metrics, name: "mad"))
+        mad.set(MetricsLayout.poolWorkers, 4)
+        try Data("not a segment".utf8).write(to: URL(fileURLWithPath: metrics + "/challenge.metrics"))
+        let (status, names) = try Self.failing(f)
+        #expect(status == 503 && names == ["pool_refresh"])
+        #expect(f.logs.contains { $0.contains("the refresh pool runs no worker") }, "\(f.logs)")
+        refresh.set(MetricsLayout.poolWorkers, 2)
+        f.clock.advance(HealthEndpoint.cacheSeconds)
+        #expect(try Self.failing(f).0 == 200)
     }
 
     @Test func everyCheckFailingAtOnceStillNamesNoTenantNoSizeAndNoErrorText() throws {

@@ -1,6 +1,6 @@
 import AttestCore
 import AttestMetrics
-import AttestService
+@testable import AttestService
 import AttestStore
 import Foundation
 import Testing
@@ -33,6 +33,52 @@ import Testing
             #expect(!text.contains(secret))
         }
         #expect(Endpoint.monitor.handle(Fixture.request("POST", "/metrics"), flow.context).status == 405)
+    }
+
+    /// A pool whose master died (its socket file left behind, nothing listening) or whose socket
+    /// is gone is `pool_up` 0 at the next scrape, whatever its segment last said; the others
+    /// and the monitor itself are 1. The same probe as `/healthz`'s pool checks.
+    @Test func poolUpIsProbedAtEachScrape() throws {
+        let flow = try DeviceFlow()
+        func scrape() -> String {
+            String(decoding: Endpoint.monitor.handle(Fixture.request("GET", "/metrics"), flow.context).body,
+                   as: UTF8.self)
+        }
+        #expect(!scrape().contains("attestedge_pool_up{"), "in process: no pools to probe")
+        let sockets = try PoolSockets(refused: [.refresh], missing: [.webhooks])
+        flow.context.poolSockets = sockets.path
+        let text = scrape()
+        for endpoint in Endpoint.allCases {
+            let up = endpoint == .refresh || endpoint == .webhooks ? 0 : 1
+            #expect(text.contains("\nattestedge_pool_up{pool=\"\(endpoint.rawValue)\"} \(up)\n"), "\(endpoint)")
+        }
+        #expect(text.contains("\nattestedge_pool_up{pool=\"monitor\"} 1\n"))
+    }
+
+    /// A store that does not answer the scrape's read (PostgreSQL down, an I/O error) still
+    /// gets a 200: every family's HELP and TYPE, the pools and the clock, `store_up` 0, and no
+    /// sample of what the read would have given. Without the fault, `store_up` is 1.
+    @Test func aStoreThatDoesNotAnswerLeavesItsGaugesOutAndSaysSo() throws {
+        let flow = try DeviceFlow()
+        try flow.enroll()
+        let sockets = try PoolSockets()
+        flow.context.poolSockets = sockets.path
+        func scrape() -> (Int, String) {
+            let r = Endpoint.monitor.handle(Fixture.request("GET", "/metrics"), flow.context)
+            return (r.status, String(decoding: r.body, as: UTF8.self))
+        }
+        #expect(scrape().1.contains("\nattestedge_store_up 1\n"))
+        flow.context.faults.scrapeStoreRead = { throw StoreError(.io, "connection refused") }
+        let (status, text) = scrape()
+        #expect(status == 200)
+        #expect(text.contains("\nattestedge_store_up 0\n"))
+        #expect(!text.contains("\nattestedge_monthly_active_devices{"))
+        #expect(!text.contains("\nattestedge_webhook_backlog "))
+        #expect(text.contains("# TYPE attestedge_monthly_active_devices gauge\n"))
+        #expect(text.contains("\nattestedge_refresh_outcomes_total{outcome=\"ok\"} "), "the counters")
+        #expect(text.contains("\nattestedge_pool_up{pool=\"refresh\"} 1\n"))
+        #expect(text.contains("\nattestedge_time_seconds \(flow.fixture.clock.now().seconds)\n"))
+        #expect(!text.contains("connection refused"))
     }
 
     /// The segment's fixed list of verification steps is the verifier's failure reasons. A

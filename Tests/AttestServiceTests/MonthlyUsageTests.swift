@@ -1,5 +1,6 @@
 @testable import AttestConfig
 import AttestCore
+import AttestMetrics
 @testable import AttestOperations
 @testable import AttestService
 @testable import AttestStore
@@ -379,6 +380,26 @@ import Testing
         #expect(t.apiKeyDevices == 2 && t.activeDevices == 1, "two simulators, not billed, never refused")
         #expect(heartbeat(flow, bearer: key, headers: [:]).0 == 400, "deviceId is required with an API key")
         #expect(heartbeat(flow, bearer: "aat_wrongwrongwrongwrongwrongwrong", headers: [:]).0 == 401)
+    }
+
+    /// The cap's 429 is a rate limit like the buckets': counted under its own kind.
+    @Test func theAPIKeyDeviceCapIsCountedAsARateLimit() throws {
+        let flow = try flow(limit: 0, configure: { $0.apiKeyDevicesPerMonth = 1 })
+        let key = try apiKey(flow)
+        let directory = flow.fixture.path + "/metrics-test"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let segment = try MetricsSegment.open(path: MetricsSegment.path(directory: directory, name: "mad"))
+        let slot = MetricsLayout.rateLimited + MetricsLayout.rateBuckets.firstIndex(of: "api-key-devices")!
+        ServiceMetrics.$scoped.withValue(segment) {
+            for (id, status) in [("sim-1", 200), ("sim-2", 429), ("sim-3", 429)] {
+                let request = Fixture.request("POST", HeartbeatEndpoint.path, body: #"{"deviceId":"\#(id)"}"#,
+                                              headers: ["Authorization": "Bearer " + key])
+                #expect(Endpoint.mad.handle(request, flow.context).status == status, "\(id)")
+            }
+        }
+        #expect(segment.load(slot) == 2)
+        let limited = MetricsLayout.rateBuckets.indices.map { segment.load(MetricsLayout.rateLimited + $0) }
+        #expect(limited.reduce(0, +) == 2, "\(limited)")
     }
 
     @Test func apiKeyDevicesAreCappedPerMonthAndTheCapIs429UntilTheMonthEnds() throws {

@@ -28,9 +28,9 @@ FAMILIES = {
     "attestedge_requests_total": "counter", "attestedge_request_duration_seconds": "histogram",
     "attestedge_verification_failures_total": "counter", "attestedge_refresh_outcomes_total": "counter",
     "attestedge_rate_limited_total": "counter", "attestedge_group_commit_size": "histogram",
-    "attestedge_sync_duration_seconds": "histogram", "attestedge_pool_workers": "gauge",
+    "attestedge_sync_duration_seconds": "histogram", "attestedge_pool_up": "gauge", "attestedge_pool_workers": "gauge",
     "attestedge_pool_worker_restarts_total": "counter", "attestedge_pool_reloads_total": "counter",
-    "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
+    "attestedge_store_up": "gauge", "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
     "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
     "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
     "attestedge_time_seconds": "gauge",
@@ -136,6 +136,9 @@ def exposition(s):
     samples = parse(text)
     workers = {pool: value(samples, "attestedge_pool_workers", pool=pool) for pool in POOLS}
     T.check("every pool reports its workers", all(w == s.workers for w in workers.values()), str(workers))
+    up = {pool: samples.get(("attestedge_pool_up", (("pool", pool),))) for pool in POOLS}
+    T.check("every pool is up, the monitor included", all(u == 1 for u in up.values()), str(up))
+    T.check("the store answered", samples.get(("attestedge_store_up", ())) == 1, str(samples.get(("attestedge_store_up", ()))))
     for environment in ("durable", "ephemeral"):
         used = value(samples, "attestedge_store_map_used_bytes", environment=environment)
         size = value(samples, "attestedge_store_map_size_bytes", environment=environment)
@@ -272,6 +275,42 @@ def pool_events(s):
     T.check("promtool still accepts it after the traffic", p.returncode == 0, p.stdout + p.stderr)
 
 
+def pool_down(s):
+    """A pool master killed (SIGKILL): its workers die with it, its segment keeps the last
+    pool_workers, and pool_up must say 0 until serve has restarted it. serve restarts a master
+    that was up 10 s at once, then after 0.5 s, 1 s, 2 s… for quick deaths: the master is killed
+    again as soon as it is back until a scrape falls inside the gap."""
+    def up(samples):
+        return samples.get(("attestedge_pool_up", (("pool", "mad"),)))
+    seen = None
+    for _ in range(6):
+        master = s.pool_master("mad")
+        if master is None:
+            break
+        os.kill(master, signal.SIGKILL)
+        deadline = time.time() + 40
+        while time.time() < deadline:
+            now = metrics(s)
+            if up(now) == 0:
+                seen = now
+                break
+            back = s.pool_master("mad")
+            if back not in (None, master) and up(now) == 1:
+                break
+            time.sleep(0.02)
+        if seen:
+            break
+    T.check("a killed pool master: pool_up 0 while its segment still says its workers",
+            seen is not None and value(seen, "attestedge_pool_workers", pool="mad") == s.workers,
+            str(seen and value(seen, "attestedge_pool_workers", pool="mad")))
+    deadline = time.time() + 60
+    while time.time() < deadline and not (up(metrics(s)) == 1 and len(s.pool_workers("mad")) == s.workers):
+        time.sleep(0.2)
+    now = metrics(s)
+    T.check("restarted by serve: pool_up 1 again, its workers back", up(now) == 1
+            and value(now, "attestedge_pool_workers", pool="mad") == s.workers, str(up(now)))
+
+
 def webhooks(s):
     """A test event to an endpoint that answers 500 twice, then 200: three attempts, by class."""
     rx = Receiver()
@@ -335,7 +374,7 @@ def status(s):
 
 def main():
     s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
-    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks, status])
+    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks, status, pool_down])
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@
 ///                 or more; PostgreSQL has no map, so it never fails there
 /// signing_key     no token signing key is active at the clock's time (none, or every one retired),
 ///                 its private key cannot be read, or it failed to sign a probe
-/// pool_challenge  connect(2) to RUN/challenge.sock was refused, or the socket is missing;
-/// pool_validate   likewise each pool the site routes to (RUN is the directory of the monitor
-/// pool_refresh    pool's own socket)
-/// pool_mad
+/// pool_challenge  connect(2) to RUN/challenge.sock was refused, or the socket is missing, or
+/// pool_validate   the pool's metrics segment (RUN/metrics/challenge.metrics) says it runs no
+/// pool_refresh    worker; likewise each pool the site routes to (RUN is the directory of the
+/// pool_mad        monitor pool's own socket; `PoolProbe.problem`)
 /// pool_webhooks
 /// ```
 enum HealthCheck: Hashable, Sendable {

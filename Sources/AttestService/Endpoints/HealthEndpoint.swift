@@ -69,8 +69,9 @@ enum HealthEndpoint {
         }
         if let sockets = ctx.poolSockets {
             for endpoint in HealthCheck.pools {
-                let path = sockets + "/\(endpoint.rawValue).sock"
-                if !PoolProbe.accepts(path) { found[.pool(endpoint)] = "\(path) refuses connections or is missing" }
+                if let problem = PoolProbe.problem(endpoint, sockets: sockets, metrics: ctx.metricsDirectory) {
+                    found[.pool(endpoint)] = problem
+                }
             }
         }
         let failing = HealthCheck.all.filter { found[$0] != nil }

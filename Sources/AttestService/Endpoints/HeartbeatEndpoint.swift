@@ -65,7 +65,9 @@ public enum HeartbeatEndpoint {
 
     /// 429 `rate_limited` until the month ends: the organization's API keys reported
     /// `usage.apiKeyDevicesPerMonth` devices this month; devices already reported go on.
+    /// Counted as `attestedge_rate_limited_total{bucket="api-key-devices"}`.
     static func apiKeyDevicesCapped(limit: Int, org: OrgRecord, now: Timestamp) -> ServiceError {
+        ServiceMetrics.rateLimited(bucket: "api-key-devices")
         let c = now.civil
         let daysLeft = Int64(Timestamp.daysInMonth(year: c.year, month: c.month) - c.day)
         let retry = daysLeft * 86_400 + 86_400 - Int64(c.hour * 3600 + c.minute * 60 + c.second)

@@ -17,7 +17,7 @@ enum MonitorEndpoint {
         }
         switch request.path {
         case healthPath: return HealthEndpoint.health(request, ctx)
-        case metricsPath: return try MetricsEndpoint.metrics(request, ctx)
+        case metricsPath: return MetricsEndpoint.metrics(request, ctx)
         default: throw ServiceError(.notFound, "No such monitor path.")
         }
     }

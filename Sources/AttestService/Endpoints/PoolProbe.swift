@@ -1,9 +1,28 @@
+import AttestMetrics
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Whether a pool is up, as nginx would find it: a connect(2) to its unix socket.
 enum PoolProbe {
+    /// Why `endpoint`'s pool is down, or `nil` when it is up: what `/healthz` (its pool checks)
+    /// and `/metrics` (`attestedge_pool_up`) both go by. The monitor pool is up (it is the one
+    /// answering); any other pool is when its socket in `sockets` takes connections and, if its
+    /// segment in `metrics` (`RUN/metrics`) can be read, that segment counts a worker: a master
+    /// that holds its socket with no worker leaves nginx's requests in the backlog until they
+    /// time out. A segment missing or not of this layout says nothing (the socket decides).
+    static func problem(_ endpoint: Endpoint, sockets: String, metrics: String?) -> String? {
+        guard endpoint != .monitor else { return nil }
+        let path = sockets + "/\(endpoint.rawValue).sock"
+        guard accepts(path) else { return "\(path) refuses connections or is missing" }
+        if let metrics, let slots = MetricsSegment.read(path: MetricsSegment.path(directory: metrics,
+                                                                                  name: endpoint.rawValue)),
+           slots[MetricsLayout.poolWorkers] == 0 {
+            return "the \(endpoint.rawValue) pool runs no worker (\(path) takes connections)"
+        }
+        return nil
+    }
+
     /// Whether the unix stream socket at `path` takes connections. The connect does not block:
     /// a listener whose backlog is full (`EAGAIN`) is up, only busy. A refused connect (the
     /// socket file outlived its pool) or a missing socket is down. The connection is closed at

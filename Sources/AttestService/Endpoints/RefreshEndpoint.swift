@@ -117,7 +117,7 @@ public enum RefreshEndpoint {
         }
         // Checks that need no signature and change nothing.
         if let failure = precheck(device, app: app) {
-            if let outcome = precheckOutcome(device) { ServiceMetrics.refreshOutcome(outcome) }
+            ctx.refreshOutcome = precheckOutcome(device)
             throw failure
         }
         let publicKey = try ctx.caches.publicKey(for: device)
@@ -134,11 +134,11 @@ public enum RefreshEndpoint {
                 try queueAnomaly(.forgedAssertion, device: device, org: app.org.name, in: txn, now: now, ctx)
                 try noteFailure(.forged, device, in: txn, now: now)
             }
-            ServiceMetrics.refreshOutcome("forged")
+            ctx.refreshOutcome = "forged"
             throw reattest("forged assertion for device \(device.deviceID): \(error.reason)")
         } catch {
             // Signed by the device's key, but for another app or with a replayed counter.
-            if error.code == .counter { ServiceMetrics.refreshOutcome("replay") }
+            if error.code == .counter { ctx.refreshOutcome = "replay" }
             try invalidate(keyID, ctx: ctx, org: app.org.name, now: now,
                            kind: error.code == .counter ? .counterReplayed : .wrongApp,
                            extra: error.code == .counter ? [("stored_counter", .int(Int64(device.counter)))] : [])
@@ -190,9 +190,9 @@ public enum RefreshEndpoint {
             // too, and thrown, not returned, so the month's count and the subject link written
             // above roll back with everything else (a refused refresh changes nothing).
             if assessment.profile.flags.contains(.blocked) {
-                // Counted here, as the throw rolls the write back (a PostgreSQL retry of the
-                // transaction would count it again).
-                ServiceMetrics.refreshOutcome("blocked")
+                // Said here, as the throw rolls the write back (a PostgreSQL retry of the
+                // transaction says it again: it is counted once, when the answer leaves).
+                ctx.refreshOutcome = "blocked"
                 throw blocked(current)
             }
             if !ablated("no-write") { try txn.put(current) }
@@ -200,7 +200,7 @@ public enum RefreshEndpoint {
         }, then: { outcome in
             switch outcome {
             case .failed(let failure, let kind):
-                if let kind { ServiceMetrics.refreshOutcome(kind) }
+                ctx.refreshOutcome = kind
                 throw failure
             case .advanced(let device, let assessment):
                 #if ATTEST_ABLATE
@@ -210,7 +210,7 @@ public enum RefreshEndpoint {
                 }
                 #endif
                 let issued = try TokenIssuer.issue(device: device, app: app, assessment: assessment, now: now, ctx)
-                ServiceMetrics.refreshOutcome("ok")
+                ctx.refreshOutcome = "ok"
                 return ServiceContext.json(["token": .string(issued.token),
                                             "expiresAt": .string(issued.expiresAt.iso8601)])
             }

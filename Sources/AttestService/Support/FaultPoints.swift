@@ -8,6 +8,12 @@ public final class FaultPoints {
     /// Called inside the read transaction of `/healthz`'s store check (`HealthEndpoint`):
     /// throwing makes the store look unable to answer.
     public var healthStoreRead: (() throws -> Void)?
+    /// Called by a group commit after its answers are built, before it waits for their
+    /// durability (`GroupCommitter.commitGroup`): throwing fails the settle as a failed sync does.
+    public var afterGroupAnswers: (() throws -> Void)?
+    /// Called inside the read transaction of a `/metrics` scrape (`MetricsEndpoint.gauges`):
+    /// throwing makes the store look unable to answer.
+    public var scrapeStoreRead: (() throws -> Void)?
 
     public init() {}
 }

@@ -55,10 +55,13 @@ final class GroupCommitter {
     func respond(_ request: Request, endpoint: String, _ body: (inout RequestScope) throws -> Response) -> Response {
         var scope = RequestScope(request, endpoint: endpoint, groupsWrites: groupsWrites)
         let context = context
+        _ = context.takeRefreshOutcome()
         do {
             let ((response, line), awaits) = try context.store.deferringDurabilityUnsettled {
                 context.answer(&scope, body)
             }
+            // Counted when the answer leaves, with it (a grouped write's is said by `commitGroup`).
+            let outcome = context.takeRefreshOutcome()
             if let queued = scope.queuedWrite {
                 // Answered once the group's commit is durable (`commitGroup`); the answer built
                 // then keeps this one's headers (the request's rate-limit headers).
@@ -66,18 +69,21 @@ final class GroupCommitter {
                                            headers: response.headers)
                 writeGroup.append(grouped)
                 heldAnswer = HeldAnswer(awaits: Self.groupPosition, requestID: scope.requestID, endpoint: endpoint,
-                                        started: scope.started, status: 0, line: nil, grouped: grouped)
+                                        started: scope.started, status: 0, line: nil, grouped: grouped, outcome: nil)
             } else if awaits > 0 {
                 // Logged when the answer leaves (`released`), or replaced by the 503's line.
                 heldAnswer = HeldAnswer(awaits: awaits, requestID: scope.requestID, endpoint: endpoint,
-                                        started: scope.started, status: response.status, line: line, grouped: nil)
+                                        started: scope.started, status: response.status, line: line, grouped: nil,
+                                        outcome: outcome)
             } else {
                 heldAnswer = nil
                 if let line { context.log(line.text(us: ServiceContext.monotonicMicroseconds() - scope.started)) }
                 ServiceMetrics.request(endpoint: endpoint, status: response.status, started: scope.started)
+                ServiceMetrics.refreshOutcome(outcome)
             }
             return response
         } catch {
+            _ = context.takeRefreshOutcome()
             return context.failedAfterAnswer(error, scope.requestID, endpoint: endpoint, started: scope.started)
         }
     }
@@ -95,11 +101,21 @@ final class GroupCommitter {
         writeGroup = []
         guard !group.isEmpty else { return }
         let store = context.store
+        let context = context
+        // Each write says its outcome when it refuses inside the transaction (a blocked lineage);
+        // a retried transaction says it again, kept once.
+        let writes = group.map { entry in
+            { (txn: Transaction) throws in
+                _ = context.takeRefreshOutcome()
+                defer { entry.outcome = context.takeRefreshOutcome() }
+                try entry.queued.write(txn)
+            }
+        }
         // The commit synced its pages; its meta page may still be on its way. The answers
         // (token signatures) are built meanwhile, and another process's commit often covers
         // the meta page by then, which saves the sync.
         let (outcomes, awaits) = try store.deferringDurabilityUnsettled {
-            try store.writeBatch(group.map(\.queued.write))
+            try store.writeBatch(writes)
         }
         ServiceMetrics.groupCommit(writes: group.count)
         for (entry, failure) in zip(group, outcomes) {
@@ -107,14 +123,17 @@ final class GroupCommitter {
                 if let failure { throw failure }
                 return try entry.queued.answer()
             }
+            entry.outcome = context.takeRefreshOutcome() ?? entry.outcome
             (entry.answer, entry.line) = context.finished(result, endpoint: entry.endpoint, requestID: entry.requestID,
                                                           headers: entry.headers)
         }
+        try context.faults.afterGroupAnswers?()
         try ServiceMetrics.awaitDurable(store, awaits)
     }
 
     /// Writes a held answer's log line once it leaves (`us` then counts the wait), and counts it
-    /// (a grouped answer the commit did not build was counted as its 503 by `failedToSettle`).
+    /// and its refresh outcome (a grouped answer the commit did not build was counted as its 503
+    /// by `failedToSettle`, with no outcome).
     func released(_ held: HeldAnswer) {
         if let line = held.grouped?.line ?? held.line {
             context.log(line.text(us: ServiceContext.monotonicMicroseconds() - held.started))
@@ -122,6 +141,7 @@ final class GroupCommitter {
         let status = held.grouped == nil ? held.status : held.grouped?.answer?.status
         if let status {
             ServiceMetrics.request(endpoint: held.endpoint, status: status, started: held.started)
+            ServiceMetrics.refreshOutcome(held.grouped?.outcome ?? held.outcome)
         }
     }
 
@@ -144,6 +164,8 @@ struct HeldAnswer {
     let line: RequestLogLine?
     /// Set when the answer is built by the group's commit (`GroupCommitter.commitGroup`).
     let grouped: GroupedWrite?
+    /// The refresh outcome counted when it leaves (a grouped one's is `grouped.outcome`).
+    let outcome: String?
 }
 
 /// A queued write in the group, and what its answer needs; `answer` and `line` are set by
@@ -155,6 +177,8 @@ final class GroupedWrite {
     let headers: [Header]
     var answer: Response?
     var line: RequestLogLine?
+    /// The refresh outcome its write or answer reached, counted when the answer leaves.
+    var outcome: String?
 
     init(queued: QueuedWrite, requestID: String, endpoint: String, headers: [Header]) {
         self.queued = queued

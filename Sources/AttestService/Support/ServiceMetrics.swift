@@ -8,6 +8,11 @@ import AttestStore
 /// return results to its main thread, which records them.
 package enum ServiceMetrics {
     nonisolated(unsafe) package static var segment: MetricsSegment?
+    /// A segment one task counts into instead of `segment` (`$scoped.withValue`): an in-process
+    /// test's own, so that the tests running beside it in the process count elsewhere.
+    @TaskLocal package static var scoped: MetricsSegment?
+    /// Where this request's counts go: the task's `scoped` segment, else the process's.
+    static var current: MetricsSegment? { scoped ?? segment }
     /// `RUN/metrics`, where the monitor pool reads every segment; `nil` outside the pools.
     nonisolated(unsafe) package static var directory: String?
     /// The segment files the monitor reads: each pool's, then the webhook sender's.
@@ -45,26 +50,29 @@ package enum ServiceMetrics {
 
     /// One answer leaving: `endpoint` is its log name, `started` its `RequestScope.started`.
     static func request(endpoint: String, status: Int, started: Int64) {
-        guard let segment, let index = MetricsLayout.endpoints.firstIndex(of: endpoint) else { return }
+        guard let segment = current, let index = MetricsLayout.endpoints.firstIndex(of: endpoint) else { return }
         let elapsed = ServiceContext.monotonicMicroseconds() - started
         segment.recordRequest(endpoint: index, status: status, microseconds: UInt64(max(0, elapsed)))
     }
 
-    static func verificationFailure(step: String) { segment?.recordVerificationFailure(step: step) }
+    static func verificationFailure(step: String) { current?.recordVerificationFailure(step: step) }
 
-    static func refreshOutcome(_ outcome: String) { segment?.recordRefreshOutcome(outcome) }
+    /// A refresh's outcome, as its answer leaves (`ServiceContext.refreshOutcome`); `nil`: none.
+    static func refreshOutcome(_ outcome: String?) {
+        if let outcome { current?.recordRefreshOutcome(outcome) }
+    }
 
-    static func rateLimited(bucket: String) { segment?.recordRateLimited(bucket: bucket) }
+    static func rateLimited(bucket: String) { current?.recordRateLimited(bucket: bucket) }
 
-    static func groupCommit(writes: Int) { segment?.recordGroupCommit(writes: writes) }
+    static func groupCommit(writes: Int) { current?.recordGroupCommit(writes: writes) }
 
     package static func webhookAttempt(status: Int, failed: Bool) {
-        segment?.recordWebhookAttempt(status: failed ? 0 : status)
+        current?.recordWebhookAttempt(status: failed ? 0 : status)
     }
 
     /// `store.awaitDurable(position)`, timed when it has to wait (the position not yet durable).
     static func awaitDurable(_ store: Store, _ position: Int) throws {
-        guard let segment, !store.isDurable(position) else { return try store.awaitDurable(position) }
+        guard let segment = current, !store.isDurable(position) else { return try store.awaitDurable(position) }
         let started = ServiceContext.monotonicMicroseconds()
         try store.awaitDurable(position)
         segment.recordSync(microseconds: UInt64(max(0, ServiceContext.monotonicMicroseconds() - started)))
