@@ -72,7 +72,9 @@ public final class MetricsSegment: @unchecked Sendable {
         let fd = Glibc.open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw MetricsError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        guard ftruncate(fd, off_t(fileBytes)) == 0,
+        // Blocks allocated now, not a sparse file: a worker's first write to a page of a hole
+        // on a full file system is a SIGBUS (the fault suite's full tmpfs killed refresh workers).
+        guard posix_fallocate(fd, 0, off_t(fileBytes)) == 0,
               let base = mmap(nil, fileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), base != MAP_FAILED else {
             unlink(temporary)
             throw MetricsError("cannot size or map \(temporary): \(String(cString: strerror(errno)))")
@@ -123,6 +125,9 @@ public final class MetricsSegment: @unchecked Sendable {
         guard info.st_uid == geteuid() else { return .failure("owned by uid \(info.st_uid), not \(geteuid())") }
         guard info.st_nlink == 1 else { return .failure("\(info.st_nlink) hard links") }
         guard info.st_size == off_t(fileBytes) else { return .failure("\(info.st_size) bytes, not \(fileBytes)") }
+        // A sparse file (one planted, or made by another build) gets its blocks before it is
+        // written through a mapping: see `open`.
+        if writable, posix_fallocate(fd, 0, off_t(fileBytes)) != 0 { return .failure("cannot allocate its blocks") }
         let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
         guard let base = mmap(nil, fileBytes, protection, MAP_SHARED, fd, 0), base != MAP_FAILED else {
             return .failure(MapFailure("cannot map: \(String(cString: strerror(errno)))"))

@@ -115,6 +115,28 @@ import Testing
         #expect(MetricsSegment.read(path: path)?[MetricsLayout.poolReloads] == 7)
     }
 
+    /// Every block of the file is allocated, a new file's and a sparse one's found in place: a
+    /// worker's first write into a hole of a mapping on a full file system is a SIGBUS (the
+    /// fault suite's full tmpfs killed refresh workers before).
+    @Test func theFileHasNoHoles() throws {
+        _ = try MetricsSegment.open(path: path)
+        func allocated() -> Int {
+            var info = stat()
+            return stat(path, &info) == 0 ? Int(info.st_blocks) * 512 : -1
+        }
+        #expect(allocated() >= MetricsSegment.fileBytes)
+        // A copy of it made sparse (header written, the rest a hole) is ours of this layout:
+        // reopened, it gets its blocks.
+        let header = Array(try readFile(path).prefix(64))
+        unlink(path)
+        try writeFile(path, header)
+        #expect(truncate(path, off_t(MetricsSegment.fileBytes)) == 0)
+        #expect(allocated() < MetricsSegment.fileBytes)
+        let reopened = try MetricsSegment.open(path: path)
+        #expect(reopened.replaced == nil)
+        #expect(allocated() >= MetricsSegment.fileBytes)
+    }
+
     /// Anything but one of our segments of this layout is replaced by a zeroed file, and never
     /// read: another size, another magic, another version, a symlink (whose target is left as
     /// it was), a FIFO, a hard-linked file.
