@@ -409,7 +409,9 @@ def hostile_log_links(s):
                 planted.stderr)
         # serve created the pool's log (root's, 0644); the user owns the directory, so it swaps the
         # log for a file of its own, past server.logMaxMiB: the content rotation copies.
-        grown = as_service_user("sh", "-c", f"rm -f {pool_log} && head -c 1200000 /dev/zero | tr '\\0' A > {pool_log}")
+        # Written beside it and renamed into place: a rotation that caught the file half written
+        # truncated it under the writer, which went on at its offset (a hole, copied as zeros).
+        grown = as_service_user("sh", "-c", f"head -c 1200000 /dev/zero | tr '\\0' A > {pool_log}.new && mv -f {pool_log}.new {pool_log}")
         T.check("and swaps attest-validate.log for its own file past server.logMaxMiB (1 MiB)", grown.returncode == 0, grown.stderr)
         rotated = wait_for(lambda: not os.path.islink(pool_log + ".1") and os.path.getsize(pool_log) < (1 << 20), 5)
         T.check("root's file is untouched by the rotation", untouched(), repr(open(victim, "rb").read()[:200]))
