@@ -2,7 +2,8 @@
 # End-to-end checks of `attestctl verify` on the release binary: Apple's guide sample at its
 # time and after it, unusable input (exit 2), trust roots, and assertions signed independently
 # by Python's `cryptography` (so the signing convention is not only checked against our own
-# software device). Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
+# software device); receipts: Apple's sample and a public sandbox RECEIPT (Tests/Fixtures/Receipts).
+# Prints PASS/FAIL per check and a summary; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 attestctl=${ATTESTCTL:-${ATTEST_BIN:-.build/release}/attestctl}
@@ -186,5 +187,56 @@ check "a file that is neither DER nor base64 is unusable input (exit 2, says wha
   "rc r-junk 2 && stderr_has r-junk 'neither a DER receipt'"
 run r-none verify receipt --input "$work/absent.der"
 check "a missing file is unusable input (exit 2)" "rc r-none 2"
+
+# A real sandbox RECEIPT (risk metric 3) from the public fixtures (Tests/Fixtures/Receipts, see
+# NOTICE): verified at the time its source recorded it, every field compared with what the source
+# states, and the credential certificate's SHA-256 with one taken from OpenSSL's own reading of
+# the payload (`openssl cms`, no AttestEdge code), then refused after its signing certificate expired.
+fixtures=Tests/Fixtures/Receipts/receipts.json
+python3 - "$fixtures" "$work" <<'PY'
+import json, sys, base64, datetime
+f = next(r for r in json.load(open(sys.argv[1]))["receipts"] if r["name"] == "veehaitch ios-14.4 RECEIPT risk 3")
+w = sys.argv[2]
+open(f"{w}/real.b64", "w").write(f["receipt_b64"] + "\n")
+open(f"{w}/real.der", "wb").write(base64.b64decode(f["receipt_b64"]))
+json.dump(f, open(f"{w}/real.json", "w"))
+open(f"{w}/real.at", "w").write(f["recordedAt"])
+late = datetime.datetime.fromisoformat(f["signingCertificate"]["notAfter"].replace("Z", "+00:00")) + datetime.timedelta(seconds=1)
+open(f"{w}/real.late", "w").write(late.strftime("%Y-%m-%dT%H:%M:%SZ"))
+PY
+real_cert_sha256() {  # SHA-256 of field 3 (the credential certificate) of the payload OpenSSL extracts
+  openssl cms -verify -noverify -binary -inform DER -in "$work/real.der" -out "$work/real.payload" 2>/dev/null &&
+  python3 - "$work/real.payload" <<'PY'
+import sys, hashlib
+b = open(sys.argv[1], "rb").read()
+def tlv(b, i):
+    t, l, i = b[i], b[i + 1], i + 2
+    if l & 0x80:
+        n = l & 0x7F; l = int.from_bytes(b[i:i + n], "big"); i += n
+    return t, b[i:i + l], i + l
+_, body, _ = tlv(b, 0)
+i = 0
+while i < len(body):
+    _, attribute, i = tlv(body, i)
+    _, kind, j = tlv(attribute, 0); _, _, j = tlv(attribute, j); _, value, _ = tlv(attribute, j)
+    if int.from_bytes(kind, "big") == 3: print(hashlib.sha256(value).hexdigest())
+PY
+}
+run r-real verify receipt --input "$work/real.b64" --at "$(cat "$work/real.at")" --json
+check "a public sandbox RECEIPT verifies at its recorded time (exit 0)" "rc r-real 0" "$(cat "$work/r-real.err")"
+check "its JSON has the source's type, app, environment, times and risk metric 3" \
+  "python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); e=json.load(open(sys.argv[2]))[\"expected\"]; s=lambda t: t[:19]+\"Z\"; sys.exit(not (j[\"valid\"] and j[\"type\"] == e[\"type\"] == \"RECEIPT\" and j[\"appId\"] == e[\"appId\"] and j[\"environment\"] == e[\"environment\"] and j[\"createdAt\"] == s(e[\"createdAt\"]) and j[\"notBefore\"] == s(e[\"notBefore\"]) and j[\"expiresAt\"] == s(e[\"expiresAt\"]) and j[\"riskMetric\"] == e[\"riskMetric\"] == 3))' '$work/r-real.out' '$work/real.json'" \
+  "$(cat "$work/r-real.out")"
+if command -v openssl >/dev/null; then
+  openssl_sha=$(real_cert_sha256)
+  attestctl_sha=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("credentialCertSha256"))' "$work/r-real.out" 2>/dev/null)
+  check "its credentialCertSha256 is the SHA-256 of field 3 as OpenSSL reads the payload" \
+    '[ ${#openssl_sha} = 64 ] && [ "$openssl_sha" = "$attestctl_sha" ]' "openssl: $openssl_sha, attestctl: $attestctl_sha"
+else
+  echo "SKIP: the credential certificate's hash through OpenSSL (no openssl command)"
+fi
+run r-real-late verify receipt --input "$work/real.der" --at "$(cat "$work/real.late")" --json
+check "a second after its signing certificate expired it is invalid (exit 1, receipt_chain)" \
+  "rc r-real-late 1 && json_is r-real-late 'j[\"code\"] == \"receipt_chain\"'"
 
 check_summary verify
