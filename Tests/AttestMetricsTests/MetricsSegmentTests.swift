@@ -116,6 +116,18 @@ import Testing
         #expect(MetricsSegment.read(path: path)?[MetricsLayout.poolReloads] == 7)
     }
 
+    /// Validate's receipt checks land in their result's slot; an unknown result is not counted.
+    @Test func receiptVerificationsAreCountedByResult() throws {
+        let segment = try MetricsSegment.open(path: path)
+        for result in ["valid", "valid", "invalid", "absent", "bogus"] { segment.recordReceiptVerification(result) }
+        let L = MetricsLayout.self
+        #expect((0..<3).map { segment.load(L.receiptVerifications + $0) } == [2, 1, 1])
+        #expect(MetricsExposition.render([MetricsSnapshot(name: "validate", isPool: true,
+                                                          slots: try #require(MetricsSegment.read(path: path)))],
+                                         ScrapeGauges())
+                    .contains("attestedge_receipt_verifications_total{result=\"valid\"} 2\n"))
+    }
+
     /// Every block of the file is allocated, a new file's and a sparse one's found in place: a
     /// worker's first write into a hole of a mapping on a full file system is a SIGBUS (the
     /// fault suite's full tmpfs killed refresh workers before).
