@@ -96,6 +96,21 @@ import Testing
         #expect(try receipt(second).check == .invalid)
     }
 
+    /// The rule the redeemer applies to Apple's answers too: a test receipt root verifies only
+    /// for a test-root device.
+    @Test func verifyTrustsATestReceiptRootOnlyForATestRootDevice() throws {
+        let flow = try DeviceFlow(pkiAsTestRoot: true)
+        let raw = try flow.receipts.receipt(TestReceiptAuthority.payload(TestReceiptAuthority.attributes(
+            kind: .receipt, appID: Fixture.appID, credentialCertificate: [0x30, 0x00],
+            createdAt: flow.fixture.clock.now(), riskMetric: 2)))
+        let (receipt, anchor) = try ReceiptCheck.verify(raw, deviceAnchor: .testRoot, at: flow.fixture.clock.now(),
+                                                        flow.context)
+        #expect(receipt.riskMetric == 2 && anchor == .testRoot)
+        #expect(throws: AttestError(.receiptChain, "")) {
+            try ReceiptCheck.verify(raw, deviceAnchor: .apple, at: flow.fixture.clock.now(), flow.context)
+        }
+    }
+
     @Test func anEmptyOrGarbageReceiptIsInvalidAndTheAttestationStands() throws {
         for (bytes, reason) in [([UInt8](), "no receipt in the attestation"),
                                 (Array("AttestEdge synthetic receipt".utf8), "receipt_malformed")] {

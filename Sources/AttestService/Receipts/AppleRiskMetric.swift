@@ -7,7 +7,8 @@ import AttestStore
 /// its history, and `device.risk_metric_changed` when the metric crosses the app's threshold.
 ///
 /// The redeemer (`attest-receipts`) calls `record` after a 200, in its write transaction, once
-/// it has verified Apple's answer with `ReceiptVerifier` like any receipt.
+/// it has verified Apple's answer with `ReceiptCheck.verify` (the same roots as at validate:
+/// a test receipt root only for a test-root device).
 public enum AppleRiskMetric {
     /// How old a receipt just obtained may be (Apple: five minutes).
     public static let maxAgeSeconds: Int64 = 300

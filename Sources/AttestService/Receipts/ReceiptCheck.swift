@@ -13,7 +13,7 @@ import AttestStore
 /// whose App ID is the app's, whose field 3 is the attestation's credential certificate (the
 /// same bytes, so the same key), created no later than `maxSkewSeconds` after now and no
 /// earlier than `maxAgeSeconds` before it, and not expired.
-enum ReceiptCheck {
+public enum ReceiptCheck {
     /// How far in the future a receipt's creation time may be (clock skew).
     static let maxSkewSeconds: Int64 = 300
     /// How old an attestation's receipt may be: the device sends the attestation right after
@@ -47,31 +47,39 @@ enum ReceiptCheck {
         guard !raw.isEmpty else {
             return (ReceiptRecord(receipt: [], check: .invalid, reason: "no receipt in the attestation"), .absent)
         }
-        // A test-root device's receipt is signed by a test receipt root (tried first: its
-        // chain is the one cached); Apple's root is tried for every device.
-        var verifiers = [(ctx.receiptVerifier, DeviceRecord.Anchor.apple)]
-        if anchor == .testRoot { verifiers = ctx.testReceiptVerifiers.map { ($0, .testRoot) } + verifiers }
-        var failure: AttestError?
-        for (verifier, receiptAnchor) in verifiers {
-            do {
-                let receipt = try verifier.verify(raw, at: now)
-                var record = Self.record(receipt, raw: raw, anchor: receiptAnchor)
-                do {
-                    try check(receipt, credentialCertificate: credentialCertificate, publicKey: publicKey,
-                              appID: appID, at: now)
-                } catch {
-                    record.check = .invalid
-                    record.reason = "\(error.code.rawValue): \(error.reason)"
-                    return (record, .invalid(record.reason))
-                }
-                record.nextRedeemAt = now + firstRedeemDelaySeconds
-                return (record, .valid)
-            } catch {
-                failure = error
-            }
+        let receipt: AppAttestReceipt, receiptAnchor: DeviceRecord.Anchor
+        do {
+            (receipt, receiptAnchor) = try verify(raw, deviceAnchor: anchor, at: now, ctx)
+        } catch {
+            let reason = "\(error.code.rawValue): \(error.reason)"
+            return (ReceiptRecord(receipt: raw, check: .invalid, reason: reason), .invalid(reason))
         }
-        let reason = failure.map { "\($0.code.rawValue): \($0.reason)" } ?? "not verified"
-        return (ReceiptRecord(receipt: raw, check: .invalid, reason: reason), .invalid(reason))
+        var record = Self.record(receipt, raw: raw, anchor: receiptAnchor)
+        do {
+            try check(receipt, credentialCertificate: credentialCertificate, publicKey: publicKey, appID: appID, at: now)
+        } catch {
+            record.check = .invalid
+            record.reason = "\(error.code.rawValue): \(error.reason)"
+            return (record, .invalid(record.reason))
+        }
+        record.nextRedeemAt = now + firstRedeemDelaySeconds
+        return (record, .valid)
+    }
+
+    /// Verifies a receipt's signature and chain for a device anchored at `deviceAnchor`: Apple
+    /// Root CA - G3 for every device; a test receipt root (`trust.testReceiptRoots`) only for a
+    /// device whose attestation a test root verified (tried first there: its chain is the one
+    /// cached). Returns the receipt and the root that verified it; throws the last failure.
+    /// Validate uses it, and the redeemer must, for the receipts Apple answers.
+    public static func verify(_ raw: [UInt8], deviceAnchor: DeviceRecord.Anchor, at now: Timestamp,
+                              _ ctx: ServiceContext) throws(AttestError) -> (AppAttestReceipt, DeviceRecord.Anchor) {
+        var verifiers = [(ctx.receiptVerifier, DeviceRecord.Anchor.apple)]
+        if deviceAnchor == .testRoot { verifiers = ctx.testReceiptVerifiers.map { ($0, .testRoot) } + verifiers }
+        var failure = AttestError(.receiptChain, "no receipt root")
+        for (verifier, anchor) in verifiers {
+            do { return (try verifier.verify(raw, at: now), anchor) } catch { failure = error }
+        }
+        throw failure
     }
 
     /// What Apple says to check of an attestation's receipt once its signature verified.
