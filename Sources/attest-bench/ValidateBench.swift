@@ -90,8 +90,10 @@ enum ValidateBench {
         _ = try verifier.verify(sample, at: start)
         let receiptUS = RefreshBench.microseconds(max(1_000, count)) { _ = try? verifier.verify(sample, at: start) }
         let validateUS = seconds.with / each * 1e6, withoutUS = seconds.without / each * 1e6
-        Output.out("validate_us=\(String(format2: validateUS)) validate_without_receipt_us=\(String(format2: withoutUS)) "
-                   + "receipt_us=\(String(format2: receiptUS)) receipt_share=\(String(format2: receiptUS / validateUS))")
+        Output.out("validate_us=\(String(format2: validateUS)) "
+                   + "validate_without_receipt_us=\(String(format2: withoutUS)) "
+                   + "receipt_us=\(String(format2: receiptUS)) "
+                   + "receipt_share=\(String(format2: receiptUS / validateUS))")
         Output.err("""
 
             in-process validate, one thread (thread CPU time): \(count) new devices (test root, test receipt root)

@@ -17,9 +17,10 @@ let deviceCommand = Command(
         device's refreshes answer 403 forbidden; it must attest a new key.
         show adds the risk score's factors, the attestation history of the device's fingerprint,
         its flag changes and the key's receipt (what validate's check found, its fields, its
-        redemption with Apple and the risk metrics received). flag applies to the device and to every key of its fingerprint,
-        now and later: --jailbroken raises the risk to at least 80, --block makes refresh 403
-        and validate isValid false, --clear removes both. Every change is kept with its reason.
+        redemption with Apple and the risk metrics received). flag applies to the device and to
+        every key of its fingerprint, now and later: --jailbroken raises the risk to at least 80,
+        --block makes refresh 403 and validate isValid false, --clear removes both. Every change
+        is kept with its reason.
 
         example: attestctl device show 0f3c9a1e5b7d2c44a1b2c3d4e5f60718 --json   (a deviceId, or the keyId as sent)
         """,

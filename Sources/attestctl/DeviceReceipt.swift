@@ -39,8 +39,10 @@ enum DeviceReceipt {
             ("riskMetric", r.riskMetric.map(String.init)),
             ("credentialCertSha256", r.credentialCertSHA256.isEmpty ? nil : Hex.encode(r.credentialCertSHA256)),
             ("nextRedeemAt", r.nextRedeemAt?.iso8601 ?? "not scheduled"),
-            ("lastAttemptAt", r.lastAttemptAt.map { "\($0.iso8601) (HTTP \(r.lastStatus == 0 ? "none" : "\(r.lastStatus)"))"
-                                                     + "\(r.lastOutcome.isEmpty ? "" : " \(r.lastOutcome)")" }),
+            ("lastAttemptAt", r.lastAttemptAt.map {
+                "\($0.iso8601) (HTTP \(r.lastStatus == 0 ? "none" : "\(r.lastStatus)"))"
+                    + "\(r.lastOutcome.isEmpty ? "" : " \(r.lastOutcome)")"
+            }),
             ("failures", r.failures > 0 ? String(r.failures) : nil), ("redeemedAt", r.redeemedAt?.iso8601),
         ]
         for case let (name, value?) in fields where !value.isEmpty { out.append("  \(Output.pad(name, 20)) \(value)") }

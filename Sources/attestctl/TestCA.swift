@@ -36,7 +36,8 @@ func ensureTestCA(_ data: DataDirectory) throws -> String {
     let receiptRoot = data.testCADirectory + "/receipt-root.pem"
     if !FileIO.exists(receipts) {
         let time = now()
-        let authority = try TestReceiptAuthority.generate(validFrom: time - 86_400, validUntil: time + 10 * 365 * 86_400)
+        let authority = try TestReceiptAuthority.generate(validFrom: time - 86_400,
+                                                          validUntil: time + 10 * 365 * 86_400)
         try FileIO.writeAtomically(receipts, text: authority.pemEncoded, mode: 0o600)
         try FileIO.writeAtomically(receiptRoot, text: authority.root.pemEncoded, mode: 0o644)
         Output.out("created test receipt authority \(receipts) (root \(receiptRoot))")

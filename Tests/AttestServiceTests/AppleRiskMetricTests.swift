@@ -51,7 +51,8 @@ import Testing
         #expect(up.metric == 5 && up.previous == nil && up.threshold == 3 && up.crossed)
         var list = try events()
         #expect(list.count == 1 && list.last?["direction"]?.stringValue == "above"
-                    && list.last?["apple_risk_metric"]?.intValue == 5 && list.last?["previous_apple_risk_metric"] == .null
+                    && list.last?["apple_risk_metric"]?.intValue == 5
+                    && list.last?["previous_apple_risk_metric"] == .null
                     && list.last?["threshold"]?.intValue == 3, "\(list)")
 
         let stored = try #require(try flow.context.store.read { try $0.receiptRecord(keyID: flow.device.keyID) })

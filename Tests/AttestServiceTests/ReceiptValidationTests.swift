@@ -43,7 +43,8 @@ import Testing
 
     /// The attacks: each is stored `invalid` with the check that refused it, is not scheduled,
     /// and scores `receipt_invalid` (+10) on the device.
-    @Test(arguments: ["receipt_app_id", "receipt_key"]) func aReceiptForAnotherAppOrKeyIsInvalid(_ code: String) throws {
+    @Test(arguments: ["receipt_app_id", "receipt_key"])
+    func aReceiptForAnotherAppOrKeyIsInvalid(_ code: String) throws {
         let flow = try DeviceFlow()
         let other = try SoftwareDevice.generate()
         // Field 3: a credential certificate of another key, from the flow's own PKI.

@@ -52,7 +52,8 @@ import Testing
 
     @Test func theAppsAppleRiskMetricPolicyRoundTripsAndVersion1ReadsAsOff() throws {
         var app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now)
-        #expect(app.appleRiskMetricThreshold == 0 && app.appleRiskMetricPoints == AppRecord.defaultAppleRiskMetricPoints)
+        #expect(app.appleRiskMetricThreshold == 0
+                    && app.appleRiskMetricPoints == AppRecord.defaultAppleRiskMetricPoints)
         app.appleRiskMetricThreshold = 4
         app.appleRiskMetricPoints = 60
         #expect(try AppRecord(encoded: app.encoded()) == app)

@@ -56,7 +56,8 @@ public enum ReceiptCheck {
         }
         var record = Self.record(receipt, raw: raw, anchor: receiptAnchor)
         do {
-            try check(receipt, credentialCertificate: credentialCertificate, publicKey: publicKey, appID: appID, at: now)
+            try check(receipt, credentialCertificate: credentialCertificate, publicKey: publicKey, appID: appID,
+                      at: now)
         } catch {
             record.check = .invalid
             record.reason = "\(error.code.rawValue): \(error.reason)"

@@ -73,7 +73,8 @@ enum RecordChecks {
             var problems = [String]()
             if try txn.get(.devices, key) == nil { problems.append("receipt without a device") }
             if let next = receipt.nextRedeemAt, try txn.get(.receiptDue, BigEndian.bytes(next.seconds) + key) == nil {
-                problems.append("a receipt due at \(next.iso8601) receipt_due does not list: it would never be redeemed")
+                problems.append(
+                    "a receipt due at \(next.iso8601) receipt_due does not list: it would never be redeemed")
             }
             return problems
         },
