@@ -10,12 +10,13 @@ import http.client
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from check import Tally  # noqa: E402
-from stack import run_suite, Stack, app_headers  # noqa: E402
+from stack import BIN, run_suite, Stack, app_headers  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "CLAIMTEAM1", "com.example.claims"
@@ -218,6 +219,27 @@ def receipts(s):
             and after.get("absent", 0) == before.get("absent", 0), f"{before} → {after}")
     checked = s.ctl("store", "check")
     T.check("store check: the receipt and its due entry agree", checked.returncode == 0, checked.stdout + checked.stderr)
+
+    # The attacker: a receipt signed by another data directory's test receipt authority (a chain
+    # shaped like Apple's that this server does not trust) is stored invalid and scored, and the
+    # attestation still succeeds.
+    other = os.path.join(s.dir, "foreign-data")
+    subprocess.run([os.path.join(BIN, "attestctl"), "init", "--test-ca", "--data", other], capture_output=True, check=True)
+    before = receipt_counts(s)
+    p = dev(s, "r2", "--test-receipts", os.path.join(other, "test-ca", "receipts.pem"), "--json", "enroll")
+    v = json.loads(p.stdout or "{}")
+    T.check("a device whose receipt a foreign chain signed still enrolls, valid, scored receipt_invalid (+10)",
+            p.returncode == 0 and v.get("isValid") is True and v.get("deviceIntelligence", {}).get("riskScore") == 10,
+            p.stdout[:300] + p.stderr)
+    shown = s.ctl_json("device", "show", v.get("deviceIntelligence", {}).get("deviceId", ""))
+    r = shown.get("receipt") or {}
+    T.check("its receipt is stored invalid with the chain's failure, not scheduled, and the factor is listed",
+            r.get("check") == "invalid" and r.get("reason", "").startswith("receipt_chain") and r.get("nextRedeemAt") is None
+            and any(f["signal"] == "receipt_invalid" and f["points"] == 10 for f in shown.get("risk", {}).get("factors", [])),
+            json.dumps(shown.get("receipt")) + json.dumps(shown.get("risk")))
+    after = receipt_counts(s)
+    T.check("the validate pool counted it invalid", after.get("invalid", 0) - before.get("invalid", 0) == 1, f"{before} → {after}")
+    T.check("and logged why", "receipt invalid: receipt_chain" in pool_logs(s), "")
 
     s.ctl("app", "set", "--app", APP, "--apple-risk-metric-threshold", "3", "--apple-risk-metric-points", "30")
     apps = {a["appId"]: a for a in s.ctl_json("app", "list")}
