@@ -117,6 +117,8 @@ public enum MetricsExposition {
         if let backlog = gauges.webhookBacklog { sample(&out, "webhook_backlog", [], String(backlog)) }
         fixed(&out, "webhook_attempts_total", "Webhook delivery attempts, by the endpoint's answer class.", "class",
               L.webhookClasses, sums, L.webhookAttempts)
+        fixed(&out, "receipt_verifications_total", "Attestation receipts checked at validate, by result.", "result",
+              L.receiptResults, sums, L.receiptVerifications)
         family(&out, "monthly_active_devices", "gauge", "Billable devices active this month, by organization.")
         for org in gauges.organizations {
             sample(&out, "monthly_active_devices", [("org", org.name)], String(org.active))

@@ -18,6 +18,7 @@
 /// groupCommitSizes          (8 buckets, sum, count): writes per group commit
 /// syncDurations             (13 buckets, sum µs, count): waits for durability that synced
 /// webhookAttempts           webhookClasses: delivery attempts by answer class
+/// receiptVerifications      receiptResults: validate's checks of the attestation's receipt
 /// ```
 /// A change to any list is a new `MetricsSegment.version`: a segment of another layout is
 /// replaced, never read with this one.
@@ -55,6 +56,9 @@ public enum MetricsLayout {
     public static let syncLabels = ["0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
                                     "0.05", "0.1", "0.25", "1"]
     public static let webhookClasses = ["2xx", "3xx", "4xx", "5xx", "error"]
+    /// What validate found of an attestation's receipt: verified and about the key, refused
+    /// (a reason in the log and the stored record), or none in the attestation.
+    public static let receiptResults = ["valid", "invalid", "absent"]
 
     public static let poolWorkers = 0
     public static let poolRestarts = 1
@@ -69,7 +73,8 @@ public enum MetricsLayout {
     public static let groupCommitSizes = rateLimited + rateBuckets.count
     public static let syncDurations = groupCommitSizes + groupSizeBounds.count + 3
     public static let webhookAttempts = syncDurations + syncBoundsMicroseconds.count + 3
-    public static let slotCount = webhookAttempts + webhookClasses.count
+    public static let receiptVerifications = webhookAttempts + webhookClasses.count
+    public static let slotCount = receiptVerifications + receiptResults.count
 
     /// The slot counting `status` answers of `endpoint` (an index into `endpoints`); `nil`
     /// for a status outside 100...599.

@@ -25,7 +25,7 @@ import Testing
         #expect(bytes.count == 64 + MetricsLayout.slotCount * 8)
         #expect(MetricsSegment.fileBytes == bytes.count)
         #expect(Array(bytes[0..<8]) == Array("AEMETRIC".utf8))
-        #expect(Array(bytes[8..<12]) == [2, 0, 0, 0])
+        #expect(Array(bytes[8..<12]) == [3, 0, 0, 0])
         let count = UInt32(MetricsLayout.slotCount)
         #expect(Array(bytes[12..<16]) == [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), 0, 0])
         #expect(Array(bytes[16..<64]) == [UInt8](repeating: 0, count: 48))
@@ -49,7 +49,8 @@ import Testing
         #expect(L.groupCommitSizes == L.rateLimited + L.rateBuckets.count)
         #expect(L.syncDurations == L.groupCommitSizes + 10)
         #expect(L.webhookAttempts == L.syncDurations + 15)
-        #expect(L.slotCount == L.webhookAttempts + 5)
+        #expect(L.receiptVerifications == L.webhookAttempts + 5)
+        #expect(L.slotCount == L.receiptVerifications + 3)
         #expect(L.requestSlot(endpoint: 0, status: 100) == 8)
         #expect(L.requestSlot(endpoint: 7, status: 599) == L.durations - 1)
         #expect(L.requestSlot(endpoint: 0, status: 600) == nil)
@@ -113,6 +114,18 @@ import Testing
         old.add(MetricsLayout.poolReloads)
         new.add(MetricsLayout.poolReloads)
         #expect(MetricsSegment.read(path: path)?[MetricsLayout.poolReloads] == 7)
+    }
+
+    /// Validate's receipt checks land in their result's slot; an unknown result is not counted.
+    @Test func receiptVerificationsAreCountedByResult() throws {
+        let segment = try MetricsSegment.open(path: path)
+        for result in ["valid", "valid", "invalid", "absent", "bogus"] { segment.recordReceiptVerification(result) }
+        let L = MetricsLayout.self
+        #expect((0..<3).map { segment.load(L.receiptVerifications + $0) } == [2, 1, 1])
+        #expect(MetricsExposition.render([MetricsSnapshot(name: "validate", isPool: true,
+                                                          slots: try #require(MetricsSegment.read(path: path)))],
+                                         ScrapeGauges())
+                    .contains("attestedge_receipt_verifications_total{result=\"valid\"} 2\n"))
     }
 
     /// Every block of the file is allocated, a new file's and a sparse one's found in place: a

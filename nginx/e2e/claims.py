@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """End-to-end for issue #9 through real nginx: custom claims evaluated at refresh, subjects
-and entitlements, operator flags (jailbroken, block) and what attestctl shows about them; and
-issue 37 item 6: subject link policies, with a device that asserts another household's id.
+and entitlements, operator flags (jailbroken, block) and what attestctl shows about them;
+issue 37 item 6: subject link policies, with a device that asserts another household's id; and
+issue 40: a software device's receipt verified and stored at validate, and the app's policy
+for Apple's risk metric.
 Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+import datetime
+import http.client
 import json
 import os
+import re
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from check import Tally  # noqa: E402
-from stack import run_suite, Stack, app_headers  # noqa: E402
+from stack import BIN, run_suite, Stack, app_headers  # noqa: E402
 
 T = Tally()
 TEAM, BUNDLE = "CLAIMTEAM1", "com.example.claims"
@@ -167,8 +173,89 @@ def subject_links(s, victim_device):
     set_links(s, "signed")
 
 
+def receipt_counts(s):
+    """attestedge_receipt_verifications_total by result, from the metrics listener."""
+    conn = http.client.HTTPConnection("127.0.0.1", s.metrics_port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r'^attestedge_receipt_verifications_total\{result="(\w+)"\} (\d+)$', text, re.M)}
+
+
+def when(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ") if text else None
+
+
+def receipts(s):
+    """Issue 40: attest-device signs its attestation's receipt with the data directory's test
+    receipt authority (test-ca/receipts.pem, trusted through trust.testReceiptRoots); validate
+    verifies it, stores its fields and schedules its redemption; attestctl shows it; tokens
+    carry the metric's claims (null until a redemption); the app's threshold is tunable."""
+    before = receipt_counts(s)
+    p = dev(s, "r1", "--json", "enroll")
+    T.check("a software device enrolls", p.returncode == 0, p.stderr)
+    c = token_claims(s, "r1")
+    T.check("its token has apple_risk_metric and apple_risk_metric_at, both null before any redemption",
+            "apple_risk_metric" in c and c["apple_risk_metric"] is None and "apple_risk_metric_at" in c
+            and c["apple_risk_metric_at"] is None and c.get("risk_score") == 0, json.dumps(c))
+    device_id = c.get("device_id", "")
+    shown = s.ctl_json("device", "show", device_id)
+    r = shown.get("receipt") or {}
+    T.check("device show: the receipt is valid, through the test receipt root, with Apple's fields",
+            r.get("check") == "valid" and r.get("reason") == "" and r.get("anchor") == "test_root"
+            and r.get("type") == "ATTEST" and r.get("appId") == APP and r.get("environment") == "production"
+            and len(r.get("credentialCertSha256", "")) == 64 and r.get("riskMetric") is None and r.get("history") == []
+            and shown.get("receiptCheck") == "valid" and shown.get("appleRiskMetric") is None, json.dumps(shown))
+    created, due = when(r.get("createdAt")), when(r.get("nextRedeemAt"))
+    T.check("its first redemption is scheduled about a minute after it was made",
+            created is not None and due is not None and 0 < (due - created).total_seconds() <= 120, json.dumps(r))
+    text = s.ctl("device", "show", device_id).stdout
+    T.check("device show (text) prints the receipt and the empty metric history",
+            "receipt valid" in text and "ATTEST" in text and "no risk metric received yet" in text, text[-800:])
+    after = receipt_counts(s)
+    T.check("the validate pool counted a valid receipt and no invalid one",
+            after.get("valid", 0) - before.get("valid", 0) == 1 and after.get("invalid", 0) == before.get("invalid", 0)
+            and after.get("absent", 0) == before.get("absent", 0), f"{before} → {after}")
+    checked = s.ctl("store", "check")
+    T.check("store check: the receipt and its due entry agree", checked.returncode == 0, checked.stdout + checked.stderr)
+
+    # The attacker: a receipt signed by another data directory's test receipt authority (a chain
+    # shaped like Apple's that this server does not trust) is stored invalid and scored, and the
+    # attestation still succeeds.
+    other = os.path.join(s.dir, "foreign-data")
+    subprocess.run([os.path.join(BIN, "attestctl"), "init", "--test-ca", "--data", other], capture_output=True, check=True)
+    before = receipt_counts(s)
+    p = dev(s, "r2", "--test-receipts", os.path.join(other, "test-ca", "receipts.pem"), "--json", "enroll")
+    v = json.loads(p.stdout or "{}")
+    T.check("a device whose receipt a foreign chain signed still enrolls, valid, scored receipt_invalid (+10)",
+            p.returncode == 0 and v.get("isValid") is True and v.get("deviceIntelligence", {}).get("riskScore") == 10,
+            p.stdout[:300] + p.stderr)
+    shown = s.ctl_json("device", "show", v.get("deviceIntelligence", {}).get("deviceId", ""))
+    r = shown.get("receipt") or {}
+    T.check("its receipt is stored invalid with the chain's failure, not scheduled, and the factor is listed",
+            r.get("check") == "invalid" and r.get("reason", "").startswith("receipt_chain") and r.get("nextRedeemAt") is None
+            and any(f["signal"] == "receipt_invalid" and f["points"] == 10 for f in shown.get("risk", {}).get("factors", [])),
+            json.dumps(shown.get("receipt")) + json.dumps(shown.get("risk")))
+    after = receipt_counts(s)
+    T.check("the validate pool counted it invalid", after.get("invalid", 0) - before.get("invalid", 0) == 1, f"{before} → {after}")
+    T.check("and logged why", "receipt invalid: receipt_chain" in pool_logs(s), "")
+
+    s.ctl("app", "set", "--app", APP, "--apple-risk-metric-threshold", "3", "--apple-risk-metric-points", "30")
+    apps = {a["appId"]: a for a in s.ctl_json("app", "list")}
+    T.check("app set tunes the apple_risk_metric policy, app list shows it",
+            apps.get(APP, {}).get("appleRiskMetricThreshold") == 3 and apps.get(APP, {}).get("appleRiskMetricPoints") == 30,
+            json.dumps(apps.get(APP)))
+    s.ctl("claims", "add", "--app", APP, "--key", "farm", "--value", "true", "--when", "appleRiskMetric gt 3")
+    high = s.ctl_json("claims", "test", "--app", APP, "--profile", '{"appleRiskMetric":5}')
+    unknown = s.ctl_json("claims", "test", "--app", APP, "--profile", '{}')
+    T.check("the claims property appleRiskMetric: applies above 3, not while the metric is unknown",
+            high.get("customClaims", {}).get("farm") is True and "farm" not in unknown.get("customClaims", {}),
+            json.dumps(high) + json.dumps(unknown))
+
+
 def main():
-    return run_suite(T, "claims", Stack(setup=setup), [run])
+    return run_suite(T, "claims", Stack(setup=setup), [run, receipts])
 
 
 if __name__ == "__main__":
