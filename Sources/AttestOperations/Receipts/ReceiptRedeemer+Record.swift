@@ -1,0 +1,49 @@
+import AttestCore
+import AttestService
+import AttestStore
+
+extension ReceiptRedeemer {
+    /// Records one attempt in one transaction: the receipt's redemption fields and next time,
+    /// the new receipt after a 200, the team's answer counts and its stop after a 401. A
+    /// receipt replaced meanwhile (the device attested again) keeps its own schedule.
+    func recordAttempt(_ outcome: RedemptionOutcome, fresh: (receipt: AppAttestReceipt, raw: [UInt8])?,
+                retryAfter: Int64?, keyID: [UInt8], sent: [UInt8], team: String, at now: Timestamp) throws {
+        try store.write { txn in
+            var teamRecord = try txn.appleTeam(team) ?? AppleTeamRecord(teamID: team)
+            teamRecord.answers[outcome.status, default: 0] += 1
+            teamRecord.lastAnswerAt = now
+            if outcome.stopsTeam && teamRecord.stoppedAt == nil {
+                teamRecord.stoppedAt = now
+                teamRecord.stopReason = outcome.text
+            }
+            try txn.put(teamRecord)
+            guard var record = try txn.receiptRecord(keyID: keyID), record.receipt == sent else { return }
+            let previous = record.nextRedeemAt
+            // TODO(rstore merge): AppleRiskMetric.record stores the receipt, the device's metric
+            // and the threshold webhook; until then the receipt record alone is updated here.
+            if let fresh {
+                record.receipt = fresh.raw
+                record.check = .valid
+                record.reason = ""
+                record.kind = fresh.receipt.kind.rawValue
+                record.appID = fresh.receipt.appID
+                record.environment = fresh.receipt.environment ?? ""
+                record.createdAt = fresh.receipt.createdAt
+                record.notBefore = fresh.receipt.notBefore
+                record.expiresAt = fresh.receipt.expiresAt
+                record.riskMetric = fresh.receipt.riskMetric.map { UInt32(clamping: $0) }
+                record.credentialCertSHA256 = fresh.receipt.credentialCertificateSHA256
+                record.redeemedAt = now
+                if let metric = record.riskMetric { record.record(metric: metric, at: now) }
+            }
+            record.failures = outcome.backsOff ? record.failures == .max ? .max : record.failures + 1 : 0
+            record.lastAttemptAt = now
+            record.lastStatus = outcome.status
+            record.lastOutcome = outcome.text
+            record.nextRedeemAt = schedule.next(after: outcome, at: now, failures: Int(record.failures),
+                                                notBefore: record.notBefore, expiresAt: record.expiresAt,
+                                                retryAfter: retryAfter, jitter: jitter())
+            try txn.put(record, keyID: keyID, previousDue: previous)
+        }
+    }
+}
