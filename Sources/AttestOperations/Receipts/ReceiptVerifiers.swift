@@ -9,6 +9,12 @@ public struct ReceiptVerifiers {
     public let apple: ReceiptVerifier
     public let test: [ReceiptVerifier]
 
+    /// The verifiers given (tests).
+    public init(apple: ReceiptVerifier, test: [ReceiptVerifier]) {
+        self.apple = apple
+        self.test = test
+    }
+
     /// Apple's verifier and one per certificate in `testRootFiles` (relative paths are under the
     /// data directory).
     public init(data: DataDirectory, testRootFiles: [String]) throws {
