@@ -11,6 +11,7 @@ public enum Database: String, CaseIterable, Sendable {
     case apiKeys = "api_keys", outbox
     case subjects, subjectDevices = "subject_devices", flagLog = "flag_log"
     case webhooks, deliveries, deliveryDue = "delivery_due", webhookCounts = "webhook_counts"
+    case receiptDue = "receipt_due", appleTeams = "apple_teams"
     // ephemeral
     case challenges, rates
 

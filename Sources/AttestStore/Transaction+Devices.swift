@@ -3,7 +3,7 @@
 /// ```
 /// devices      keyID (32 bytes)      → DeviceRecord
 /// device_ids   deviceID (UTF-8)      → keyID
-/// receipts     keyID                 → u8 1 ‖ receipt bytes (Apple's PKCS #7)
+/// receipts     keyID                 → ReceiptRecord (Apple's CMS, verified fields, redemption)
 /// ```
 extension Transaction {
     public func device(keyID: [UInt8]) throws -> DeviceRecord? {
@@ -49,15 +49,5 @@ extension Transaction {
             return found.count < limit
         }
         return found
-    }
-
-    public func receipt(keyID: [UInt8]) throws -> [UInt8]? {
-        guard let bytes = try get(.receipts, keyID), let version = bytes.first else { return nil }
-        guard version == 1 else { throw StoreError(.unknownVersion, "receipt record version \(version)") }
-        return Array(bytes.dropFirst())
-    }
-
-    public func putReceipt(_ receipt: [UInt8], keyID: [UInt8]) throws {
-        try put(.receipts, keyID, [1] + receipt)
     }
 }

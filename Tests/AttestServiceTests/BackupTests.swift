@@ -12,6 +12,15 @@ import Testing
     func aBackupTakenWhileOpenRestoresTheDevicesKeysAndConfiguration() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
+        // The receipt queue and the Apple teams are databases of the durable store like the others.
+        let due = flow.fixture.clock.now() + 60
+        try flow.context.store.write { txn in
+            var receipt = try #require(try txn.receiptRecord(keyID: flow.device.keyID))
+            let previous = receipt.nextRedeemAt
+            receipt.nextRedeemAt = due
+            try txn.put(receipt, keyID: flow.device.keyID, previousDue: previous)
+            try txn.put(AppleTeamRecord(teamID: "ABCDE12345", answers: [200: 2]))
+        }
         let file = flow.fixture.path + "/../" + UUID().uuidString + ".aebk"
         defer { try? FileManager.default.removeItem(atPath: file) }
         let summary = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file,
@@ -26,6 +35,8 @@ import Testing
         #expect(restored.header == summary.header)
         let store = try Store(directory: target.storeDirectory, options: try target.loadConfiguration().storeOptions)
         #expect(try store.read { try $0.device(keyID: flow.device.keyID) } == (try flow.storedDevice()))
+        #expect(try store.read { try $0.dueReceipts(at: due, limit: 5) }.map(\.keyID) == [flow.device.keyID])
+        #expect(try store.read { try $0.appleTeam("ABCDE12345") }?.answers == [200: 2])
         #expect(try target.challengeSecret() == (try flow.fixture.data.challengeSecret()))
         #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
     }

@@ -24,7 +24,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [3, 4, 5])
+        #expect(try backend.migrate() == [3, 4, 5, 6])
         try store.write([.durable]) { txn in try txn.enqueue(event) }
         #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
     }
@@ -46,7 +46,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [4, 5])
+        #expect(try backend.migrate() == [4, 5, 6])
         try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
         #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days
                     == [.init(newDevices: 0, activeDevices: 2)])
@@ -71,14 +71,45 @@ struct PostgresSchemaTests {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
         try admin.command("DROP TABLE \(schema).ae_webhook_counts")
-        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 5")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 5")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [5])
+        #expect(try backend.migrate() == [5, 6])
         #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4),
                 "3 deliveries and 1 queued test event")
         #expect(try store.check().isConsistent)
+    }
+
+    /// A version-5 database has no `ae_receipt_due` nor `ae_apple_teams`: refused until
+    /// migrated; its receipts stored as v1 records then read as unchecked, and the new
+    /// databases work.
+    @Test func version6AddsTheReceiptQueueAndAppleTeams() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let now = Timestamp(seconds: 1_790_000_000)
+        let keyID = [UInt8](repeating: 5, count: 32)
+        try f.open().write([.durable]) { txn in try txn.put(.receipts, keyID, [1, 0x30, 0x80]) }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        try admin.command("DROP TABLE \(schema).ae_receipt_due")
+        try admin.command("DROP TABLE \(schema).ae_apple_teams")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 6")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [6])
+        let old = try #require(try store.read { try $0.receiptRecord(keyID: keyID) })
+        #expect(old.check == .unchecked && old.receipt == [0x30, 0x80])
+        try store.write([.durable]) { txn in
+            var scheduled = old
+            scheduled.nextRedeemAt = now
+            try txn.put(scheduled, keyID: keyID)
+            try txn.put(AppleTeamRecord(teamID: "ABCDE12345"))
+        }
+        #expect(try store.read { try $0.dueReceipts(at: now, limit: 5) }.map(\.keyID) == [keyID])
+        #expect(try store.read { try $0.appleTeams() }.map(\.teamID) == ["ABCDE12345"])
     }
 }

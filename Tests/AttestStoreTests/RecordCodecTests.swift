@@ -67,14 +67,71 @@ import Testing
         var d = device()
         d.anchor = .testRoot
         #expect(try DeviceRecord(encoded: d.encoded()).anchor == .testRoot)
-        // A v1 record is the v3 layout without the trailing anchor and score bytes.
-        var v1 = device().encoded().dropLast(2)
+        // A v1 record is the v4 layout without the trailing anchor, score and metric bytes (1 + 1 + 12).
+        var v1 = device().encoded().dropLast(14)
         v1[v1.startIndex] = 1
         let old = try DeviceRecord(encoded: Array(v1))
         #expect(old.anchor == .apple && old.bundleVersion == "1.0", "v1 devices were verified by Apple's root")
         var bad = d.encoded()
-        bad[bad.count - 2] = 7
+        bad[bad.count - 14] = 7
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
+    }
+
+    @Test func theAppleRiskMetricRoundTripsAndVersion3ReadsAsNotKnownYet() throws {
+        var d = device()
+        d.appleRiskMetric = 7
+        d.appleRiskMetricAt = now + 60
+        var back = try DeviceRecord(encoded: d.encoded())
+        back.keyID = d.keyID
+        #expect(back == d)
+        d.appleRiskMetric = 0
+        #expect(try DeviceRecord(encoded: d.encoded()).appleRiskMetric == 0, "0 is a metric, not its absence")
+        var v3 = d.encoded().dropLast(12)
+        v3[v3.startIndex] = 3
+        let old = try DeviceRecord(encoded: Array(v3))
+        #expect(old.appleRiskMetric == nil && old.appleRiskMetricAt == nil && old.bundleVersion == "1.0")
+        #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: Array(v3) + [0]) }
+    }
+
+    @Test func receiptRecordsRoundTripAndVersion1ReadsAsUnchecked() throws {
+        var r = ReceiptRecord(receipt: [0x30, 0x80, 1, 2, 3], check: .invalid, reason: "receipt is about another key",
+                              anchor: .testRoot, kind: "RECEIPT", appID: "TEAM.com.example", environment: "sandbox",
+                              createdAt: now, notBefore: now + 86_400, expiresAt: now + 90 * 86_400, riskMetric: 3,
+                              credentialCertSHA256: [UInt8](repeating: 0xAB, count: 32), nextRedeemAt: now + 60)
+        r.failures = 2
+        r.lastAttemptAt = now + 5
+        r.lastStatus = 429
+        r.lastOutcome = "too many requests"
+        r.redeemedAt = now + 1
+        for i in 0..<20 { r.record(metric: UInt32(i), at: now + Int64(i)) }
+        #expect(r.history.count == ReceiptRecord.maximumHistory && r.history.first?.metric == 4,
+                "the oldest samples go first")
+        #expect(try ReceiptRecord(encoded: r.encoded()) == r)
+        let bare = ReceiptRecord(receipt: [9, 9])
+        #expect(try ReceiptRecord(encoded: bare.encoded()) == bare, "nothing known is read back as nothing known")
+
+        let v1 = try ReceiptRecord(encoded: [1, 0x30, 0x80, 0xAA])
+        #expect(v1.receipt == [0x30, 0x80, 0xAA] && v1.check == .unchecked && v1.kind.isEmpty
+                    && v1.nextRedeemAt == nil && v1.riskMetric == nil,
+                "a receipt stored before verification: its bytes, unchecked, nothing parsed, not scheduled")
+        var bad = r.encoded()
+        bad[1 + 4 + r.receipt.count] = 3  // the check byte
+        #expect(throws: StoreError(.corrupt, "")) { try ReceiptRecord(encoded: bad) }
+        #expect(throws: StoreError(.unknownVersion, "")) { try ReceiptRecord(encoded: [3, 0]) }
+    }
+
+    @Test func appleTeamsRoundTripWithTheirAnswersByStatus() throws {
+        let team = AppleTeamRecord(teamID: "", stoppedAt: now, stopReason: "401: key refused",
+                                   answers: [200: 12, 0: 1, 429: 3], lastAnswerAt: now + 3)
+        #expect(try AppleTeamRecord(encoded: team.encoded()) == team)
+        #expect(try AppleTeamRecord(encoded: AppleTeamRecord(teamID: "").encoded()) == AppleTeamRecord(teamID: ""))
+        var twice = BinaryWriter(version: 1)
+        twice.i64(0)
+        twice.string("")
+        twice.u16(2)
+        for _ in 0..<2 { twice.u16(200); twice.u64(1) }
+        twice.i64(0)
+        #expect(throws: StoreError(.corrupt, "")) { try AppleTeamRecord(encoded: twice.bytes) }
     }
 
     @Test func orgLinkPoliciesRoundTripAndVersion1ReadsAsAssertedWithoutASecret() throws {

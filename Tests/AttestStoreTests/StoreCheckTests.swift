@@ -18,7 +18,7 @@ import Testing
             try txn.put(OrgRecord(name: "acme", createdAt: now))
             try txn.put(AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now))
             try txn.put(device)
-            try txn.putReceipt([0x30, 0x00], keyID: device.keyID)
+            try txn.put(ReceiptRecord(receipt: [0x30, 0x00]), keyID: device.keyID)
             _ = try txn.noteFingerprint("fp", appID: device.appID, keyID: device.keyID, at: now)
             _ = try txn.consumeChallenge(id: [UInt8](repeating: 1, count: 16), expiry: now.seconds + 300)
             _ = try txn.hitRateWindow("ip:192.0.2.1", windowEnd: now.seconds + 60)
@@ -77,6 +77,36 @@ import Testing
         #expect(problems[.subjectDevices]?.first?.contains("does not have") == true,
                 "\(problems[.subjectDevices] ?? [])")
         #expect(problems[.devices]?.contains { $0.contains("subject_devices") } == true, "\(problems[.devices] ?? [])")
+    }
+
+    @Test func dueReceiptsAreCheckedBothWays() throws {
+        let (store, device) = try filledStore()
+        try store.write { txn in
+            let old = try #require(try txn.receiptRecord(keyID: device.keyID))
+            var scheduled = old
+            scheduled.nextRedeemAt = now + 60
+            try txn.put(scheduled, keyID: device.keyID, previousDue: old.nextRedeemAt)
+            try txn.put(AppleTeamRecord(teamID: "ABCDE12345", answers: [200: 1]))
+        }
+        #expect(try store.check().isConsistent, "written through the API: consistent")
+        try store.write { txn in
+            // Damage: the scheduled receipt loses its due entry; a due entry names no receipt;
+            // a due entry names a receipt due at another time; a receipt of no device.
+            _ = try txn.delete(.receiptDue, BigEndian.bytes((now + 60).seconds) + device.keyID)
+            _ = try txn.put(.receiptDue, BigEndian.bytes(now.seconds) + [UInt8](repeating: 3, count: 32), [])
+            _ = try txn.put(.receiptDue, BigEndian.bytes(now.seconds) + device.keyID, [])
+            try txn.put(ReceiptRecord(receipt: [0x30]), keyID: [UInt8](repeating: 4, count: 32))
+            _ = try txn.put(.appleTeams, Array("BROKEN".utf8), [1, 0])
+        }
+        let problems = try store.check().databases.reduce(into: [Database: [String]]()) {
+            $0[$1.database] = $1.problems
+        }
+        #expect(problems[.receipts]?.contains { $0.contains("would never be redeemed") } == true,
+                "\(problems[.receipts] ?? [])")
+        #expect(problems[.receipts]?.contains("receipt without a device") == true, "\(problems[.receipts] ?? [])")
+        #expect(problems[.receiptDue]?.sorted() == ["a due entry for a receipt due at another time or not scheduled",
+                                                    "a due entry for no receipt"])
+        #expect(problems[.appleTeams]?.first?.contains("does not decode") == true, "\(problems[.appleTeams] ?? [])")
     }
 
     @Test func aLinkedDeviceWhoseSubjectHasNoRecordIsNamed() throws {

@@ -174,6 +174,66 @@ import Testing
         #expect(due == 3, "the removed deliveries' due entries went with them")
     }
 
+    @Test(arguments: kinds) func receiptDueEntriesFollowNextRedeemAtAndReadOldestFirst(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let now = Timestamp(seconds: 1_780_000_000)
+        func key(_ i: Int) -> [UInt8] { [UInt8](repeating: UInt8(i), count: 32) }
+        // Five receipts due at now+40, now+30, …, now, one never scheduled.
+        try store.write { txn in
+            for i in 0..<5 {
+                try txn.put(ReceiptRecord(receipt: [0x30, UInt8(i)], nextRedeemAt: now + Int64(40 - 10 * i)),
+                            keyID: key(i))
+            }
+            try txn.put(ReceiptRecord(receipt: [0x30]), keyID: key(9))
+        }
+        let due = try store.read { try $0.dueReceipts(at: now + 25, limit: 10) }
+        #expect(due.map(\.keyID) == [key(4), key(3), key(2)], "only those due by then, oldest first")
+        #expect(due.map(\.due) == [now, now + 10, now + 20])
+        #expect(try store.read { try $0.dueReceipts(at: now + 100, limit: 2) }.map(\.keyID) == [key(4), key(3)])
+        #expect(try store.read { try $0.dueReceipts(at: now - 1, limit: 10) }.isEmpty)
+
+        // Rescheduling moves the entry; unscheduling removes it; storing it again unchanged keeps one.
+        try store.write { txn in
+            var first = try #require(try txn.receiptRecord(keyID: key(4)))
+            let previous = first.nextRedeemAt
+            first.nextRedeemAt = now + 1_000
+            first.lastStatus = 429
+            try txn.put(first, keyID: key(4), previousDue: previous)
+            var second = try #require(try txn.receiptRecord(keyID: key(3)))
+            let was = second.nextRedeemAt
+            second.nextRedeemAt = nil
+            try txn.put(second, keyID: key(3), previousDue: was)
+            let third = try #require(try txn.receiptRecord(keyID: key(2)))
+            try txn.put(third, keyID: key(2), previousDue: third.nextRedeemAt)
+        }
+        let after = try store.read { txn in
+            (try txn.dueReceipts(at: now + 2_000, limit: 10), try txn.count(.receiptDue),
+             try txn.receiptRecord(keyID: key(4)))
+        }
+        #expect(after.0.map(\.keyID) == [key(2), key(1), key(0), key(4)])
+        #expect(after.1 == 4, "one entry per scheduled receipt")
+        #expect(after.2?.lastStatus == 429 && after.2?.nextRedeemAt == now + 1_000)
+        let report = try store.check().databases
+        #expect(report.first { $0.database == .receiptDue }?.problems == [], "every due entry has its receipt")
+        #expect(report.first { $0.database == .receipts }?.problems.allSatisfy { $0 == "receipt without a device" }
+                    == true, "every scheduled receipt has its due entry (no devices were stored)")
+    }
+
+    @Test(arguments: kinds) func appleTeamsReadBackInTeamOrder(_ kind: Kind) throws {
+        let f = try Fixture(kind), store = try f.open()
+        let now = Timestamp(seconds: 1_780_000_000)
+        try store.write { txn in
+            try txn.put(AppleTeamRecord(teamID: "ZZZZZ99999", answers: [200: 4]))
+            try txn.put(AppleTeamRecord(teamID: "AAAAA11111", stoppedAt: now, stopReason: "401", answers: [401: 1],
+                                        lastAnswerAt: now))
+        }
+        let (teams, one, none) = try store.read { txn in
+            (try txn.appleTeams(), try txn.appleTeam("AAAAA11111"), try txn.appleTeam("BBBBB22222"))
+        }
+        #expect(teams.map(\.teamID) == ["AAAAA11111", "ZZZZZ99999"])
+        #expect(one?.stoppedAt == now && one?.answers == [401: 1] && none == nil)
+    }
+
     @Test(arguments: kinds) func aThrowingWriteRollsBackEverything(_ kind: Kind) throws {
         let f = try Fixture(kind), store = try f.open()
         #expect(throws: Boom.self) {

@@ -106,8 +106,8 @@ import Glibc
             do {
                 try store.write([.durable]) { txn in
                     for i in 0..<100 {
-                        try txn.putReceipt([UInt8](repeating: 1, count: 4000),
-                                           keyID: Array(String(format(batch * 100 + i)).utf8))
+                        try txn.put(.receipts, Array(String(format(batch * 100 + i)).utf8),
+                                    [1] + [UInt8](repeating: 1, count: 4000))
                     }
                 }
             } catch let error as StoreError {

@@ -161,7 +161,7 @@ public enum ValidateEndpoint {
             try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1,
                                   in: txn, now: now, ctx)
             try txn.put(device)
-            try txn.putReceipt(verified.receipt, keyID: fields.keyID)
+            try txn.put(ReceiptRecord(receipt: verified.receipt), keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
         }, then: { outcome in try answer(outcome, request: request, app: app, now: now, ctx) })

@@ -68,8 +68,31 @@ enum RecordChecks {
                 ? [] : ["deviceId \(String(decoding: key, as: UTF8.self)) points at device \(device.deviceID)"]
         },
         .receipts: { key, value, txn in
-            guard value.first == 1 else { return ["receipt record version \(value.first.map(String.init) ?? "none")"] }
-            return try txn.get(.devices, key) == nil ? ["receipt without a device"] : []
+            // keyID → ReceiptRecord; one to redeem is listed in receipt_due at its next attempt.
+            let receipt = try ReceiptRecord(encoded: value)
+            var problems = [String]()
+            if try txn.get(.devices, key) == nil { problems.append("receipt without a device") }
+            if let next = receipt.nextRedeemAt, try txn.get(.receiptDue, BigEndian.bytes(next.seconds) + key) == nil {
+                problems.append("a receipt due at \(next.iso8601) receipt_due does not list: it would never be redeemed")
+            }
+            return problems
+        },
+        .receiptDue: { key, value, txn in
+            // nextRedeemAt (8) ‖ keyID (32) → empty: a receipt whose next redemption is then.
+            guard key.count == 40, value.isEmpty else {
+                return ["due entry of \(key.count) bytes (not 8 + 32) with a value of \(value.count)"]
+            }
+            guard let receipt = try txn.receiptRecord(keyID: Array(key[8...])) else {
+                return ["a due entry for no receipt"]
+            }
+            guard receipt.nextRedeemAt?.seconds == Int64(bitPattern: BigEndian.uint64(key)) else {
+                return ["a due entry for a receipt due at another time or not scheduled"]
+            }
+            return []
+        },
+        .appleTeams: { key, value, _ in
+            _ = try AppleTeamRecord(encoded: value)
+            return key.isEmpty ? ["an Apple team with an empty id"] : []
         },
         .fingerprints: { key, value, _ in
             let lineage = try LineageRecord(encoded: value)

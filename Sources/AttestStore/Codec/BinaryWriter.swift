@@ -78,6 +78,12 @@ public struct BinaryReader {
 
     public mutating func data() throws -> [UInt8] { Array(bytes[try take(Int(try u32()))]) }
 
+    /// Every byte not read yet, consumed (a layout whose last field has no length).
+    public mutating func rest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[offset...])
+    }
+
     /// Stored strings are nearly always ASCII, which needs no validation: decoding those
     /// directly costs a fraction of the generic validating initialiser (callgrind: about 2% of
     /// a refresh's instructions went to validating the two device reads' strings).

@@ -8,6 +8,7 @@
 /// ae_usage_days    (as every ae_<database>)                          version 4: returning devices per day
 ///                                                                    (and ae_usage_devices' fillfactor 70)
 /// ae_webhook_counts (as every ae_<database>)                         version 5: per-organization webhook counts
+/// ae_receipt_due, ae_apple_teams (as every ae_<database>)            version 6: receipts to redeem, Apple teams
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -41,10 +42,11 @@ public enum PostgresSchema {
         (4, [createTable(.usageDays),
              "ALTER TABLE \(table(.usageDevices)) SET (fillfactor = \(usageDevicesFillFactor))"]),
         (5, [createTable(.webhookCounts)]),
+        (6, [createTable(.receiptDue), createTable(.appleTeams)]),
     ]
 
     /// The databases a migration after version 1 adds (each creates its own table).
-    static let laterTables: Set<Database> = [.usageDays, .webhookCounts]
+    static let laterTables: Set<Database> = [.usageDays, .webhookCounts, .receiptDue, .appleTeams]
 
     static func createTable(_ db: Database) -> String {
         "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"

@@ -3,8 +3,9 @@ import AttestCore
 /// An attested device key: what refresh reads and advances on every request.
 ///
 /// Key: the 32 raw keyId bytes. The receipt lives in `receipts` under the same key, so this
-/// record stays small. Layout v3 (v2 is the same without the last field, read as "no score
-/// yet"; v1 also without `anchor`, read as `apple`):
+/// record stays small. Layout v4 (v3 is the same without the last two fields, read as "no
+/// metric yet"; v2 also without `lastRiskScore`, read as "no score yet"; v1 also without
+/// `anchor`, read as `apple`):
 /// ```
 /// u8 1 | deviceID string | appID string | publicKey bytes (65, X9.62) | counter u32
 ///      | environment u8 (0 production, 1 development) | status u8 (0 active, 1 revoked, 2 invalidated)
@@ -15,12 +16,13 @@ import AttestCore
 ///      | validationCategory u32 (0xFFFFFFFF = absent) | bundleVersion string
 ///      | anchor u8 (0 Apple's root, 1 a configured test root)
 ///      | lastRiskScore u8 (the score of the last token issued; 0xFF = none yet)
+///      | appleRiskMetric u32 (0xFFFFFFFF = none yet) | appleRiskMetricAt i64 (0 = none yet)
 /// ```
 /// `operatorFlags` mirrors the flags of the device's lineage (`LineageRecord`, which holds
 /// them for every key of a fingerprint), so refresh can refuse a blocked key before it
 /// verifies anything.
 public struct DeviceRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 3
+    public static let currentVersion: UInt8 = 4
     public static let recordName = "device"
 
     public enum Status: UInt8, Sendable, CaseIterable {
@@ -82,6 +84,11 @@ public struct DeviceRecord: StoreRecord, Hashable {
     /// The risk score of the last token issued for this key (a change of category queues
     /// `device.high_risk`); `nil` before the first.
     public var lastRiskScore: UInt8?
+    /// Apple's risk metric from the key's last redeemed receipt (`ReceiptRecord`), copied here
+    /// so that refresh, which reads the device anyway, puts it in tokens without another read.
+    public var appleRiskMetric: UInt32?
+    /// When Apple issued that receipt (its creation time); nil with the metric.
+    public var appleRiskMetricAt: Timestamp?
 
     public init(keyID: [UInt8], deviceID: String, appID: String, publicKey: [UInt8], counter: UInt32 = 0,
                 environment: AppAttestEnvironment, status: Status = .active, operatorFlags: OperatorFlags = [],
@@ -134,6 +141,8 @@ public struct DeviceRecord: StoreRecord, Hashable {
         w.string(bundleVersion)
         w.u8(anchor.rawValue)
         w.u8(lastRiskScore ?? 0xFF)
+        w.u32(appleRiskMetric ?? UInt32.max)
+        w.i64(appleRiskMetricAt?.seconds ?? 0)
     }
 
     /// `keyID` is not part of the value (it is the key): `Transaction.device(keyID:)` sets it.
@@ -176,6 +185,11 @@ public struct DeviceRecord: StoreRecord, Hashable {
             lastRiskScore = score == 0xFF ? nil : score
         } else {
             lastRiskScore = nil
+        }
+        if r.version >= 4 {
+            let metric = try r.u32(), at = try r.i64()
+            appleRiskMetric = metric == UInt32.max ? nil : metric
+            appleRiskMetricAt = at == 0 ? nil : Timestamp(seconds: at)
         }
     }
 }
