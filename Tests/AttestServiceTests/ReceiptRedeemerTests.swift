@@ -137,9 +137,11 @@ import Testing
             s.fixture.clock.set(record.nextRedeemAt!)
         }
         #expect(delays == [10, 20, 40], "receipts.firstDelaySeconds doubled")
-        #expect(try s.record(keyID).failures == 3 && try s.record(keyID).lastStatus == 0)
+        let failed = try s.record(keyID)
+        #expect(failed.failures == 3 && failed.lastStatus == 0)
         #expect(try r.turn() == 1)
-        #expect(try s.record(keyID).failures == 0 && try s.record(keyID).lastStatus == 200)
+        let redeemed = try s.record(keyID)
+        #expect(redeemed.failures == 0 && redeemed.lastStatus == 200)
     }
 
     @Test func noKeyOrNotSeenRecentlyIsPutOffWithoutARequest() throws {
@@ -179,7 +181,7 @@ import Testing
 
     @Test func requestsAreSpacedByTheGlobalCap() throws {
         let (s, r) = try Self.make(20)
-        for n in 1...5 { _ = try s.device(n) }
+        for n in UInt8(1)...5 { _ = try s.device(n) }
         #expect(try r.turn() == 5)
         let starts = s.apple.sent.map(\.at)
         #expect(starts.count == 5)
