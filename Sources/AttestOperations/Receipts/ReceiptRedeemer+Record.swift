@@ -19,9 +19,17 @@ extension ReceiptRedeemer {
             try txn.put(teamRecord)
             guard var record = try txn.receiptRecord(keyID: keyID), record.receipt == sent else { return }
             let previous = record.nextRedeemAt
-            // TODO(rstore merge): AppleRiskMetric.record stores the receipt, the device's metric
-            // and the threshold webhook; until then the receipt record alone is updated here.
-            if let fresh {
+            var outcome = outcome
+            if let fresh, let storeRedeemed {
+                let next = schedule.next(after: outcome, at: now, failures: 0, notBefore: fresh.receipt.notBefore,
+                                         expiresAt: fresh.receipt.expiresAt, jitter: jitter())
+                do {
+                    return try storeRedeemed(fresh.receipt, fresh.raw, keyID, now, next, txn)
+                } catch let error as AttestError {
+                    // Refused before it wrote anything: the answer counts as a bad one.
+                    outcome = RedemptionOutcome(kind: .unexpected, status: 200, text: "200 refused: \(error)")
+                }
+            } else if let fresh {
                 record.receipt = fresh.raw
                 record.check = .valid
                 record.reason = ""

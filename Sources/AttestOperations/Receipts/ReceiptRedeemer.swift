@@ -18,6 +18,11 @@ import Glibc
 /// verification or has expired is never sent (its due entry goes).
 public final class ReceiptRedeemer {
     public typealias KeyLookup = (_ team: String) throws -> DeviceCheckKey?
+    /// Stores a receipt Apple answered (verified) for device key `keyID` in the open write
+    /// transaction, with `next`, its next redemption: `AppleRiskMetric.record` (the receipt, the
+    /// device's metric and history, the threshold webhook).
+    public typealias Redeemed = (_ receipt: AppAttestReceipt, _ raw: [UInt8], _ keyID: [UInt8], _ at: Timestamp,
+                                 _ next: Timestamp?, _ txn: Transaction) throws -> Void
 
     let store: Store
     let clock: any Clock
@@ -29,6 +34,7 @@ public final class ReceiptRedeemer {
     let keys: KeyLookup
     let verifiers: ReceiptVerifiers
     let jitter: () -> Double
+    let storeRedeemed: Redeemed?
     private var pacer: RequestPacer
     private var tokens = [String: ProviderToken]()
     /// Due receipts read per turn.
@@ -41,7 +47,8 @@ public final class ReceiptRedeemer {
 
     public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(),
                 transport: any AppleTransport, keys: @escaping KeyLookup, verifiers: ReceiptVerifiers,
-                jitter: @escaping () -> Double = { Double.random(in: 0..<1) }, timeoutSeconds: Int = 30) {
+                jitter: @escaping () -> Double = { Double.random(in: 0..<1) }, timeoutSeconds: Int = 30,
+                storeRedeemed: Redeemed? = nil) {
         self.store = store
         self.clock = clock
         schedule = configuration.receiptSchedule
@@ -53,6 +60,7 @@ public final class ReceiptRedeemer {
         self.keys = keys
         self.verifiers = verifiers
         self.jitter = jitter
+        self.storeRedeemed = storeRedeemed
     }
 
     /// Runs turns until `shouldStop`; a turn with nothing due sleeps up to a second (in steps
@@ -187,6 +195,9 @@ public final class ReceiptRedeemer {
         guard let raw = Base64.decode(text), !raw.isEmpty else { throw AttestError(.base64Invalid, "not base64") }
         let receipt = try verifiers.verify(raw, anchor: device.anchor, at: now)
         try receipt.check(appID: device.appID, publicKey: device.publicKey[...], at: now, maxAge: 300)
+        guard receipt.kind == .receipt, receipt.riskMetric != nil else {
+            throw AttestError(.receiptMalformed, "Apple's answer is not a RECEIPT with a risk metric")
+        }
         return (receipt, raw)
     }
 
