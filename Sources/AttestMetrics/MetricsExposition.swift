@@ -125,6 +125,8 @@ public enum MetricsExposition {
         if let backlog = gauges.webhookBacklog { sample(&out, "webhook_backlog", [], String(backlog)) }
         fixed(&out, "webhook_attempts_total", "Webhook delivery attempts, by the endpoint's answer class.", "class",
               L.webhookClasses, sums, L.webhookAttempts)
+        fixed(&out, "receipt_verifications_total", "Attestation receipts checked at validate, by result.", "result",
+              L.receiptResults, sums, L.receiptVerifications)
         family(&out, "receipt_backlog", "gauge", "Receipts due for redemption with Apple and not yet sent.")
         if let backlog = gauges.receiptBacklog { sample(&out, "receipt_backlog", [], String(backlog)) }
         fixed(&out, "receipt_redemptions_total", "Receipt redemptions with Apple, by Apple's answer.", "status",

@@ -18,6 +18,7 @@
 /// groupCommitSizes          (8 buckets, sum, count): writes per group commit
 /// syncDurations             (13 buckets, sum µs, count): waits for durability that synced
 /// webhookAttempts           webhookClasses: delivery attempts by answer class
+/// receiptVerifications      receiptResults: validate's checks of the attestation's receipt
 /// receiptRedemptions        receiptStatuses: attest-receipts' requests to Apple by answer
 /// ```
 /// A change to any list is a new `MetricsSegment.version`: a segment of another layout is
@@ -56,6 +57,9 @@ public enum MetricsLayout {
     public static let syncLabels = ["0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
                                     "0.05", "0.1", "0.25", "1"]
     public static let webhookClasses = ["2xx", "3xx", "4xx", "5xx", "error"]
+    /// What validate found of an attestation's receipt: verified and about the key, refused
+    /// (a reason in the log and the stored record), or none in the attestation.
+    public static let receiptResults = ["valid", "invalid", "absent"]
     /// Apple's answers to a redemption (`RedemptionOutcome.metricLabel`): the documented codes,
     /// `error` (no answer), `other` for any other code.
     public static let receiptStatuses = ["200", "304", "400", "401", "404", "429", "500", "502", "503", "504",
@@ -74,7 +78,8 @@ public enum MetricsLayout {
     public static let groupCommitSizes = rateLimited + rateBuckets.count
     public static let syncDurations = groupCommitSizes + groupSizeBounds.count + 3
     public static let webhookAttempts = syncDurations + syncBoundsMicroseconds.count + 3
-    public static let receiptRedemptions = webhookAttempts + webhookClasses.count
+    public static let receiptVerifications = webhookAttempts + webhookClasses.count
+    public static let receiptRedemptions = receiptVerifications + receiptResults.count
     public static let slotCount = receiptRedemptions + receiptStatuses.count
 
     /// The slot counting `status` answers of `endpoint` (an index into `endpoints`); `nil`

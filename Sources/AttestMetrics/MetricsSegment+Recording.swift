@@ -36,6 +36,13 @@ extension MetricsSegment {
         observe(base: MetricsLayout.syncDurations, microseconds, MetricsLayout.syncBoundsMicroseconds)
     }
 
+    /// One check of an attestation's receipt at validate (`MetricsLayout.receiptResults`); an
+    /// unknown result is not counted.
+    public func recordReceiptVerification(_ result: String) {
+        guard let i = MetricsLayout.receiptResults.firstIndex(of: result) else { return }
+        add(MetricsLayout.receiptVerifications + i)
+    }
+
     /// One webhook delivery attempt: its HTTP status (0: none, an error).
     public func recordWebhookAttempt(status: Int) {
         let index = (200...599).contains(status) ? status / 100 - 2 : 4

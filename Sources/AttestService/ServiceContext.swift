@@ -21,6 +21,11 @@ public final class ServiceContext {
     public let attestationVerifier: AttestationVerifier
     /// Verifies against the configured test roots only; `nil` when there are none.
     public let testRootVerifier: AttestationVerifier?
+    /// Verifies attestation receipts against Apple Root CA - G3 (tests substitute their own
+    /// receipt root); its signing chain is cached for the worker's life (`ReceiptVerifier`).
+    public let receiptVerifier: ReceiptVerifier
+    /// One per test receipt root (`trust.testReceiptRoots`): only for test-root devices.
+    public let testReceiptVerifiers: [ReceiptVerifier]
     public let keyRing: KeyRing
     /// Where diagnostics go (stderr in the executables; collected in tests). A `LogMessage`
     /// arrives with every interpolated value escaped: one call, one line.
@@ -42,7 +47,8 @@ public final class ServiceContext {
     let caches: WorkerCaches
 
     public init(configuration: Configuration, store: Store, clock: any Clock, random: any RandomSource,
-                challengeSecret: [UInt8], trustAnchors: [Certificate], testRoots: [Certificate] = [], keyRing: KeyRing,
+                challengeSecret: [UInt8], trustAnchors: [Certificate], testRoots: [Certificate] = [],
+                receiptAnchor: Certificate? = nil, testReceiptRoots: [Certificate] = [], keyRing: KeyRing,
                 log: @escaping (LogMessage) -> Void = { _ in }, faults: FaultPoints = FaultPoints()) throws {
         self.configuration = configuration
         self.store = store
@@ -52,6 +58,8 @@ public final class ServiceContext {
         self.attestationVerifier = AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: trustAnchors))
         self.testRootVerifier = testRoots.isEmpty
             ? nil : AttestationVerifier(chainVerifier: try ChainVerifier(trustAnchors: testRoots))
+        receiptVerifier = try receiptAnchor.map { try ReceiptVerifier(anchor: $0) } ?? ReceiptVerifier.apple()
+        testReceiptVerifiers = try testReceiptRoots.map { try ReceiptVerifier(anchor: $0) }
         self.keyRing = keyRing
         self.log = log
         self.faults = faults
@@ -68,7 +76,8 @@ public final class ServiceContext {
         let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
         let context = try ServiceContext(configuration: configuration, store: store, clock: clock, random: random,
                                          challengeSecret: data.challengeSecret(), trustAnchors: trust.hardware,
-                                         testRoots: trust.test, keyRing: KeyRing(data), log: log)
+                                         testRoots: trust.test, testReceiptRoots: trust.testReceipt,
+                                         keyRing: KeyRing(data), log: log)
         if let notice = store.ephemeralResetNotice { log("\(notice)") }
         return context
     }

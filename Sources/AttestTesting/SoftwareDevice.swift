@@ -43,12 +43,14 @@ public struct SoftwareDevice: Sendable {
     /// The public key as the server stores it after attestation.
     public var publicKey: [UInt8] { key.x962Point }
 
-    /// An attestation object for `clientDataHash`, certified by `pki` at `time`.
+    /// An attestation object for `clientDataHash`, certified by `pki` at `time`, its receipt
+    /// signed by `receipts` when given (else opaque bytes, as before receipts were verified).
     public func attest(clientDataHash: [UInt8], appID: String, environment: AppAttestEnvironment = .production,
-                       pki: TestPKI, at time: Timestamp) throws(AttestError)
+                       pki: TestPKI, receipts: TestReceiptAuthority? = nil, at time: Timestamp) throws(AttestError)
         -> (keyID: [UInt8], attestationObject: [UInt8]) {
-        let built = try synthetic(clientDataHash: clientDataHash, appID: appID, environment: environment)
-            .build(pki: pki, at: time)
+        var attestation = synthetic(clientDataHash: clientDataHash, appID: appID, environment: environment)
+        attestation.receiptAuthority = receipts
+        let built = try attestation.build(pki: pki, at: time)
         return (built.keyID, built.attestationObject)
     }
 

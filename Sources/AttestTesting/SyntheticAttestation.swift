@@ -8,7 +8,7 @@ import AttestCore
 ///     "fmt": "apple-appattest",                           ; knob: fmt (nil omits it)
 ///     "attStmt": {
 ///         "x5c": [ credCert, intermediate ],              ; knobs: includesX5C, x5c, certificateDefect
-///         "receipt": bstr                                 ; knobs: includesReceipt, receipt
+///         "receipt": bstr                                 ; knobs: includesReceipt, receipt, receiptAuthority
 ///     },
 ///     "authData": bstr
 /// }
@@ -32,8 +32,15 @@ public struct SyntheticAttestation: Sendable {
     public var fmt: String? = AttestationObject.format
     public var includesX5C = true
     public var includesReceipt = true
-    /// Opaque to the verifier (Apple's is PKCS #7); nothing signs it.
+    /// Opaque to the attestation verifier (Apple's is CMS); used as is without `receiptAuthority`.
     public var receipt: [UInt8] = Array("AttestEdge synthetic receipt".utf8)
+    /// Signs an ATTEST receipt about the credential certificate `build` issues (App ID,
+    /// environment `sandbox`/`production`, created at the build's time), in place of `receipt`.
+    public var receiptAuthority: TestReceiptAuthority? = nil
+    /// The receipt's App ID when it is not `appID` (attacks: a receipt for another app).
+    public var receiptAppID: String? = nil
+    /// The receipt's field 3 when it is not the credential certificate (attacks: another key's).
+    public var receiptCredentialCertificate: [UInt8]? = nil
     // Step 2: the chain.
     /// Breaks the credential certificate on purpose (see `TestPKI.Defect`).
     public var certificateDefect: TestPKI.Defect? = nil
@@ -124,7 +131,16 @@ public struct SyntheticAttestation: Sendable {
             let chain = x5c ?? [leaf, pki.intermediateDER]
             statement.append(CBORMapEntry(key: .text("x5c"), value: .array(chain.map { .bytes($0[...]) })))
         }
-        if includesReceipt { statement.append(CBORMapEntry(key: .text("receipt"), value: .bytes(receipt[...]))) }
+        if includesReceipt {
+            var bytes = receipt
+            if let receiptAuthority {
+                bytes = try receiptAuthority.receipt(TestReceiptAuthority.payload(TestReceiptAuthority.attributes(
+                    kind: .attest, appID: receiptAppID ?? appID,
+                    credentialCertificate: receiptCredentialCertificate ?? leaf, createdAt: time,
+                    environment: environment == .production ? "production" : "sandbox")))
+            }
+            statement.append(CBORMapEntry(key: .text("receipt"), value: .bytes(bytes[...])))
+        }
         var root = [CBORMapEntry]()
         if let fmt { root.append(CBORMapEntry(key: .text("fmt"), value: .text(fmt))) }
         root.append(CBORMapEntry(key: .text("attStmt"), value: .map(statement)))

@@ -144,6 +144,11 @@ import Testing
             attestedge_webhook_attempts_total{class="4xx"} 0
             attestedge_webhook_attempts_total{class="5xx"} 0
             attestedge_webhook_attempts_total{class="error"} 1
+            # HELP attestedge_receipt_verifications_total Attestation receipts checked at validate, by result.
+            # TYPE attestedge_receipt_verifications_total counter
+            attestedge_receipt_verifications_total{result="valid"} 0
+            attestedge_receipt_verifications_total{result="invalid"} 0
+            attestedge_receipt_verifications_total{result="absent"} 0
             # HELP attestedge_monthly_active_devices Billable devices active this month, by organization.
             # TYPE attestedge_monthly_active_devices gauge
             attestedge_monthly_active_devices{org="acme"} 5
@@ -168,7 +173,7 @@ import Testing
                         "refresh_outcomes_total", "rate_limited_total", "group_commit_size", "sync_duration_seconds",
                         "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_up",
                         "store_map_used_bytes",
-                        "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
+                        "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total", "receipt_verifications_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {
             #expect(text.contains("# TYPE attestedge_\(family) "), "\(family)")

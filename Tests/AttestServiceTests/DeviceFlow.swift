@@ -10,18 +10,26 @@ import FastCGI
 final class DeviceFlow {
     let fixture: Fixture
     let pki: TestPKI
+    /// Signs the devices' receipts: trusted as Apple's receipt root when the PKI stands for
+    /// Apple's, as a test receipt root when the PKI is a test root.
+    let receipts: TestReceiptAuthority
     var device: SoftwareDevice
 
     /// `pkiAsTestRoot`: trust the test PKI as a configured test root beside Apple's root, as
     /// `trust.testRoots` does, instead of as a hardware anchor.
     init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, rate: UInt32 = 0, pkiAsTestRoot: Bool = false,
-         subjectLinks: SubjectLinkPolicy = .asserted, configure: (inout Configuration) -> Void = { _ in }) throws {
+         subjectLinks: SubjectLinkPolicy = .asserted, extraTestReceiptRoots: [Certificate] = [],
+         configure: (inout Configuration) -> Void = { _ in }) throws {
         let start = Timestamp(iso8601: "2026-01-01T00:00:00Z")!
         pki = try TestPKI.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
+        receipts = try TestReceiptAuthority.generate(validFrom: start, validUntil: start + 3 * 365 * 86_400)
         fixture = try Fixture(tier: tier, policy: policy,
                               trustAnchors: pkiAsTestRoot ? [try AppleAppAttestationRoot.certificate()]
                                                           : [pki.rootCertificate],
-                              testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [], configure: configure, rate: rate,
+                              testRoots: pkiAsTestRoot ? [pki.rootCertificate] : [],
+                              receiptAnchor: pkiAsTestRoot ? nil : receipts.root,
+                              testReceiptRoots: (pkiAsTestRoot ? [receipts.root] : []) + extraTestReceiptRoots,
+                              configure: configure, rate: rate,
                               subjectLinks: subjectLinks)
         device = try SoftwareDevice.generate()
     }
@@ -30,11 +38,14 @@ final class DeviceFlow {
 
     func validateBody(challenge: String, device: SoftwareDevice? = nil, environment: AppAttestEnvironment = .production,
                       teamID: String = Fixture.teamID, bundleID: String = Fixture.bundleID, receipt: [UInt8]? = nil,
-                      extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil) throws -> JSONValue {
+                      extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil,
+                      adjust: (inout SyntheticAttestation) -> Void = { _ in }) throws -> JSONValue {
         let d = device ?? self.device
         let cdh = SHA256.hash(challenge.utf8)
         var synthetic = d.synthetic(clientDataHash: cdh, appID: teamID + "." + bundleID, environment: environment)
-        if let receipt { synthetic.receipt = receipt }
+        // A receipt signed by the flow's receipt authority, unless the test gives the bytes.
+        if let receipt { synthetic.receipt = receipt } else { synthetic.receiptAuthority = receipts }
+        adjust(&synthetic)
         let built = try synthetic.build(pki: pki, at: fixture.clock.now())
         let keyID = built.keyID
         var object = built.attestationObject

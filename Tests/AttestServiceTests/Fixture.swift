@@ -26,7 +26,8 @@ final class Fixture {
     static var appID: String { teamID + "." + bundleID }
 
     init(tier: Tier = .pro, policy: EnvironmentPolicy = .production, trustAnchors: [Certificate]? = nil,
-         testRoots: [Certificate] = [], configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0,
+         testRoots: [Certificate] = [], receiptAnchor: Certificate? = nil, testReceiptRoots: [Certificate] = [],
+         configure: (inout Configuration) -> Void = { _ in }, rate: UInt32 = 0,
          subjectLinks: SubjectLinkPolicy = .asserted) throws {
         var template = Array("/tmp/attest-service-test-XXXXXX".utf8CString)
         path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
@@ -54,7 +55,9 @@ final class Fixture {
         context = try ServiceContext(configuration: config, store: store, clock: clock, random: SystemRandom(),
                                      challengeSecret: data.challengeSecret(),
                                      trustAnchors: trustAnchors ?? [AppleAppAttestationRoot.certificate()],
-                                     testRoots: testRoots, keyRing: KeyRing(data), log: { book.lines.append($0.text) })
+                                     testRoots: testRoots, receiptAnchor: receiptAnchor,
+                                     testReceiptRoots: testReceiptRoots, keyRing: KeyRing(data),
+                                     log: { book.lines.append($0.text) })
     }
 
     /// With `ATTEST_TEST_STORE=postgres` (and `ATTEST_TEST_POSTGRES_URL`), every fixture gets

@@ -39,8 +39,9 @@ import Testing
     }
 
     @Test func eachSignalAddsItsDocumentedPoints() throws {
-        let minimums = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", minAppVersion: "3.0",
+        var minimums = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", minAppVersion: "3.0",
                                  minOSVersion: "18.0", createdAt: Timestamp(seconds: 0))
+        minimums.appleRiskMetricThreshold = 5
         let cases: [(String, String, Int)] = [
             (#"{"environment":"development"}"#, "development_key", 10),
             (#"{"attestationCount":2,"recentAttestations":0}"#, "key_churn", 15),
@@ -54,6 +55,8 @@ import Testing
             (#"{"osVersion":"17.6"}"#, "os_version_below_minimum", 25),
             (#"{"jailbroken":true}"#, "operator_jailbroken", 80),
             (#"{"blocked":true}"#, "operator_blocked", 100),
+            (#"{"receiptInvalid":true}"#, "receipt_invalid", 10),
+            (#"{"appleRiskMetric":6}"#, "apple_risk_metric", 25),
         ]
         for (profile, signal, points) in cases {
             let risk = RiskAssessment(try DeviceProfile(profileJSON: profile), app: minimums)
@@ -69,11 +72,28 @@ import Testing
                     .score == 100, "clamped")
     }
 
+    /// `apple_risk_metric` adds the app's points only above its threshold, and nothing while
+    /// the threshold is 0 (the default) or the metric unknown.
+    @Test func theAppleRiskMetricCountsOnlyAboveTheAppsThreshold() throws {
+        var tuned = app
+        tuned.appleRiskMetricThreshold = 3
+        tuned.appleRiskMetricPoints = 40
+        func points(_ profile: String, _ app: AppRecord) throws -> Int? {
+            RiskAssessment(try DeviceProfile(profileJSON: profile), app: app).factors
+                .first { $0.signal == "apple_risk_metric" }?.points
+        }
+        #expect(try points(#"{"appleRiskMetric":3}"#, tuned) == nil, "at the threshold: nothing")
+        #expect(try points(#"{"appleRiskMetric":4}"#, tuned) == 40)
+        #expect(try points(#"{}"#, tuned) == nil, "unknown until a receipt was redeemed")
+        #expect(try points(#"{"appleRiskMetric":1000}"#, app) == nil, "threshold 0: off")
+        #expect(try score(#"{"appleRiskMetric":4}"#).score == 0)
+    }
+
     @Test func everySignalIsInTheDocumentedTable() throws {
         let readme = try DocumentationTests.document("docs/tokens.md")
         for signal in ["development_key", "key_churn", "attestation_burst", "failed_assertions", "forged_assertions",
                        "app_version_below_minimum", "os_version_below_minimum", "operator_jailbroken",
-                       "operator_blocked"] {
+                       "operator_blocked", "receipt_invalid", "apple_risk_metric"] {
             let documented = readme.contains("| `\(signal)`")
             #expect(documented, "docs/tokens.md risk table row for \(signal)")
         }

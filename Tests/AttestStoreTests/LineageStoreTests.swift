@@ -115,7 +115,7 @@ import Testing
                              createdAt: now)
         d.lastRiskScore = 42
         #expect(try DeviceRecord(encoded: d.encoded()).lastRiskScore == 42)
-        var v2 = d.encoded().dropLast(1 + 12)  // the score, and v4's metric and its time
+        var v2 = d.encoded().dropLast(1 + 12 + 1)  // the score, and v4's metric, its time and the receipt check
         v2[v2.startIndex] = 2
         #expect(try DeviceRecord(encoded: Array(v2)).lastRiskScore == nil)
     }

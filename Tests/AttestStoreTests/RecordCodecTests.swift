@@ -50,6 +50,22 @@ import Testing
         }
     }
 
+    @Test func theAppsAppleRiskMetricPolicyRoundTripsAndVersion1ReadsAsOff() throws {
+        var app = AppRecord(teamID: "ABCDE12345", bundleID: "com.example.app", org: "acme", createdAt: now)
+        #expect(app.appleRiskMetricThreshold == 0 && app.appleRiskMetricPoints == AppRecord.defaultAppleRiskMetricPoints)
+        app.appleRiskMetricThreshold = 4
+        app.appleRiskMetricPoints = 60
+        #expect(try AppRecord(encoded: app.encoded()) == app)
+        var v1 = app.encoded().dropLast(5)
+        v1[v1.startIndex] = 1
+        let old = try AppRecord(encoded: Array(v1))
+        #expect(old.appleRiskMetricThreshold == 0 && old.appleRiskMetricPoints == AppRecord.defaultAppleRiskMetricPoints
+                    && old.createdAt == now, "an app stored before the signal has it off")
+        var bad = app.encoded()
+        bad[bad.count - 1] = 101
+        #expect(throws: StoreError(.corrupt, "")) { try AppRecord(encoded: bad) }
+    }
+
     @Test func deviceRoundTripsWithTheKeyFromOutside() throws {
         let d = device()
         var decoded = try DeviceRecord(encoded: d.encoded())
@@ -67,29 +83,34 @@ import Testing
         var d = device()
         d.anchor = .testRoot
         #expect(try DeviceRecord(encoded: d.encoded()).anchor == .testRoot)
-        // A v1 record is the v4 layout without the trailing anchor, score and metric bytes (1 + 1 + 12).
-        var v1 = device().encoded().dropLast(14)
+        // A v1 record is the v4 layout without the trailing anchor, score, metric and receipt bytes (1 + 1 + 12 + 1).
+        var v1 = device().encoded().dropLast(15)
         v1[v1.startIndex] = 1
         let old = try DeviceRecord(encoded: Array(v1))
         #expect(old.anchor == .apple && old.bundleVersion == "1.0", "v1 devices were verified by Apple's root")
         var bad = d.encoded()
-        bad[bad.count - 14] = 7
+        bad[bad.count - 15] = 7
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
     }
 
-    @Test func theAppleRiskMetricRoundTripsAndVersion3ReadsAsNotKnownYet() throws {
+    @Test func theAppleRiskMetricAndReceiptCheckRoundTripAndVersion3ReadsAsNotKnownYet() throws {
         var d = device()
         d.appleRiskMetric = 7
         d.appleRiskMetricAt = now + 60
+        d.receiptCheck = .invalid
         var back = try DeviceRecord(encoded: d.encoded())
         back.keyID = d.keyID
         #expect(back == d)
         d.appleRiskMetric = 0
         #expect(try DeviceRecord(encoded: d.encoded()).appleRiskMetric == 0, "0 is a metric, not its absence")
-        var v3 = d.encoded().dropLast(12)
+        var v3 = d.encoded().dropLast(13)
         v3[v3.startIndex] = 3
         let old = try DeviceRecord(encoded: Array(v3))
-        #expect(old.appleRiskMetric == nil && old.appleRiskMetricAt == nil && old.bundleVersion == "1.0")
+        #expect(old.appleRiskMetric == nil && old.appleRiskMetricAt == nil && old.receiptCheck == .unchecked
+                    && old.bundleVersion == "1.0")
+        var bad = d.encoded()
+        bad[bad.count - 1] = 3
+        #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: bad) }
         #expect(throws: StoreError(.corrupt, "")) { try DeviceRecord(encoded: Array(v3) + [0]) }
     }
 

@@ -32,10 +32,11 @@ FAMILIES = {
     "attestedge_pool_worker_restarts_total": "counter", "attestedge_pool_reloads_total": "counter",
     "attestedge_store_up": "gauge", "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
     "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
+    "attestedge_receipt_verifications_total": "counter",
     "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
     "attestedge_time_seconds": "gauge",
 }
-LABELS = {"pool", "endpoint", "status", "step", "outcome", "bucket", "class", "environment", "org", "le"}
+LABELS = {"pool", "endpoint", "status", "step", "outcome", "bucket", "class", "environment", "org", "le", "result"}
 POOLS = ["challenge", "validate", "refresh", "mad", "webhooks", "monitor"]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -62,6 +62,8 @@ public struct Configuration: Sendable, Equatable {
     public var publicationDelaySeconds = 600
     /// `trust.testRoots`.
     public var testRoots: [String] = []
+    /// `trust.testReceiptRoots`.
+    public var testReceiptRoots: [String] = []
     /// `rateLimits.validatePerIPPerMinute`.
     public var validatePerIPPerMinute = 120
     /// `rateLimits.refreshPerIPPerMinute`.

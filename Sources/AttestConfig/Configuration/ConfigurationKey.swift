@@ -226,6 +226,10 @@ public struct ConfigurationKey: Sendable {
             PEM files of test CAs trusted besides Apple's root: test devices only, logged loudly at start; \
             trusted for every organization's apps (see docs/api.md, "Test roots").
             """),
+        .texts("trust.testReceiptRoots", \.testReceiptRoots, """
+            PEM files of test receipt roots trusted besides Apple Root CA - G3, only for the receipts of devices \
+            whose attestation a test root verified ('init --test-ca' lists test-ca/receipt-root.pem).
+            """),
         .int("rateLimits.validatePerIPPerMinute", 0...1_000_000, \.validatePerIPPerMinute, """
             Validate requests per client IP per minute (0: no limit); IPv6 clients count per /64.
             """),

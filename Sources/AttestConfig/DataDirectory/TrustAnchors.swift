@@ -9,10 +9,13 @@ public struct TrustAnchors {
     public var hardware: [Certificate]
     /// Test roots: software test devices only.
     public var test: [Certificate]
+    /// Test receipt roots (`trust.testReceiptRoots`): the receipts of test-root devices only.
+    public var testReceipt: [Certificate]
 
-    public init(hardware: [Certificate], test: [Certificate] = []) {
+    public init(hardware: [Certificate], test: [Certificate] = [], testReceipt: [Certificate] = []) {
         self.hardware = hardware
         self.test = test
+        self.testReceipt = testReceipt
     }
 
     /// Apple's root and the named test roots. `warn` is called once per test root: a server
@@ -30,6 +33,13 @@ public struct TrustAnchors {
                      + "attestation (their tokens say attest: \"test_root\"). Never do this in production.")
                 anchors.test.append(cert)
             }
+        }
+        for file in configuration.testReceiptRoots {
+            let path = file.hasPrefix("/") ? file : data.path + "/" + file
+            guard let pem = try FileIO.readText(path) else {
+                throw ConfigError(.missing, "test receipt root \(path) does not exist")
+            }
+            anchors.testReceipt += try Certificate.certificates(pemEncoded: pem)
         }
         return anchors
     }

@@ -18,9 +18,10 @@ import FastCGI
 /// field of the wrong type or past its length limit), the challenge's HMAC (these charge only
 /// the client IP's bucket); then one ephemeral write charging the IP and organization buckets
 /// and consuming the challenge (see `Admission`); Apple's nine steps (`apple_validation_failed`,
-/// the log names the step); a keyId already attested; then one durable write storing the device
-/// (its lineage, subject link as the organization's policy allows (`SubjectLinks`), risk score
-/// and events). A key of a device an operator blocked
+/// the log names the step); the receipt (`ReceiptCheck`: never fails the attestation); a keyId
+/// already attested; then one durable write storing the device (its lineage, subject link as
+/// the organization's policy allows (`SubjectLinks`), risk score and events) and its receipt,
+/// a valid one scheduled for redemption (`receipt_due`). A key of a device an operator blocked
 /// (`attestctl device flag --block`, inherited through its fingerprint) answers 200 with
 /// `isValid: false` and a token saying `risk_category: "blocked"`.
 public enum ValidateEndpoint {
@@ -102,8 +103,10 @@ public enum ValidateEndpoint {
         // 4. Apple's verification.
         let verified: VerifiedAttestation
         let anchor: DeviceRecord.Anchor
+        let attestation: AttestationObject
         do {
-            (verified, anchor) = try verifyAttestation(AttestationObject(cbor: fields.object), keyID: fields.keyID,
+            attestation = try AttestationObject(cbor: fields.object)
+            (verified, anchor) = try verifyAttestation(attestation, keyID: fields.keyID,
                                                        clientDataHash: fields.clientDataHash, app: app.app,
                                                        at: now, ctx)
         } catch {
@@ -119,9 +122,20 @@ public enum ValidateEndpoint {
             ServiceMetrics.verificationFailure(step: error.code.rawValue)
             throw ServiceError.appleValidationFailed(log: "step \(error.code.rawValue): \(error.reason)")
         }
+        // The receipt: checked and stored whatever it holds; it never fails the attestation.
+        let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
+        let receipt = ReceiptCheck.atValidate(verified.receipt, credentialCertificate: attestation.x5c[0],
+                                              publicKey: verified.publicKey, appID: app.app.appID, anchor: anchor,
+                                              at: now, ctx)
+        ServiceMetrics.receiptVerification(receipt.result.name)
+        if receipt.result != .valid {
+            ctx.log("""
+                validate requestId=\(request.requestID) device \(deviceID): receipt \(receipt.result.name): \
+                \(receipt.record.reason)
+                """)
+        }
         // The subject link the organization's policy allows (one HMAC for a signed value); a
         // refused one is logged and the device stored unlinked.
-        let deviceID = DeviceIdentity.deviceID(keyID: fields.keyID)
         let link = SubjectLinks.decide(fields.subjectID.isEmpty ? nil : fields.subjectID, current: "",
                                        app: app, now: now)
         if case .refused(let why) = link {
@@ -156,12 +170,13 @@ public enum ValidateEndpoint {
                                       fingerprint: fingerprint, metadata: fields.metadata,
                                       validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
+            device.receiptCheck = receipt.record.check
             if case .link(let subjectID) = link { try txn.link(&device, to: subjectID, org: app.org.name, now: now) }
             let assessment = try RiskAssessor.assess(&device, app: app, in: txn, now: now, ctx)
             try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1,
                                   in: txn, now: now, ctx)
             try txn.put(device)
-            try txn.put(ReceiptRecord(receipt: verified.receipt), keyID: fields.keyID)
+            try txn.put(receipt.record, keyID: fields.keyID)
             try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
         }, then: { outcome in try answer(outcome, request: request, app: app, now: now, ctx) })

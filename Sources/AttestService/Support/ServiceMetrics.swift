@@ -64,6 +64,9 @@ package enum ServiceMetrics {
         if let outcome { current?.recordRefreshOutcome(outcome) }
     }
 
+    /// Validate's check of an attestation's receipt: `valid`, `invalid` or `absent`.
+    static func receiptVerification(_ result: String) { current?.recordReceiptVerification(result) }
+
     static func rateLimited(bucket: String) { current?.recordRateLimited(bucket: bucket) }
 
     static func groupCommit(writes: Int) { current?.recordGroupCommit(writes: writes) }

@@ -19,6 +19,10 @@ public struct DeviceProfile: Sendable, Equatable {
     public var entitlements: [String] = []
     /// Set by a described profile to skip the model (`"riskScore": N`).
     public var givenRiskScore: Int?
+    /// Apple's risk metric from the key's last redeemed receipt; nil until one was redeemed.
+    public var appleRiskMetric: Int?
+    /// Whether the key's receipt failed its check at validate (`receipt_invalid`).
+    public var receiptInvalid = false
 
     public var subscribed: Bool { !entitlements.isEmpty }
 
@@ -33,12 +37,15 @@ public struct DeviceProfile: Sendable, Equatable {
         forgedAssertions = lineage.failures(.forged, now: now)
         flags = lineage.flags
         entitlements = subject?.active(at: now).map(\.name) ?? []
+        appleRiskMetric = device.appleRiskMetric.map(Int.init)
+        receiptInvalid = device.receiptCheck == .invalid
     }
 
     /// A described profile: members named like the properties (`environment`, `platform`,
     /// `deviceModel`, `osVersion`, `appVersion`, `attestationCount`, `subscribed`, `riskScore`)
     /// plus the model's other inputs (`recentAttestations`, `failedAssertions`,
-    /// `forgedAssertions`, `jailbroken`, `blocked`, `entitlements`). Absent members take the
+    /// `forgedAssertions`, `jailbroken`, `blocked`, `entitlements`, `appleRiskMetric`,
+    /// `receiptInvalid`). Absent members take the
     /// values of a fresh production device.
     /// - Throws: `bad_request` for an unknown member or a value of the wrong type.
     public init(profileJSON text: String) throws(ServiceError) {
@@ -72,6 +79,12 @@ public struct DeviceProfile: Sendable, Equatable {
                 case "failedAssertions": failedAssertions = Int(n)
                 default: forgedAssertions = Int(n)
                 }
+            case "appleRiskMetric":
+                guard let n = value.intValue, n >= 0, n <= 1_000_000 else { throw fail(name, "a whole number ≥ 0") }
+                appleRiskMetric = Int(n)
+            case "receiptInvalid":
+                guard let b = value.boolValue else { throw fail(name, "true or false") }
+                receiptInvalid = b
             case "riskScore":
                 guard let n = value.intValue, (0...100).contains(n) else { throw fail(name, "a whole number 0–100") }
                 givenRiskScore = Int(n)
@@ -99,7 +112,7 @@ public struct DeviceProfile: Sendable, Equatable {
 /// The device properties a claim condition can test.
 public enum DeviceProperty: String, Sendable, CaseIterable {
     case riskScore, riskCategory, environment, appVersion, osVersion, platform, deviceModel, attestationCount,
-         subscribed
+         subscribed, appleRiskMetric
 
     public enum Kind: Sendable {
         case number, version, text, bool
@@ -125,7 +138,7 @@ public enum DeviceProperty: String, Sendable, CaseIterable {
 
     public var kind: Kind {
         switch self {
-        case .riskScore, .attestationCount: return .number
+        case .riskScore, .attestationCount, .appleRiskMetric: return .number
         case .appVersion, .osVersion: return .version
         case .riskCategory, .environment, .platform, .deviceModel: return .text
         case .subscribed: return .bool
@@ -145,6 +158,7 @@ public enum DeviceProperty: String, Sendable, CaseIterable {
         case .deviceModel: return text(profile.metadata.deviceModel)
         case .attestationCount: return .int(Int64(profile.attestationCount))
         case .subscribed: return .bool(profile.subscribed)
+        case .appleRiskMetric: return profile.appleRiskMetric.map { .int(Int64($0)) }
         }
     }
 }

@@ -12,6 +12,8 @@ import AttestStore
 /// | `forged_assertions`: assertions not signed by the key, last 24 h | +5 each, at most +20 |
 /// | `app_version_below_minimum` | +25 |
 /// | `os_version_below_minimum` | +25 |
+/// | `receipt_invalid`: the attestation's receipt failed its check at validate (`ReceiptCheck`) | +10 |
+/// | `apple_risk_metric`: Apple's risk metric above the app's threshold (0: off, the default) | the app's points (25) |
 /// | `operator_jailbroken`: operator flag | the score becomes at least 80 |
 /// | `operator_blocked`: operator flag | the score becomes 100 |
 ///
@@ -62,6 +64,12 @@ public struct RiskAssessment: Sendable, Equatable {
             if !app.minOSVersion.isEmpty, !p.metadata.osVersion.isEmpty,
                VersionNumber.compare(p.metadata.osVersion, app.minOSVersion) < 0 {
                 add("os_version_below_minimum", "OS \(p.metadata.osVersion) < \(app.minOSVersion)", 25)
+            }
+            if p.receiptInvalid { add("receipt_invalid", "the attestation's receipt failed its check", 10) }
+            if app.appleRiskMetricThreshold > 0, let metric = p.appleRiskMetric,
+               metric > Int(app.appleRiskMetricThreshold) {
+                add("apple_risk_metric", "Apple's risk metric \(metric) > \(app.appleRiskMetricThreshold)",
+                    Int(app.appleRiskMetricPoints))
             }
         }
         var score = min(100, factors.reduce(0) { $0 + $1.points })

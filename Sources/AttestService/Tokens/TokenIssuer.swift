@@ -17,11 +17,14 @@ struct IssuedToken {
 /// {"iss", "aud": "TEAMID.bundleId" | bundleId (`tokens.audience`), "sub": deviceId, "device_id", "iat", "exp", "jti",
 ///  "team_id", "bundle_id", "environment", "risk_score" (null on free), "risk_category", "device_integrity",
 ///  "jailbreak_detected", "attestation_count", "attest": "hardware" | "test_root", "device_model", "os_version",
-///  "app_version", "platform", "custom_claims": {…},
+///  "app_version", "platform", "apple_risk_metric" (integer or null), "apple_risk_metric_at" (ISO 8601 or null),
+///  "custom_claims": {…},
 ///  "subscription": {"subject_id", "entitlements": [...], "expires_at"}   (only for a device linked to a subject)}
 /// ```
 /// `attestation_count` is the number of keys attested for the device's fingerprint;
-/// `risk_*`, `custom_claims` and `subscription` are computed at issue (`DeviceAssessment`).
+/// `risk_*`, `custom_claims` and `subscription` are computed at issue (`DeviceAssessment`);
+/// `apple_risk_metric(_at)` are Apple's metric from the key's last redeemed receipt and that
+/// receipt's creation time, copied on the device (`AppleRiskMetric.record`), null until then.
 enum TokenIssuer {
     static func issue(device: DeviceRecord, app: AppContext, assessment a: DeviceAssessment, now: Timestamp,
                       _ ctx: ServiceContext) throws -> IssuedToken {
@@ -51,6 +54,8 @@ enum TokenIssuer {
             ("os_version", .string(device.metadata.osVersion)),
             ("app_version", .string(device.metadata.appVersion)),
             ("platform", .string(device.metadata.platform)),
+            ("apple_risk_metric", device.appleRiskMetric.map { .int(Int64($0)) } ?? .null),
+            ("apple_risk_metric_at", device.appleRiskMetricAt.map { .string($0.iso8601) } ?? .null),
             ("custom_claims", .object(a.claims)),
         ]
         if let subscription = a.subscription(subjectID: device.subjectID, now: now) {

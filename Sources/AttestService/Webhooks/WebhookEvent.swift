@@ -11,6 +11,8 @@ public enum WebhookEvent: String, CaseIterable, Sendable {
     case attestationCompleted = "attestation.completed"
     case attestationFailed = "device.attestation_failed"
     case highRisk = "device.high_risk"
+    /// Apple's risk metric for a device crossed its app's threshold (`AppleRiskMetric.record`).
+    case riskMetricChanged = "device.risk_metric_changed"
     case riskThresholdExceeded = "risk_threshold_exceeded"
     case deviceBlocked = "device_blocked"
     case anomaly = "attestation.anomaly"

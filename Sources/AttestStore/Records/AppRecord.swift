@@ -2,15 +2,16 @@ import AttestCore
 
 /// An app, identified by its App ID `TEAMID.bundleId`.
 ///
-/// Key: the App ID's UTF-8. Layout v1:
+/// Key: the App ID's UTF-8. Layout v2 (v1 is the same without the last two fields, read as
+/// threshold 0, off, and the default points):
 /// ```
-/// u8 1 | teamID string | bundleID string | org string | policy u8 (0 production, 1 development, 2 both)
+/// u8 2 | teamID string | bundleID string | org string | policy u8 (0 production, 1 development, 2 both)
 ///      | enabled u8 | tokenLifetime u32 (seconds; 0 = deployment default)
 ///      | customClaims string (JSON array, see docs/contract.md §6) | minAppVersion string | minOSVersion string
-///      | createdAt i64
+///      | createdAt i64 | appleRiskMetricThreshold u32 (0 = off) | appleRiskMetricPoints u8 (0…100)
 /// ```
 public struct AppRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 1
+    public static let currentVersion: UInt8 = 2
     public static let recordName = "app"
 
     public var teamID: String
@@ -24,6 +25,14 @@ public struct AppRecord: StoreRecord, Hashable {
     public var minAppVersion: String
     public var minOSVersion: String
     public var createdAt: Timestamp
+    /// The risk signal `apple_risk_metric` adds `appleRiskMetricPoints` when Apple's risk
+    /// metric for the device is above this; 0: the signal is off (the default: Apple says to
+    /// tune thresholds to the values an app observes).
+    public var appleRiskMetricThreshold: UInt32 = 0
+    public var appleRiskMetricPoints: UInt8 = AppRecord.defaultAppleRiskMetricPoints
+
+    /// The points of `apple_risk_metric` unless set: as much as an outdated app version.
+    public static let defaultAppleRiskMetricPoints: UInt8 = 25
 
     public var appID: String { AppRecord.appID(teamID: teamID, bundleID: bundleID) }
 
@@ -55,6 +64,8 @@ public struct AppRecord: StoreRecord, Hashable {
         w.string(minAppVersion)
         w.string(minOSVersion)
         w.i64(createdAt.seconds)
+        w.u32(appleRiskMetricThreshold)
+        w.u8(appleRiskMetricPoints)
     }
 
     public init(from r: inout BinaryReader) throws {
@@ -68,6 +79,13 @@ public struct AppRecord: StoreRecord, Hashable {
         minAppVersion = try r.string()
         minOSVersion = try r.string()
         createdAt = Timestamp(seconds: try r.i64())
+        if r.version >= 2 {
+            appleRiskMetricThreshold = try r.u32()
+            appleRiskMetricPoints = try r.u8()
+            guard appleRiskMetricPoints <= 100 else {
+                throw StoreError(.corrupt, "apple risk metric points \(appleRiskMetricPoints)")
+            }
+        }
     }
 }
 

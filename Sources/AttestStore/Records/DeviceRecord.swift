@@ -3,8 +3,8 @@ import AttestCore
 /// An attested device key: what refresh reads and advances on every request.
 ///
 /// Key: the 32 raw keyId bytes. The receipt lives in `receipts` under the same key, so this
-/// record stays small. Layout v4 (v3 is the same without the last two fields, read as "no
-/// metric yet"; v2 also without `lastRiskScore`, read as "no score yet"; v1 also without
+/// record stays small. Layout v4 (v3 is the same without the last three fields, read as "no
+/// metric yet", receipt unchecked; v2 also without `lastRiskScore`, read as "no score yet"; v1 also without
 /// `anchor`, read as `apple`):
 /// ```
 /// u8 1 | deviceID string | appID string | publicKey bytes (65, X9.62) | counter u32
@@ -17,6 +17,7 @@ import AttestCore
 ///      | anchor u8 (0 Apple's root, 1 a configured test root)
 ///      | lastRiskScore u8 (the score of the last token issued; 0xFF = none yet)
 ///      | appleRiskMetric u32 (0xFFFFFFFF = none yet) | appleRiskMetricAt i64 (0 = none yet)
+///      | receiptCheck u8 (0 unchecked, 1 valid, 2 invalid: `ReceiptRecord.Check`)
 /// ```
 /// `operatorFlags` mirrors the flags of the device's lineage (`LineageRecord`, which holds
 /// them for every key of a fingerprint), so refresh can refuse a blocked key before it
@@ -89,6 +90,9 @@ public struct DeviceRecord: StoreRecord, Hashable {
     public var appleRiskMetric: UInt32?
     /// When Apple issued that receipt (its creation time); nil with the metric.
     public var appleRiskMetricAt: Timestamp?
+    /// What checking the key's receipt last found (its `ReceiptRecord.check`), copied here for
+    /// the risk signal `receipt_invalid`, which refresh scores without reading the receipt.
+    public var receiptCheck = ReceiptRecord.Check.unchecked
 
     public init(keyID: [UInt8], deviceID: String, appID: String, publicKey: [UInt8], counter: UInt32 = 0,
                 environment: AppAttestEnvironment, status: Status = .active, operatorFlags: OperatorFlags = [],
@@ -143,6 +147,7 @@ public struct DeviceRecord: StoreRecord, Hashable {
         w.u8(lastRiskScore ?? 0xFF)
         w.u32(appleRiskMetric ?? UInt32.max)
         w.i64(appleRiskMetricAt?.seconds ?? 0)
+        w.u8(receiptCheck.rawValue)
     }
 
     /// `keyID` is not part of the value (it is the key): `Transaction.device(keyID:)` sets it.
@@ -190,6 +195,9 @@ public struct DeviceRecord: StoreRecord, Hashable {
             let metric = try r.u32(), at = try r.i64()
             appleRiskMetric = metric == UInt32.max ? nil : metric
             appleRiskMetricAt = at == 0 ? nil : Timestamp(seconds: at)
+            let c = try r.u8()
+            guard let check = ReceiptRecord.Check(rawValue: c) else { throw StoreError(.corrupt, "receipt check \(c)") }
+            receiptCheck = check
         }
     }
 }
