@@ -22,25 +22,26 @@ enum Receipts {
             let args = try Arguments(argv, valued: ["data"], switches: [])
             guard args.positionals.isEmpty else { throw UsageError("unexpected argument \(args.positionals[0])") }
             let data = DataDirectory(flag: args.value("data"))
-            let configuration = try data.loadConfiguration()
+            let trust = try TrustAnchors.load(data: data, configuration: try data.loadConfiguration(), warn: { _ in })
             let lockPath = data.storeDirectory + "/receipts.lock"
             let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
                 Output.err("attest-receipts: another attest-receipts holds \(lockPath)")
                 return 1
             }
-            let store = try Store(directory: data.storeDirectory, options: configuration.storeOptions)
+            let ctx = try ServiceContext.open(dataDirectory: data, trust: trust,
+                                              log: { Output.err("attest-receipts[\(processID())]: \($0.text)") })
+            let configuration = ctx.configuration
             ServiceMetrics.start(run: data.runDirectory, name: ServiceMetrics.receiptsName,
                                  log: { Output.err("attest-receipts: \($0)") })
             signal(SIGTERM) { _ in stopRequested = 1 }
             signal(SIGINT) { _ in stopRequested = 1 }
             signal(SIGPIPE, SIG_IGN)
-            // TODO(rstore merge): configuration.testReceiptRoots
-            let verifiers = try ReceiptVerifiers(data: data, testRootFiles: [])
             let keyStore = AppleKeyStore(data)
-            let redeemer = ReceiptRedeemer(store: store, configuration: configuration,
+            let redeemer = ReceiptRedeemer(store: ctx.store, configuration: configuration,
                                            transport: CurlAppleTransport(caFile: configuration.receiptAppleCAFile),
-                                           keys: { try keyStore.key(team: $0) }, verifiers: verifiers)
+                                           keys: { try keyStore.key(team: $0) }, verifiers: ReceiptVerifiers(ctx),
+                                           storeRedeemed: ReceiptRedeemer.recorder(ctx))
             redeemer.log = { Output.err("attest-receipts[\(processID())]: \($0.text)") }
             redeemer.shouldStop = { stopRequested != 0 }
             let teams = keyStore.teams()

@@ -56,7 +56,9 @@ enum ReceiptsTry {
                    + (next.map { "try this receipt again at \($0.iso8601)" } ?? "not send this receipt again"))
         guard outcome.kind == .redeemed else { return 1 }
         do {
-            let verifiers = try ReceiptVerifiers(data: data, testRootFiles: [])
+            let trust = try TrustAnchors.load(data: data, configuration: config, warn: { _ in })
+            let verifiers = ReceiptVerifiers(apple: try ReceiptVerifier.apple(),
+                                             test: try trust.testReceipt.map { try ReceiptVerifier(anchor: $0) })
             let text = String(decoding: answer.body, as: UTF8.self).filter { !$0.isWhitespace }
             guard let raw = Base64.decode(text) else { throw AttestError(.base64Invalid, "the answer is not base64") }
             let fresh = try verifiers.verify(raw, anchor: anchor, at: time)

@@ -83,7 +83,8 @@ import Testing
         let s = try Setup(requestsPerSecond: requestsPerSecond)
         let r = ReceiptRedeemer(store: s.fixture.context.store, configuration: s.fixture.context.configuration,
                                 clock: s.fixture.clock, transport: s.apple, keys: s.redeemerKeys,
-                                verifiers: s.verifiers, jitter: { 0 })
+                                verifiers: s.verifiers, jitter: { 0 },
+                                storeRedeemed: ReceiptRedeemer.recorder(s.fixture.context))
         return (s, r)
     }
 

@@ -3,9 +3,10 @@ import AttestService
 import AttestStore
 
 extension ReceiptRedeemer {
-    /// Records one attempt in one transaction: the receipt's redemption fields and next time,
-    /// the new receipt after a 200, the team's answer counts and its stop after a 401. A
-    /// receipt replaced meanwhile (the device attested again) keeps its own schedule.
+    /// Records one attempt in one transaction: the team's answer counts and its stop after a
+    /// 401; after a 200 the new receipt (`storeRedeemed`), else the receipt's redemption fields
+    /// and next time. A receipt replaced meanwhile (the device attested again) keeps its own
+    /// schedule.
     func recordAttempt(_ outcome: RedemptionOutcome, fresh: (receipt: AppAttestReceipt, raw: [UInt8])?,
                 retryAfter: Int64?, keyID: [UInt8], sent: [UInt8], team: String, at now: Timestamp) throws {
         try store.write { txn in
@@ -20,7 +21,7 @@ extension ReceiptRedeemer {
             guard var record = try txn.receiptRecord(keyID: keyID), record.receipt == sent else { return }
             let previous = record.nextRedeemAt
             var outcome = outcome
-            if let fresh, let storeRedeemed {
+            if let fresh {
                 let next = schedule.next(after: outcome, at: now, failures: 0, notBefore: fresh.receipt.notBefore,
                                          expiresAt: fresh.receipt.expiresAt, jitter: jitter())
                 do {
@@ -29,20 +30,6 @@ extension ReceiptRedeemer {
                     // Refused before it wrote anything: the answer counts as a bad one.
                     outcome = RedemptionOutcome(kind: .unexpected, status: 200, text: "200 refused: \(error)")
                 }
-            } else if let fresh {
-                record.receipt = fresh.raw
-                record.check = .valid
-                record.reason = ""
-                record.kind = fresh.receipt.kind.rawValue
-                record.appID = fresh.receipt.appID
-                record.environment = fresh.receipt.environment ?? ""
-                record.createdAt = fresh.receipt.createdAt
-                record.notBefore = fresh.receipt.notBefore
-                record.expiresAt = fresh.receipt.expiresAt
-                record.riskMetric = fresh.receipt.riskMetric.map { UInt32(clamping: $0) }
-                record.credentialCertSHA256 = fresh.receipt.credentialCertificateSHA256
-                record.redeemedAt = now
-                if let metric = record.riskMetric { record.record(metric: metric, at: now) }
             }
             record.failures = outcome.backsOff ? record.failures == .max ? .max : record.failures + 1 : 0
             record.lastAttemptAt = now

@@ -20,7 +20,7 @@ public final class ReceiptRedeemer {
     public typealias KeyLookup = (_ team: String) throws -> DeviceCheckKey?
     /// Stores a receipt Apple answered (verified) for device key `keyID` in the open write
     /// transaction, with `next`, its next redemption: `AppleRiskMetric.record` (the receipt, the
-    /// device's metric and history, the threshold webhook).
+    /// device's metric and history, the threshold webhook; `recorder(_:)`).
     public typealias Redeemed = (_ receipt: AppAttestReceipt, _ raw: [UInt8], _ keyID: [UInt8], _ at: Timestamp,
                                  _ next: Timestamp?, _ txn: Transaction) throws -> Void
 
@@ -34,7 +34,7 @@ public final class ReceiptRedeemer {
     let keys: KeyLookup
     let verifiers: ReceiptVerifiers
     let jitter: () -> Double
-    let storeRedeemed: Redeemed?
+    let storeRedeemed: Redeemed
     private var pacer: RequestPacer
     private var tokens = [String: ProviderToken]()
     /// Due receipts read per turn.
@@ -48,7 +48,7 @@ public final class ReceiptRedeemer {
     public init(store: Store, configuration: Configuration, clock: any Clock = SystemClock(),
                 transport: any AppleTransport, keys: @escaping KeyLookup, verifiers: ReceiptVerifiers,
                 jitter: @escaping () -> Double = { Double.random(in: 0..<1) }, timeoutSeconds: Int = 30,
-                storeRedeemed: Redeemed? = nil) {
+                storeRedeemed: @escaping Redeemed) {
         self.store = store
         self.clock = clock
         schedule = configuration.receiptSchedule
@@ -199,6 +199,13 @@ public final class ReceiptRedeemer {
             throw AttestError(.receiptMalformed, "Apple's answer is not a RECEIPT with a risk metric")
         }
         return (receipt, raw)
+    }
+
+    /// `AppleRiskMetric.record` with `ctx` (its webhook outbox and configuration).
+    public static func recorder(_ ctx: ServiceContext) -> Redeemed {
+        { receipt, raw, keyID, at, next, txn in
+            try AppleRiskMetric.record(receipt, raw: raw, keyID: keyID, at: at, next: next, in: txn, context: ctx)
+        }
     }
 
     func providerToken(team: String) throws -> ProviderToken {

@@ -1,5 +1,5 @@
-import AttestConfig
 import AttestCore
+import AttestService
 import AttestStore
 
 /// Which receipts attest-receipts accepts back from Apple: those chaining to Apple Root CA - G3,
@@ -15,19 +15,9 @@ public struct ReceiptVerifiers {
         self.test = test
     }
 
-    /// Apple's verifier and one per certificate in `testRootFiles` (relative paths are under the
-    /// data directory).
-    public init(data: DataDirectory, testRootFiles: [String]) throws {
-        apple = try ReceiptVerifier.apple()
-        var test = [ReceiptVerifier]()
-        for file in testRootFiles {
-            let path = file.hasPrefix("/") ? file : data.path + "/" + file
-            guard let pem = try FileIO.readText(path) else {
-                throw ConfigError(.missing, "receipt trust root \(path) does not exist")
-            }
-            for cert in try Certificate.certificates(pemEncoded: pem) { test.append(try ReceiptVerifier(anchor: cert)) }
-        }
-        self.test = test
+    /// A worker's verifiers (`ServiceContext.receiptVerifier`, `testReceiptVerifiers`).
+    public init(_ ctx: ServiceContext) {
+        self.init(apple: ctx.receiptVerifier, test: ctx.testReceiptVerifiers)
     }
 
     /// The verifiers for a device anchored at `anchor`.

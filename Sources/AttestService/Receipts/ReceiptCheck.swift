@@ -19,9 +19,6 @@ enum ReceiptCheck {
     /// How old an attestation's receipt may be: the device sends the attestation right after
     /// `attestKey`, with a challenge that lives minutes, so a day is generous.
     static let maxAgeSeconds: Int64 = 86_400
-    /// When a valid receipt is first redeemed with Apple, after validate stored it.
-    /// (`receipts.firstDelaySeconds` once the redeemer's configuration is merged.)
-    static let firstRedeemDelaySeconds: Int64 = 60
 
     enum Result: Equatable {
         case valid
@@ -64,7 +61,9 @@ enum ReceiptCheck {
                     record.reason = "\(error.code.rawValue): \(error.reason)"
                     return (record, .invalid(record.reason))
                 }
-                record.nextRedeemAt = now + firstRedeemDelaySeconds
+                // First redeemed `receipts.firstDelaySeconds` after validate (never past its expiry).
+                record.nextRedeemAt = ctx.configuration.receiptSchedule.first(attestedAt: now,
+                                                                              expiresAt: receipt.expiresAt)
                 return (record, .valid)
             } catch {
                 failure = error
