@@ -21,22 +21,23 @@ enum Batch {
         let started = currentMonotonic()
         switch kind {
         case "validate":
-            let pki = try o.testCA()
+            let pki = try o.testCA(), receipts = try o.testReceipts()
             for i in 0..<count {
                 let device = try SoftwareDevice.generate()
-                lines.append(try Enroll.validateBody(device, challenge: try o.challenge(), options: o, pki: pki)
-                    .jsonText)
+                lines.append(try Enroll.validateBody(device, challenge: try o.challenge(), options: o, pki: pki,
+                                                     receipts: receipts).jsonText)
                 progress("validate bodies", i + 1, count, started)
             }
         case "refresh":
             let deviceCount = try args.int("devices", default: max(1, count / 10), in: 1...count)
-            let pki = try o.testCA()
+            let pki = try o.testCA(), receipts = try o.testReceipts()
             var devices = [SoftwareDevice]()
             for i in 0..<deviceCount {
                 let device = try SoftwareDevice.generate()
                 let (status, response, text) = try o.post("/api/v1/attestation/validate",
                                                            try Enroll.validateBody(device, challenge: try o.challenge(),
-                                                                                   options: o, pki: pki))
+                                                                                   options: o, pki: pki,
+                                                                                   receipts: receipts))
                 guard status == 200 else { throw o.refused("enrolling batch device \(i)", status, response, text) }
                 devices.append(device)
                 progress("enrolled devices", i + 1, deviceCount, started)

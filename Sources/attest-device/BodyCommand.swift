@@ -14,7 +14,7 @@ enum BodyCommand {
         switch kind {
         case "validate":
             Output.out(try Enroll.validateBody(try SoftwareDevice.generate(), challenge: challenge, options: o,
-                                               pki: try o.testCA()).jsonText)
+                                               pki: try o.testCA(), receipts: try o.testReceipts()).jsonText)
         case "refresh":
             var device = try o.loadDevice()
             if args.value("counter") != nil {

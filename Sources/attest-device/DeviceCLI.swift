@@ -29,6 +29,8 @@ enum DeviceCLI {
         options:
           --test-ca PEM        the test CA bundle that certifies this device (attestctl init --test-ca
                                writes DATA/test-ca/ca.pem); required by enroll and batch validate
+          --test-receipts PEM  the test receipt authority that signs the attestation's receipt (default:
+                               receipts.pem beside --test-ca, when there is one; without: opaque bytes)
           --ca-file PEM        for an https --server: trust the CA certificates in PEM (a test CA's
                                server certificate, e.g. attestctl serve --tls-cert) instead of the system's
           --environment ENV    production (default) or development key
@@ -49,7 +51,8 @@ enum DeviceCLI {
             let args = try Arguments(argv, valued: ["server", "team", "bundle", "state", "test-ca", "environment",
                                                     "device-model", "os-version", "app-version", "app-build",
                                                     "platform", "fingerprint", "subject", "count", "out", "devices",
-                                                    "challenge", "counter", "api-key", "device-id", "ca-file"],
+                                                    "challenge", "counter", "api-key", "device-id", "ca-file",
+                                                    "test-receipts"],
                                      switches: ["json"])
             let options = try DeviceOptions(args)
             switch try args.positional(0, "COMMAND (enroll, refresh, heartbeat, show, batch)") {

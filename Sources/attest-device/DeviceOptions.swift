@@ -56,6 +56,22 @@ struct DeviceOptions {
         }
     }
 
+    /// What signs this device's receipts: `--test-receipts PEM`, else `receipts.pem` beside
+    /// `--test-ca` when there is one (attestctl init --test-ca writes DATA/test-ca/receipts.pem);
+    /// nil: the receipt is opaque bytes, which the server stores as invalid.
+    func testReceipts() throws -> TestReceiptAuthority? {
+        var path = args.value("test-receipts")
+        if path == nil, let ca = args.value("test-ca") {
+            let beside = (ca.lastIndex(of: "/").map { String(ca[...$0]) } ?? "") + "receipts.pem"
+            if access(beside, F_OK) == 0 { path = beside }
+        }
+        guard let path else { return nil }
+        guard let text = readText(path) else { throw DeviceFailure("cannot read \(path)", status: 2) }
+        do { return try TestReceiptAuthority(pemEncoded: text) } catch {
+            throw DeviceFailure("\(path) is not a test receipt authority: \(error.reason)", status: 2)
+        }
+    }
+
     /// A fresh challenge bound to the app.
     func challenge() throws -> String {
         let response = try client.send("GET", server + "/api/v1/attestation/challenge", headers: appHeaders)

@@ -8,7 +8,7 @@ enum Enroll {
         let pki = try o.testCA()
         var device = try SoftwareDevice.generate()
         let challenge = try o.challenge()
-        let body = try validateBody(device, challenge: challenge, options: o, pki: pki)
+        let body = try validateBody(device, challenge: challenge, options: o, pki: pki, receipts: try o.testReceipts())
         let (status, response, text) = try o.post("/api/v1/attestation/validate", body)
         guard status == 200, let token = response["token"]?.stringValue else {
             throw o.refused("validate", status, response, text)
@@ -36,10 +36,10 @@ enum Enroll {
 
     /// The validate request body for `device` answering `challenge`.
     static func validateBody(_ device: SoftwareDevice, challenge: String, options o: DeviceOptions,
-                             pki: TestPKI) throws -> JSONValue {
+                             pki: TestPKI, receipts: TestReceiptAuthority?) throws -> JSONValue {
         let clientDataHash = SHA256.hash(challenge.utf8)
         let attested = try device.attest(clientDataHash: clientDataHash, appID: o.appID, environment: o.environment,
-                                         pki: pki, at: currentTime())
+                                         pki: pki, receipts: receipts, at: currentTime())
         var members: [(String, JSONValue)] = [
             ("challenge", .string(challenge)), ("keyId", .string(Base64.encode(attested.keyID))),
             ("attestationObject", .string(Base64.encode(attested.attestationObject))),

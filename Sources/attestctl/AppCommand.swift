@@ -4,27 +4,37 @@ import AttestService
 import AttestStore
 import CLISupport
 
-/// `attestctl app add|list`.
+/// `attestctl app add|list|set`.
 let appCommand = Command(
     name: "app",
-    summary: "register and list apps (App ID = TEAMID.bundleId)",
+    summary: "register, list and tune apps (App ID = TEAMID.bundleId)",
     usage: """
         usage: attestctl app add --org NAME --team TEAMID --bundle BUNDLE_ID
                                  [--env production|development|both] [--token-lifetime SECONDS]
                                  [--claims JSON] [--min-app-version V] [--min-os-version V] [--data DIR]
                attestctl app list [--json] [--data DIR]
+               attestctl app set --app APPID [--apple-risk-metric-threshold N] [--apple-risk-metric-points P]
+                                 [--data DIR]
 
         --env      which App Attest environments the app accepts (default production)
         --claims   custom claims, a JSON array (docs/tokens.md, "Custom claims"; 'attestctl claims' edits
                    them one at a time), e.g. '[{"key":"user_tier","value":"premium"}]'
 
+        --apple-risk-metric-threshold N   the risk signal apple_risk_metric adds its points when Apple's
+                   risk metric for the device (keys attested for the app on it in 30 days) is above N;
+                   0 (the default) turns it off: tune N to the values your devices show
+                   (attestctl device show); --apple-risk-metric-points P (0-100, default 25)
+
         example: attestctl app add --org acme --team ABCDE12345 --bundle com.example.app --env both
         """,
     run: { argv in
-        let (sub, rest) = try subcommand(argv, ["add", "list"])
+        let (sub, rest) = try subcommand(argv, ["add", "list", "set"])
         let args = try Arguments(rest, valued: ["data", "org", "team", "bundle", "env", "token-lifetime", "claims",
-                                                "min-app-version", "min-os-version"], switches: ["json"])
+                                                "min-app-version", "min-os-version", "app",
+                                                "apple-risk-metric-threshold", "apple-risk-metric-points"],
+                                 switches: ["json"])
         let (_, store) = try openStore(dataDirectory(args))
+        if sub == "set" { return try setApp(args, store) }
         if sub == "list" {
             let apps = try store.read { try $0.apps() }
             if args.flag("json") {
@@ -58,10 +68,11 @@ let appCommand = Command(
                              + "\(Configuration.minimumTokenLifetimeSeconds) seconds: the iOS SDK treats a token as "
                              + "expired 300 s before its expiresAt, so shorter lifetimes make every call re-attest")
         }
-        let app = AppRecord(teamID: team, bundleID: bundle, org: orgName, policy: policy,
+        var app = AppRecord(teamID: team, bundleID: bundle, org: orgName, policy: policy,
                             tokenLifetimeSeconds: UInt32(lifetime),
                             customClaimsJSON: claims, minAppVersion: args.value("min-app-version") ?? "",
                             minOSVersion: args.value("min-os-version") ?? "", createdAt: now())
+        try applyRiskMetricPolicy(args, to: &app)
         try store.write([.durable]) { txn in
             guard let org = try txn.org(named: orgName) else {
                 throw CommandFailure(.notFound,
@@ -89,5 +100,39 @@ func appJSON(_ a: AppRecord) -> JSONValue {
      "tokenLifetimeSeconds": .int(Int64(a.tokenLifetimeSeconds)),
      "customClaims": ((try? CustomClaims.parse(a.customClaimsJSON)).map { .array($0.map(\.json)) }) ?? .null,
      "minAppVersion": .string(a.minAppVersion), "minOSVersion": .string(a.minOSVersion),
+     "appleRiskMetricThreshold": .int(Int64(a.appleRiskMetricThreshold)),
+     "appleRiskMetricPoints": .int(Int64(a.appleRiskMetricPoints)),
      "createdAt": .string(a.createdAt.iso8601)]
+}
+
+/// `--apple-risk-metric-threshold` and `--apple-risk-metric-points`, when given.
+func applyRiskMetricPolicy(_ args: Arguments, to app: inout AppRecord) throws {
+    if args.value("apple-risk-metric-threshold") != nil {
+        app.appleRiskMetricThreshold = UInt32(try args.int("apple-risk-metric-threshold", default: 0,
+                                                           in: 0...1_000_000))
+    }
+    if args.value("apple-risk-metric-points") != nil {
+        app.appleRiskMetricPoints = UInt8(try args.int("apple-risk-metric-points", default: 25, in: 0...100))
+    }
+}
+
+/// `attestctl app set`: changes an app's risk metric policy (the next token of each device uses it).
+func setApp(_ args: Arguments, _ store: Store) throws -> Int32 {
+    guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE_ID is required") }
+    guard args.value("apple-risk-metric-threshold") != nil || args.value("apple-risk-metric-points") != nil else {
+        throw UsageError("say what to set: --apple-risk-metric-threshold N and/or --apple-risk-metric-points P")
+    }
+    let app = try store.write([.durable]) { txn -> AppRecord in
+        guard var app = try txn.app(id: appID) else {
+            throw CommandFailure(.notFound, "no app \(appID) (list them with 'attestctl app list')")
+        }
+        try applyRiskMetricPolicy(args, to: &app)
+        try txn.put(app)
+        return app
+    }
+    Output.out("app \(app.appID): apple_risk_metric "
+               + (app.appleRiskMetricThreshold == 0
+                  ? "off (threshold 0)"
+                  : "+\(app.appleRiskMetricPoints) when Apple's risk metric is above \(app.appleRiskMetricThreshold)"))
+    return 0
 }

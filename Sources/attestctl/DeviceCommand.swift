@@ -15,8 +15,9 @@ let deviceCommand = Command(
 
         KEY is the keyId exactly as the device sends it (base64) or the deviceId. A revoked
         device's refreshes answer 403 forbidden; it must attest a new key.
-        show adds the risk score's factors, the attestation history of the device's fingerprint
-        and its flag changes. flag applies to the device and to every key of its fingerprint,
+        show adds the risk score's factors, the attestation history of the device's fingerprint,
+        its flag changes and the key's receipt (what validate's check found, its fields, its
+        redemption with Apple and the risk metrics received). flag applies to the device and to every key of its fingerprint,
         now and later: --jailbroken raises the risk to at least 80, --block makes refresh 403
         and validate isValid false, --clear removes both. Every change is kept with its reason.
 
@@ -101,5 +102,8 @@ func deviceJSON(_ d: DeviceRecord) -> JSONValue {
         ("platform", .string(d.metadata.platform)), ("publicKey", .string(Base64.encode(d.publicKey))),
         ("validationCategory", d.validationCategory.map { .int(Int64($0)) } ?? .null),
         ("bundleVersion", .string(d.bundleVersion)),
+        ("appleRiskMetric", d.appleRiskMetric.map { .int(Int64($0)) } ?? .null),
+        ("appleRiskMetricAt", d.appleRiskMetricAt.map { .string($0.iso8601) } ?? .null),
+        ("receiptCheck", .string(d.receiptCheck.name)),
     ])
 }

@@ -8,9 +8,11 @@ import CLISupport
 ///
 /// `--json` adds `risk {score, category, factors: [{signal, points, detail}]}`,
 /// `attestations [{keyId, attestedAt (null when unknown)}]` and
-/// `flagChanges [{at, previous, flags, keyId, deviceId, reason}]` to the device's members.
+/// `flagChanges [{at, previous, flags, keyId, deviceId, reason}]` and `receipt`
+/// (`DeviceReceipt`) to the device's members.
 func showDevice(_ device: DeviceRecord, store: Store, json: Bool) throws {
     let at = now()
+    let receipt = try store.read { txn in try txn.receiptRecord(keyID: device.keyID) }
     let (assessment, changes, tier) = try store.read { txn -> (DeviceAssessment?, [FlagChange], Tier?) in
         let changes = try txn.flagChanges(.of(device))
         guard let app = try txn.app(id: device.appID), let org = try txn.org(named: app.org) else {
@@ -38,7 +40,8 @@ func showDevice(_ device: DeviceRecord, store: Store, json: Bool) throws {
                                              ("factors", riskFactorsJSON(a.risk))])))
             members.append(("fingerprintAttestations", .int(Int64(a.profile.attestationCount))))
         }
-        members += [("attestations", attestations), ("flagChanges", flagChanges)]
+        members += [("attestations", attestations), ("flagChanges", flagChanges),
+                    ("receipt", DeviceReceipt.json(receipt))]
         Output.out(JSONValue.object(members).prettyJSONText)
         return
     }
@@ -60,4 +63,5 @@ func showDevice(_ device: DeviceRecord, store: Store, json: Bool) throws {
         Output.out("  \(c.at.iso8601)  \(c.previous.names) → \(c.flags.names)  on \(c.deviceID)"
                    + "\(c.reason.isEmpty ? "" : ": \(c.reason)")")
     }
+    for line in DeviceReceipt.lines(receipt) { Output.out(line) }
 }
