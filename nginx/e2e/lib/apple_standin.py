@@ -12,6 +12,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import ssl
 import subprocess
 import tempfile
@@ -91,9 +92,10 @@ class AppleStandIn(http.server.ThreadingHTTPServer):
         self.public_key = serialization.load_pem_public_key(public_key_pem)
         with open(receipts_pem, "rb") as f:
             pem = f.read()
-        self.certs = x509.load_pem_x509_certificates(pem)
-        key_block = pem[pem.index(b"-----BEGIN PRIVATE KEY-----"):]
-        self.signer_key = serialization.load_pem_private_key(key_block, None)
+        # receipts.pem: signer certificate, its key, intermediate, root (TestReceiptAuthority+PEM).
+        blocks = [(m.group(1), m.group(0)) for m in re.finditer(rb"-----BEGIN ([A-Z ]+)-----.*?-----END \1-----\n?", pem, re.S)]
+        self.certs = [x509.load_pem_x509_certificate(b) for label, b in blocks if label == b"CERTIFICATE"]
+        self.signer_key = next(serialization.load_pem_private_key(b, None) for label, b in blocks if label == b"PRIVATE KEY")
         spki = lambda k: k.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)  # noqa: E731
         self.signer = next(c for c in self.certs if spki(c.public_key()) == spki(self.signer_key.public_key()))
         self.lock = threading.Lock()
