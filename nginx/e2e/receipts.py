@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from check import Tally  # noqa: E402
 from stack import run_suite, Stack  # noqa: E402
 from apple_standin import AppleStandIn  # noqa: E402
+from receiver import Receiver  # noqa: E402
 from cryptography.hazmat.primitives import serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 
@@ -38,8 +39,13 @@ def setup(s):
     s.ctl("app", "add", "--org", "rcpt-org", "--team", TEAM, "--bundle", BUNDLE)
     for k, v in [("receipts.firstDelaySeconds", "1"), ("receipts.intervalHours", "1"), ("receipts.requestsPerSecond", "20"),
                  ("receipts.appleURL", json.dumps(apple.url)), ("receipts.appleCAFile", json.dumps(apple.ca_file)),
-                 ("rateLimits.validatePerIPPerMinute", "0")]:
+                 ("rateLimits.validatePerIPPerMinute", "0"), ("webhooks.allowPrivateDestinations", "true")]:
         s.ctl("config", "set", k, v)
+    # The threshold webhook: Apple's metric above 1 is a crossing (the stand-in answers 2).
+    s.ctl("app", "set", "--app", f"{TEAM}.{BUNDLE}", "--apple-risk-metric-threshold", "1")
+    rx = Receiver()
+    APEX["rx"] = rx
+    s.ctl("webhooks", "add", "--org", "rcpt-org", f"http://127.0.0.1:{rx.port}/hook", "--events", "device.risk_metric_changed")
     add = s.ctl("apple", "key", "add", "--team", TEAM, "--key-id", KEY_ID, "--p8", p8, check=False)
     T.check("apple key add stores the DeviceCheck key", add.returncode == 0, add.stdout + add.stderr)
 
@@ -88,6 +94,11 @@ def redeemed(s):
     claims = json.loads(dev(s, "d1", "--json", "show").stdout or "{}").get("claims") or {}
     T.check("the next refresh's token carries apple_risk_metric", p.returncode == 0 and claims.get("apple_risk_metric") == 2,
             json.dumps(claims)[:400])
+    hooks = APEX["rx"].wait("/hook", 1, 10)
+    event = json.loads(hooks[0][2]) if hooks else {}
+    T.check("crossing the app's threshold sends device.risk_metric_changed",
+            event.get("event") == "device.risk_metric_changed" and event.get("data", {}).get("apple_risk_metric") == 2
+            and event.get("data", {}).get("direction") == "above", json.dumps(event)[:400])
     return key
 
 
@@ -194,7 +205,7 @@ def unauthorized(s):
 
 
 def main():
-    s = Stack(setup=setup)
+    s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
     return run_suite(T, "receipts", s, [redeemed, errors, metrics_and_logs, refused_inputs, unauthorized])
 
 
