@@ -82,10 +82,31 @@ let appleCommand = Command(
 
 /// Reading the operator's .p8 file: a regular file, not a link, not readable by every user,
 /// at most `DeviceCheckKey.maxPEMBytes`; or standard input for `-`.
+///
+/// Root on a data directory another user owns acts as that user before a command runs
+/// (`actAsDataOwner`), and that user cannot read root's own files (`/root/AuthKey_….p8`): so
+/// main reads the file root named first (`readBeforeSwitching`), with root's rights on root's
+/// choice of path, and the command uses what was read.
 enum AppleKeyFile {
+    /// What `readBeforeSwitching` read: the path and its text, or the refusal.
+    nonisolated(unsafe) static var early: (path: String, result: Result<String, any Error>)?
+
+    /// For `attestctl apple key add … --p8 FILE`: reads FILE now.
+    static func readBeforeSwitching(_ argv: [String]) {
+        guard argv.count > 2, argv[0] == "apple", argv[1] == "key", argv[2] == "add",
+              let i = argv.firstIndex(of: "--p8"), i + 1 < argv.count, argv[i + 1] != "-" else { return }
+        let path = argv[i + 1]
+        early = (path, Result { try open(path) })
+    }
+
     static func read(_ path: String) throws -> String {
         if path == "-" { return try bounded(STDIN_FILENO, path: "standard input") }
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if let early, early.path == path { return try early.result.get() }
+        return try open(path)
+    }
+
+    private static func open(_ path: String) throws -> String {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let why = errno == ELOOP ? "a symbolic link, not followed" : String(cString: strerror(errno))
             throw CommandFailure(.failed, "refusing \(path): \(why)")

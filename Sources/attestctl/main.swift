@@ -38,6 +38,7 @@ let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", 
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))
+AppleKeyFile.readBeforeSwitching(arguments)
 if let command = arguments.first, dataWritingCommands.contains(command) {
     actAsDataOwner(dataPath(arguments), program: "attestctl")
 }

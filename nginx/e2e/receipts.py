@@ -206,7 +206,8 @@ def unauthorized(s):
 
 def main():
     s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
-    return run_suite(T, "receipts", s, [redeemed, errors, metrics_and_logs, refused_inputs, unauthorized])
+    return run_suite(T, "receipts", s, [redeemed, errors, metrics_and_logs, refused_inputs, unauthorized],
+                     cleanup=lambda: APEX["apple"].close())
 
 
 if __name__ == "__main__":

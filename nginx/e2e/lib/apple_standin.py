@@ -132,13 +132,23 @@ class AppleStandIn(http.server.ThreadingHTTPServer):
                   .sign(ca_key, hashes.SHA256()))
         with open(os.path.join(self.dir, "server.pem"), "wb") as f:
             f.write(server.public_bytes(serialization.Encoding.PEM))
-        with open(os.path.join(self.dir, "server.key"), "wb") as f:
+        with os.fdopen(os.open(os.path.join(self.dir, "server.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
+        # attest-receipts runs as the service user: the CA certificate must be readable by it.
+        os.chmod(self.dir, 0o755)
         ca_file = os.path.join(self.dir, "ca.pem")
         with open(ca_file, "wb") as f:
             f.write(ca.public_bytes(serialization.Encoding.PEM))
+        os.chmod(ca_file, 0o644)
         return ca_file
+
+    def close(self):
+        """Stops serving and deletes its directory."""
+        import shutil
+        self.shutdown()
+        self.server_close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def answer(self, status, body=None, risk=None):
         """Scripts the next answer (FIFO)."""
