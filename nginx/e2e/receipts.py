@@ -94,6 +94,16 @@ def redeemed(s):
     claims = json.loads(dev(s, "d1", "--json", "show").stdout or "{}").get("claims") or {}
     T.check("the next refresh's token carries apple_risk_metric", p.returncode == 0 and claims.get("apple_risk_metric") == 2,
             json.dumps(claims)[:400])
+    before = len(APEX["apple"].requests())
+    tried = s.ctl("receipts", "try", "--team", TEAM, check=False)
+    T.check("receipts try sends one receipt now and prints Apple's status and the new receipt",
+            tried.returncode == 0 and "answer: 200 redeemed" in tried.stdout and "riskMetric" in tried.stdout
+            and len(APEX["apple"].requests()) == before + 1, tried.stdout + tried.stderr)
+    APEX["apple"].answer(429, None)
+    tried = s.ctl("receipts", "try", "--team", TEAM, check=False)
+    T.check("receipts try on a 429 exits 1 and says when attest-receipts would try again",
+            tried.returncode == 1 and "429 throttled" in tried.stdout and "try this receipt again at" in tried.stdout,
+            tried.stdout + tried.stderr)
     hooks = APEX["rx"].wait("/hook", 1, 10)
     event = json.loads(hooks[0][2]) if hooks else {}
     T.check("crossing the app's threshold sends device.risk_metric_changed",
