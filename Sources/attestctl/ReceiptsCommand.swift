@@ -25,6 +25,8 @@ let receiptsCommand = Command(
         FILE (DER, or its base64 text), else the stored receipt of the team's most recently seen
         device (FILE is sent to --environment's host, production unless given). This is the opt-in live check of what only Apple can say (README, known unknowns).
         Exit status 0 when Apple answered 200 with a receipt that verifies, else 1.
+
+        example: attestctl receipts try --team ABCDE12345    (after 'attestctl apple key add')
         """,
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["status", "try"])
