@@ -66,7 +66,8 @@ let appleCommand = Command(
             let listed = keys.list()
             if args.flag("json") {
                 let items: [JSONValue] = listed.map {
-                    ["team": .string($0.teamID), "keyId": .string($0.keyID), "publicKeySha256": .string($0.publicKeySHA256)]
+                    ["team": .string($0.teamID), "keyId": .string($0.keyID),
+                     "publicKeySha256": .string($0.publicKeySHA256)]
                 }
                 Output.out(JSONValue.array(items).prettyJSONText)
             } else if listed.isEmpty {
@@ -117,7 +118,8 @@ enum AppleKeyFile {
             throw CommandFailure(.failed, "refusing \(path): not a regular file")
         }
         guard st.st_mode & 0o004 == 0 else {
-            throw CommandFailure(.failed, "refusing \(path): readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
+            let mode = String(st.st_mode & 0o777, radix: 8)
+            throw CommandFailure(.failed, "refusing \(path): readable by every user (mode \(mode)); "
                                  + "the key may have leaked: chmod 600 it, or revoke it in Apple's developer account")
         }
         return try bounded(fd, path: path)
@@ -129,12 +131,15 @@ enum AppleKeyFile {
         while bytes.count <= DeviceCheckKey.maxPEMBytes {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw CommandFailure(.failed, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else {
+                throw CommandFailure(.failed, "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             bytes += buffer[..<n]
         }
         guard bytes.count <= DeviceCheckKey.maxPEMBytes else {
-            throw CommandFailure(.failed, "refusing \(path): larger than \(DeviceCheckKey.maxPEMBytes) bytes, not a .p8 key")
+            throw CommandFailure(.failed,
+                                 "refusing \(path): larger than \(DeviceCheckKey.maxPEMBytes) bytes, not a .p8 key")
         }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -23,7 +23,8 @@ let receiptsCommand = Command(
         would (receipts.appleURL, receipts.appleCAFile, receipts.authorizationPrefix), and prints
         Apple's status and what attest-receipts would do next; it writes nothing. The receipt is
         FILE (DER, or its base64 text), else the stored receipt of the team's most recently seen
-        device (FILE is sent to --environment's host, production unless given). This is the opt-in live check of what only Apple can say (README, known unknowns).
+        device (FILE is sent to --environment's host, production unless given). This is the
+        opt-in live check of what only Apple can say (README, known unknowns).
         Exit status 0 when Apple answered 200 with a receipt that verifies, else 1.
 
         example: attestctl receipts try --team ABCDE12345    (after 'attestctl apple key add')
@@ -118,7 +119,8 @@ enum ReceiptsStatus {
             Output.out("no teams: register a DeviceCheck key with 'attestctl apple key add'")
             return 0
         }
-        Output.out(Output.table(["TEAM", "KEY", "STOPPED", "LAST ANSWER", "ANSWERS (status: count)"], teamIDs.map { id in
+        let header = ["TEAM", "KEY", "STOPPED", "LAST ANSWER", "ANSWERS (status: count)"]
+        Output.out(Output.table(header, teamIDs.map { id in
             let t = byTeam[id]
             let answers = (t?.answers ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
             return [id, keyed.contains(id) ? "yes" : "no",

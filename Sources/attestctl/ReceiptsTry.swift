@@ -48,11 +48,13 @@ enum ReceiptsTry {
             .post(url: url, headers: [("Authorization", config.receiptAuthorizationPrefix + token)],
                   body: Array(Base64.encode(receipt).utf8), timeoutSeconds: 30)
         let outcome = RedemptionOutcome.classify(status: answer.status, body: answer.body, error: answer.error)
-        Output.out("answer: \(answer.status == 0 ? "none" : String(answer.status)) \(outcome.kind.rawValue): \(outcome.text)")
+        let code = answer.status == 0 ? "none" : String(answer.status)
+        Output.out("answer: \(code) \(outcome.kind.rawValue): \(outcome.text)")
         let next = config.receiptSchedule.next(after: outcome, at: time, failures: outcome.backsOff ? 1 : 0,
                                                notBefore: nil, expiresAt: nil, retryAfter: answer.retryAfter,
                                                jitter: 0)
-        Output.out("attest-receipts would: " + (outcome.stopsTeam ? "stop team \(team) until its key is added again; " : "")
+        Output.out("attest-receipts would: "
+                   + (outcome.stopsTeam ? "stop team \(team) until its key is added again; " : "")
                    + (next.map { "try this receipt again at \($0.iso8601)" } ?? "not send this receipt again"))
         guard outcome.kind == .redeemed else { return 1 }
         do {
@@ -62,7 +64,9 @@ enum ReceiptsTry {
             let text = String(decoding: answer.body, as: UTF8.self).filter { !$0.isWhitespace }
             guard let raw = Base64.decode(text) else { throw AttestError(.base64Invalid, "the answer is not base64") }
             let fresh = try verifiers.verify(raw, anchor: anchor, at: time)
-            if let device { try fresh.check(appID: device.appID, publicKey: device.publicKey[...], at: time, maxAge: 300) }
+            if let device {
+                try fresh.check(appID: device.appID, publicKey: device.publicKey[...], at: time, maxAge: 300)
+            }
             Output.out(ReceiptReport(receipt: fresh, error: nil).human)
             return 0
         } catch {

@@ -118,7 +118,8 @@ import Testing
                        jitter: 0) == Self.t0 + 86_400)
         #expect(s.next(after: ok, at: Self.t0, failures: 0, notBefore: Self.t0 + 2 * 86_400,
                        expiresAt: Self.t0 + 90 * 86_400, jitter: 0) == Self.t0 + 2 * 86_400)
-        #expect(s.next(after: ok, at: Self.t0, failures: 0, notBefore: nil, expiresAt: Self.t0 + 3600, jitter: 0) == nil)
+        #expect(s.next(after: ok, at: Self.t0, failures: 0, notBefore: nil, expiresAt: Self.t0 + 3600,
+                       jitter: 0) == nil)
     }
 
     @Test func a304WaitsForNotBefore() {

@@ -190,8 +190,8 @@ import Testing
                         "refresh_outcomes_total", "rate_limited_total", "group_commit_size", "sync_duration_seconds",
                         "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_up",
                         "store_map_used_bytes",
-                        "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total", "receipt_verifications_total",
-                        "receipt_backlog", "receipt_redemptions_total",
+                        "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
+                        "receipt_verifications_total", "receipt_backlog", "receipt_redemptions_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {
             #expect(text.contains("# TYPE attestedge_\(family) "), "\(family)")

@@ -61,7 +61,8 @@ import Testing
         func device(_ n: UInt8, lastSeen: Timestamp? = nil) throws -> [UInt8] {
             let keyID = [UInt8](repeating: n, count: 32), now = fixture.clock.now()
             try fixture.context.store.write { txn in
-                try txn.put(DeviceRecord(keyID: keyID, deviceID: "d\(n)", appID: AppleSample.appID, publicKey: publicKey,
+                try txn.put(DeviceRecord(keyID: keyID, deviceID: "d\(n)", appID: AppleSample.appID,
+                                         publicKey: publicKey,
                                          environment: .production, createdAt: now, lastSeenAt: lastSeen ?? now,
                                          anchor: .testRoot))
                 try txn.put(ReceiptRecord(receipt: [0x30, 0x03, n, n, n], anchor: .testRoot, nextRedeemAt: now),
@@ -102,7 +103,8 @@ import Testing
         let record = try s.record(keyID)
         let now = s.fixture.clock.now()
         #expect(record.kind == "RECEIPT" && record.riskMetric == 3 && record.check == .valid)
-        #expect(record.receipt != [0x30, 0x03, 1, 1, 1] && record.receipt.count > 100, "the new receipt replaced the old")
+        #expect(record.receipt != [0x30, 0x03, 1, 1, 1] && record.receipt.count > 100,
+                "the new receipt replaced the old")
         #expect(record.redeemedAt == now && record.lastStatus == 200 && record.failures == 0)
         #expect(record.nextRedeemAt == max(now + 86_400, record.notBefore!), "once per interval, not before not-before")
         #expect(record.history.last?.metric == 3)
@@ -176,7 +178,8 @@ import Testing
         #expect(try s.record(a).receipt == [0x30, 0x03, 1, 1, 1])
         #expect(try s.record(b).nextRedeemAt == nil)
         s.fixture.clock.advance(30 * 86_400)
-        #expect(try s.fixture.context.store.read { try $0.dueReceipts(at: s.fixture.clock.now(), limit: 10) }.count == 1,
+        let due = try s.fixture.context.store.read { try $0.dueReceipts(at: s.fixture.clock.now(), limit: 10) }
+        #expect(due.count == 1,
                 "the 400 receipt left the queue")
     }
 

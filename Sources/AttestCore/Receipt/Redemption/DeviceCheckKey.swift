@@ -27,7 +27,9 @@ public struct DeviceCheckKey: Sendable {
         do { key = try SigningKey(pemEncoded: pem) } catch {
             throw AttestError(.keyInvalid, "the .p8 file does not hold a private key")
         }
-        guard key.kind == .p256 else { throw AttestError(.keyInvalid, "a DeviceCheck key is P-256, this is \(key.kind.rawValue)") }
+        guard key.kind == .p256 else {
+            throw AttestError(.keyInvalid, "a DeviceCheck key is P-256, this is \(key.kind.rawValue)")
+        }
         self.teamID = teamID
         self.keyID = keyID
         self.key = key
