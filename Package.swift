@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "attest-mad", targets: ["attest-mad"]),
         .executable(name: "attest-monitor", targets: ["attest-monitor"]),
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
+        .executable(name: "attest-receipts", targets: ["attest-receipts"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
         .executable(name: "attest-bench", targets: ["attest-bench"]),
@@ -50,9 +51,9 @@ let package = Package(
             "AttestConfig", "AttestCore", "AttestMetrics", "AttestStore", "FastCGI", "CLISupport",
         ], swiftSettings: strict),
         // Operations: making a data directory, key rotation, backup and restore, webhook delivery,
-        // root acting on the service user's data directory.
+        // redeeming receipts with Apple, root acting on the service user's data directory.
         .target(name: "AttestOperations", dependencies: [
-            "AttestConfig", "AttestCore", "AttestService", "AttestStore", "CLISupport", "FastCGI",
+            "AttestConfig", "AttestCore", "AttestService", "AttestStore", "CLISupport", "FastCGI", "HTTPClient",
         ], swiftSettings: strict),
         // The process supervisor of `attestctl serve`: nginx, the pools and the sender as children.
         .target(name: "AttestSupervisor", dependencies: [
@@ -85,6 +86,10 @@ let package = Package(
         .executableTarget(name: "attest-webhooks", dependencies: [
             "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport",
             "FastCGI", "HTTPClient",
+        ], swiftSettings: strict),
+        // Redeems receipts with Apple (ReceiptRedeemer): the second process that connects out.
+        .executableTarget(name: "attest-receipts", dependencies: [
+            "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport", "FastCGI",
         ], swiftSettings: strict),
         .executableTarget(name: "attest-device", dependencies: ["CLISupport", "HTTPClient", "AttestCore", "AttestTesting"], swiftSettings: strict),
         .executableTarget(name: "attest-fcgi-bench", dependencies: ["FastCGI", "AttestCore"], swiftSettings: strict),

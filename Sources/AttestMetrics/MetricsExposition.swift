@@ -19,6 +19,9 @@ public struct ScrapeGauges: Sendable {
     /// Webhook events not yet fanned out plus deliveries waiting for an attempt (`nil`: the
     /// store did not answer).
     public var webhookBacklog: Int?
+    /// Receipts due for redemption with Apple now and not yet sent, counted up to
+    /// `receiptBacklogCap` (`nil`: the store did not answer).
+    public var receiptBacklog: Int?
     /// Each organization's billable active devices this month and its limit.
     public var organizations: [(name: String, active: UInt32, limit: UInt32)]
     /// The host's wall clock (Unix seconds).
@@ -31,11 +34,16 @@ public struct ScrapeGauges: Sendable {
     /// backlog, the organizations' devices) have no sample.
     public var storeUp: Bool
 
+    /// The most due receipts a scrape counts (a longer queue shows as this).
+    public static let receiptBacklogCap = 10_000
+
     public init(storeMaps: [(environment: String, used: Int, size: Int)] = [], webhookBacklog: Int? = 0,
+                receiptBacklog: Int? = 0,
                 organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0,
                 poolsUp: [(pool: String, up: Bool)] = [], storeUp: Bool = true) {
         self.storeMaps = storeMaps
         self.webhookBacklog = webhookBacklog
+        self.receiptBacklog = receiptBacklog
         self.organizations = organizations
         self.time = time
         self.poolsUp = poolsUp
@@ -119,6 +127,10 @@ public enum MetricsExposition {
               L.webhookClasses, sums, L.webhookAttempts)
         fixed(&out, "receipt_verifications_total", "Attestation receipts checked at validate, by result.", "result",
               L.receiptResults, sums, L.receiptVerifications)
+        family(&out, "receipt_backlog", "gauge", "Receipts due for redemption with Apple and not yet sent.")
+        if let backlog = gauges.receiptBacklog { sample(&out, "receipt_backlog", [], String(backlog)) }
+        fixed(&out, "receipt_redemptions_total", "Receipt redemptions with Apple, by Apple's answer.", "status",
+              L.receiptStatuses, sums, L.receiptRedemptions)
         family(&out, "monthly_active_devices", "gauge", "Billable devices active this month, by organization.")
         for org in gauges.organizations {
             sample(&out, "monthly_active_devices", [("org", org.name)], String(org.active))

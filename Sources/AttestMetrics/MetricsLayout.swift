@@ -19,6 +19,7 @@
 /// syncDurations             (13 buckets, sum µs, count): waits for durability that synced
 /// webhookAttempts           webhookClasses: delivery attempts by answer class
 /// receiptVerifications      receiptResults: validate's checks of the attestation's receipt
+/// receiptRedemptions        receiptStatuses: attest-receipts' requests to Apple by answer
 /// ```
 /// A change to any list is a new `MetricsSegment.version`: a segment of another layout is
 /// replaced, never read with this one.
@@ -59,6 +60,10 @@ public enum MetricsLayout {
     /// What validate found of an attestation's receipt: verified and about the key, refused
     /// (a reason in the log and the stored record), or none in the attestation.
     public static let receiptResults = ["valid", "invalid", "absent"]
+    /// Apple's answers to a redemption (`RedemptionOutcome.metricLabel`): the documented codes,
+    /// `error` (no answer), `other` for any other code.
+    public static let receiptStatuses = ["200", "304", "400", "401", "404", "429", "500", "502", "503", "504",
+                                         "error", "other"]
 
     public static let poolWorkers = 0
     public static let poolRestarts = 1
@@ -74,7 +79,8 @@ public enum MetricsLayout {
     public static let syncDurations = groupCommitSizes + groupSizeBounds.count + 3
     public static let webhookAttempts = syncDurations + syncBoundsMicroseconds.count + 3
     public static let receiptVerifications = webhookAttempts + webhookClasses.count
-    public static let slotCount = receiptVerifications + receiptResults.count
+    public static let receiptRedemptions = receiptVerifications + receiptResults.count
+    public static let slotCount = receiptRedemptions + receiptStatuses.count
 
     /// The slot counting `status` answers of `endpoint` (an index into `endpoints`); `nil`
     /// for a status outside 100...599.

@@ -49,6 +49,11 @@ extension MetricsSegment {
         add(MetricsLayout.webhookAttempts + index)
     }
 
+    /// One redemption with Apple (attest-receipts): the answer's code as text, or `error`.
+    public func recordReceiptRedemption(status: String) {
+        add(MetricsLayout.receiptRedemptions + Self.index(status, in: MetricsLayout.receiptStatuses))
+    }
+
     /// A histogram at `base`: its bucket, its sum and its count.
     private func observe(base: Int, _ value: UInt64, _ bounds: [UInt64]) {
         add(base + MetricsLayout.bucket(value, bounds))

@@ -88,6 +88,11 @@ package struct Serve {
                                                     ? ["--allow-private-destinations"] : []),
                                              logDirectory: logs, logName: "attest-webhooks-deliver.log",
                                              credentials: user?.credentials))
+            // The receipt redeemer (Apple's risk metric): restarted like the sender; connects out too.
+            children.append(try ChildProcess(name: "attest-receipts", executable: binaries + "/attest-receipts",
+                                             arguments: ["--data", data.path],
+                                             logDirectory: logs, logName: "attest-receipts.log",
+                                             credentials: user?.credentials))
             try waitForSockets(children)
             // nginx leads its own process group: if its master dies, its workers can be found.
             // As root it runs as the service user too, master included: everything it opens by
@@ -272,6 +277,7 @@ package struct Serve {
               data directory  \(data.path)
               pools           \(Self.endpoints.map { "attest-\($0.rawValue)" }.joined(separator: ", ")) (\(workers) workers each)
               webhook sender  attest-webhooks deliver\(args.flag("allow-private-webhooks") ? " (PRIVATE DESTINATIONS ALLOWED: tests only)" : "")
+              receipts        attest-receipts (redeems App Attest receipts with Apple)
               runs as         \(user.map { "\($0.name) (nginx and the pools)" } ?? NginxSite.currentUser())
               logs            \(data.logDirectory)/
               health          \(base)/healthz

@@ -90,6 +90,7 @@ struct Doctor {
         findings += secrets()
         findings += keys(config)
         findings += store(config)
+        findings += receipts(config)
         findings += nginx()
         findings += pools()
         findings += clock(config)

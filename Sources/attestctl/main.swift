@@ -18,6 +18,8 @@ let commands: [Command] = [
     statusCommand,
     configCommand,
     keysCommand,
+    appleCommand,
+    receiptsCommand,
     deviceCommand,
     storeCommand,
     serveCommand,
@@ -32,10 +34,11 @@ let commands: [Command] = [
 /// Commands that write into the data directory: run by root on a directory another user owns,
 /// they act as that user (`actAsDataOwner`).
 let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks",
-                                        "restore", "apikey", "subject", "claims", "usage"]
+                                        "restore", "apikey", "subject", "claims", "usage", "apple"]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))
+AppleKeyFile.readBeforeSwitching(arguments)
 if let command = arguments.first, dataWritingCommands.contains(command) {
     actAsDataOwner(dataPath(arguments), program: "attestctl")
 }

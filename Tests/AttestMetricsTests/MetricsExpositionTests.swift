@@ -149,6 +149,23 @@ import Testing
             attestedge_receipt_verifications_total{result="valid"} 0
             attestedge_receipt_verifications_total{result="invalid"} 0
             attestedge_receipt_verifications_total{result="absent"} 0
+            # HELP attestedge_receipt_backlog Receipts due for redemption with Apple and not yet sent.
+            # TYPE attestedge_receipt_backlog gauge
+            attestedge_receipt_backlog 0
+            # HELP attestedge_receipt_redemptions_total Receipt redemptions with Apple, by Apple's answer.
+            # TYPE attestedge_receipt_redemptions_total counter
+            attestedge_receipt_redemptions_total{status="200"} 0
+            attestedge_receipt_redemptions_total{status="304"} 0
+            attestedge_receipt_redemptions_total{status="400"} 0
+            attestedge_receipt_redemptions_total{status="401"} 0
+            attestedge_receipt_redemptions_total{status="404"} 0
+            attestedge_receipt_redemptions_total{status="429"} 0
+            attestedge_receipt_redemptions_total{status="500"} 0
+            attestedge_receipt_redemptions_total{status="502"} 0
+            attestedge_receipt_redemptions_total{status="503"} 0
+            attestedge_receipt_redemptions_total{status="504"} 0
+            attestedge_receipt_redemptions_total{status="error"} 0
+            attestedge_receipt_redemptions_total{status="other"} 0
             # HELP attestedge_monthly_active_devices Billable devices active this month, by organization.
             # TYPE attestedge_monthly_active_devices gauge
             attestedge_monthly_active_devices{org="acme"} 5
@@ -174,7 +191,7 @@ import Testing
                         "pool_up", "pool_workers", "pool_worker_restarts_total", "pool_reloads_total", "store_up",
                         "store_map_used_bytes",
                         "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
-                        "receipt_verifications_total",
+                        "receipt_verifications_total", "receipt_backlog", "receipt_redemptions_total",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {
             #expect(text.contains("# TYPE attestedge_\(family) "), "\(family)")
@@ -182,6 +199,8 @@ import Testing
         #expect(text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.count == families.count)
         #expect(text.contains("attestedge_refresh_outcomes_total{outcome=\"forged\"} 0\n"))
         #expect(text.contains("attestedge_webhook_backlog 0\n"))
+        #expect(text.contains("attestedge_receipt_backlog 0\n"))
+        #expect(text.contains("attestedge_receipt_redemptions_total{status=\"error\"} 0\n"))
         #expect(text.contains("attestedge_group_commit_size_count 0\n"))
     }
 

@@ -50,7 +50,8 @@ import Testing
         #expect(L.syncDurations == L.groupCommitSizes + 10)
         #expect(L.webhookAttempts == L.syncDurations + 15)
         #expect(L.receiptVerifications == L.webhookAttempts + 5)
-        #expect(L.slotCount == L.receiptVerifications + 3)
+        #expect(L.receiptRedemptions == L.receiptVerifications + 3)
+        #expect(L.slotCount == L.receiptRedemptions + 12)
         #expect(L.requestSlot(endpoint: 0, status: 100) == 8)
         #expect(L.requestSlot(endpoint: 7, status: 599) == L.durations - 1)
         #expect(L.requestSlot(endpoint: 0, status: 600) == nil)
@@ -67,6 +68,19 @@ import Testing
         #expect(L.bucket(1000, L.durationBoundsMicroseconds) == 0)
         #expect(L.bucket(1001, L.durationBoundsMicroseconds) == 1)
         #expect(L.bucket(3_000_000, L.durationBoundsMicroseconds) == 11)
+    }
+
+    /// attest-receipts counts each of Apple's answers under its code; a code not listed is `other`.
+    @Test func receiptRedemptionsCountByStatus() throws {
+        let segment = try MetricsSegment.open(path: path)
+        for status in ["200", "200", "429", "error", "418"] { segment.recordReceiptRedemption(status: status) }
+        let slots = try #require(MetricsSegment.read(path: path))
+        let L = MetricsLayout.self
+        let counted = Dictionary(uniqueKeysWithValues: L.receiptStatuses.enumerated().map {
+            ($1, slots[L.receiptRedemptions + $0])
+        })
+        #expect(counted["200"] == 2 && counted["429"] == 1 && counted["error"] == 1 && counted["other"] == 1)
+        #expect(counted.values.reduce(0, +) == 5)
     }
 
     /// Workers forked from the process that opened the segment count into one table; every add

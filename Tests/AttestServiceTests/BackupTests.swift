@@ -21,10 +21,15 @@ import Testing
             try txn.put(receipt, keyID: flow.device.keyID, previousDue: previous)
             try txn.put(AppleTeamRecord(teamID: "ABCDE12345", answers: [200: 2]))
         }
+        // A team's DeviceCheck key lives in keys/apple/, a directory below keys/.
+        let appleKey = try SigningKey.generate(.p256).pemEncoded
+        try AppleKeyStore(flow.fixture.data).add(try DeviceCheckKey(teamID: "ABCDE12345", keyID: "KEY1234567",
+                                                                    pem: appleKey))
         let file = flow.fixture.path + "/../" + UUID().uuidString + ".aebk"
         defer { try? FileManager.default.removeItem(atPath: file) }
         let summary = try Backup.take(data: flow.fixture.data, store: flow.context.store, to: file,
                                       now: flow.fixture.clock.now())
+        #expect(summary.skipped.isEmpty, "\(summary.skipped)")
         #expect(summary.header.schema == Store.schemaVersion && summary.header.entries >= 6)
         var info = stat()
         stat(file, &info)
@@ -38,6 +43,10 @@ import Testing
         #expect(try store.read { try $0.dueReceipts(at: due, limit: 5) }.map(\.keyID) == [flow.device.keyID])
         #expect(try store.read { try $0.appleTeam("ABCDE12345") }?.answers == [200: 2])
         #expect(try target.challengeSecret() == (try flow.fixture.data.challengeSecret()))
+        let restoredKey = try #require(try AppleKeyStore(target).key(team: "ABCDE12345"))
+        let appleSPKI = try SigningKey(pemEncoded: appleKey).subjectPublicKeyInfo
+        #expect(restoredKey.keyID == "KEY1234567" && restoredKey.key.subjectPublicKeyInfo == appleSPKI)
+        #expect(stat(AppleKeyStore(target).directory + "/ABCDE12345.p8", &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(try FileIO.read(target.jwksFile) == (try FileIO.read(flow.fixture.data.jwksFile)))
     }
 

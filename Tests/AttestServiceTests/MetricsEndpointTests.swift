@@ -21,6 +21,7 @@ import Testing
         #expect(text.contains("\nattestedge_monthly_active_devices_limit{org=\"acme\"} 10000\n"), "pro's limit")
         #expect(text.contains("\nattestedge_time_seconds \(flow.fixture.clock.now().seconds)\n"))
         #expect(text.contains("\nattestedge_webhook_backlog "))
+        #expect(text.contains("\nattestedge_receipt_backlog 0\n"), "no receipt due in a fresh store")
         if !Fixture.onPostgres {
             for environment in ["durable", "ephemeral"] {
                 #expect(text.contains("\nattestedge_store_map_size_bytes{environment=\"\(environment)\"} 16777216\n"))
@@ -74,6 +75,7 @@ import Testing
         #expect(text.contains("\nattestedge_store_up 0\n"))
         #expect(!text.contains("\nattestedge_monthly_active_devices{"))
         #expect(!text.contains("\nattestedge_webhook_backlog "))
+        #expect(!text.contains("\nattestedge_receipt_backlog "))
         #expect(text.contains("# TYPE attestedge_monthly_active_devices gauge\n"))
         #expect(text.contains("\nattestedge_refresh_outcomes_total{outcome=\"ok\"} "), "the counters")
         #expect(text.contains("\nattestedge_pool_up{pool=\"refresh\"} 1\n"))

@@ -25,7 +25,7 @@
 #   SYSCONF/nginx/attestedge/         the rendered site.conf and fastcgi_params               [/etc, or PREFIX/etc]
 #   SYSCONF/nginx/sites-enabled/attestedge.conf   a symlink to that site.conf (Debian's nginx includes it)
 #   SYSCONF/systemd/system/           attestedge@.service (one instance per endpoint), attestedge-deliver.service,
-#                                     attestedge.target, with PREFIX, DATA and USER filled in
+#                                     attest-receipts.service, attestedge.target, with PREFIX, DATA and USER filled in
 #   DATA                              the data directory, created with 'attestctl init' when new  [/var/lib/attestedge]
 #   the system user USER, created when missing                                              [attestedge]
 #
@@ -98,7 +98,7 @@ if [ "$BUILD" = 1 ]; then
   release_build
 fi
 BUILT=$ROOT/.build/release
-for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do
+for b in attestctl "${ENDPOINTS[@]/#/attest-}" attest-receipts; do
   [ -x "$BUILT/$b" ] || { echo "install.sh: $BUILT/$b is missing: build first (swift build -c release)" >&2; exit 1; }
 done
 
@@ -122,7 +122,7 @@ put() {
 }
 
 echo "==> binaries and templates"
-for b in attestctl "${ENDPOINTS[@]/#/attest-}"; do put "$BUILT/$b" "$PREFIX/bin/$b" 755; done
+for b in attestctl "${ENDPOINTS[@]/#/attest-}" attest-receipts; do put "$BUILT/$b" "$PREFIX/bin/$b" 755; done
 for f in site.conf nginx.conf fastcgi_params tls.conf http-redirect.conf ffdhe2048.pem; do
   put "nginx/conf/$f" "$SHARE/nginx/$f" 644
 done
@@ -264,7 +264,7 @@ render "${DOMAIN_ARGS[@]}"
 install_site
 
 echo "==> systemd units"
-for unit in attestedge@.service attestedge-deliver.service attestedge.target; do
+for unit in attestedge@.service attestedge-deliver.service attest-receipts.service attestedge.target; do
   sed -e "s|/usr/local/bin|$PREFIX/bin|g" -e "s|/usr/local/share|$PREFIX/share|g" \
       -e "s|/var/lib/attestedge|$DATA|g" -e "s|^User=attestedge|User=$USER_NAME|" \
       "nginx/deploy/systemd/$unit" > "$SITE_TMP/$unit"
@@ -301,6 +301,7 @@ if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl >
     fi
   done
   systemctl is-active --quiet attestedge-deliver && systemctl restart attestedge-deliver || true
+  systemctl is-active --quiet attest-receipts && systemctl restart attest-receipts || true
   echo "==> nginx: test the configuration and reload"
   # Not `nginx -t && systemctl reload nginx`: set -e ignores a failure before && and the run
   # would end "installed" with exit 0 while nginx still serves the old site.

@@ -26,7 +26,7 @@ done
 "$B" claims add --app ABCDE12345.com.example.app --key plan --value '"gold"' > /dev/null 2>&1
 # (doctor exits 1 on a stack that is not running: only the output's shape matters here)
 json() { local out; out=$("$B" "$@" --json 2>/dev/null); python3 -c 'import json,sys; json.load(sys.stdin)' <<< "$out" 2>/dev/null; }
-for cmd in "org list" "app list" "apikey list" "webhooks list" "usage" "usage --org acme" "config show" "keys list" "device list" \
+for cmd in "org list" "app list" "apikey list" "webhooks list" "usage" "usage --org acme" "config show" "keys list" "apple key list" "receipts status" "device list" \
            "store stats" "subject list" "subject show household-1 --org acme" "claims list --app ABCDE12345.com.example.app" "doctor"; do
   check "attestctl $cmd --json prints JSON" "json $cmd"
 done

@@ -32,7 +32,8 @@ FAMILIES = {
     "attestedge_pool_worker_restarts_total": "counter", "attestedge_pool_reloads_total": "counter",
     "attestedge_store_up": "gauge", "attestedge_store_map_used_bytes": "gauge", "attestedge_store_map_size_bytes": "gauge",
     "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
-    "attestedge_receipt_verifications_total": "counter",
+    "attestedge_receipt_verifications_total": "counter", "attestedge_receipt_backlog": "gauge",
+    "attestedge_receipt_redemptions_total": "counter",
     "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
     "attestedge_time_seconds": "gauge",
 }

@@ -108,6 +108,26 @@ public struct Configuration: Sendable, Equatable {
     public var webhookTestEventsPerEndpointPerMinute = 10
     /// `webhooks.testEventsPerOrganizationPerMinute`.
     public var webhookTestEventsPerOrganizationPerMinute = 30
+    /// `receipts.seenWithinDays`.
+    public var receiptSeenWithinDays = 7
+    /// `receipts.intervalHours`.
+    public var receiptIntervalHours = 24
+    /// `receipts.firstDelaySeconds`.
+    public var receiptFirstDelaySeconds = 60
+    /// `receipts.requestsPerSecond`.
+    public var receiptRequestsPerSecond = 5
+    /// `receipts.appleURL` ("" = Apple's hosts by environment).
+    public var receiptAppleURL = ""
+    /// `receipts.appleCAFile` ("" = the system's CAs).
+    public var receiptAppleCAFile = ""
+    /// `receipts.authorizationPrefix` ("" = the JWT alone).
+    public var receiptAuthorizationPrefix = ""
+
+    /// When attest-receipts sends each receipt (`receipts.*`).
+    public var receiptSchedule: RedemptionSchedule {
+        RedemptionSchedule(intervalHours: receiptIntervalHours, firstDelaySeconds: receiptFirstDelaySeconds,
+                           seenWithinDays: receiptSeenWithinDays)
+    }
 
     /// The SDK treats a token as expired 300 s before its `expiresAt`; shorter lifetimes than
     /// this would make every call re-run challenge and assertion.

@@ -316,6 +316,35 @@ public struct ConfigurationKey: Sendable {
             Test events one organization may queue per minute, all its endpoints together (more: 429 \
             rate_limited; 0: no limit).
             """),
+        .int("receipts.seenWithinDays", 1...90, \.receiptSeenWithinDays, """
+            attest-receipts redeems the receipts of devices seen (validate, refresh) within this many days; \
+            others wait an interval and are looked at again.
+            """),
+        .int("receipts.intervalHours", 1...2_160, \.receiptIntervalHours, """
+            Hours between two redemptions of one device's receipt, at least (never before the receipt's \
+            not-before, never after its expiry).
+            """),
+        .int("receipts.firstDelaySeconds", 1...86_400, \.receiptFirstDelaySeconds, """
+            Seconds after attestation before the first redemption; also the first backoff after a 429, 5xx or \
+            transport error (doubling on each failure in a row, at most receipts.intervalHours, plus up to a \
+            quarter at random).
+            """),
+        .int("receipts.requestsPerSecond", 1...1_000, \.receiptRequestsPerSecond, """
+            Requests attest-receipts sends to Apple per second at most, all teams together.
+            """),
+        .text("receipts.appleURL", .optionalString, \.receiptAppleURL, """
+            Base URL of Apple's App Attest data endpoint (requests go to <url>/v1/attestationData). Empty: \
+            Apple's hosts by the receipt's environment (data-development.appattest.apple.com for sandbox, \
+            data.appattest.apple.com for production). Only tests set it (a local stand-in).
+            """),
+        .text("receipts.appleCAFile", .optionalString, \.receiptAppleCAFile, """
+            PEM file of the CA certificates Apple's endpoint must chain to. Empty: the system's CAs. Only tests \
+            set it (the stand-in's test CA).
+            """),
+        .text("receipts.authorizationPrefix", .optionalString, \.receiptAuthorizationPrefix, """
+            Text sent before the provider token in the Authorization header. Empty: the JWT alone, as Apple's \
+            example shows; "Bearer " if Apple turns out to want it (see README, known unknowns).
+            """),
     ]
 
     public static func named(_ name: String) -> ConfigurationKey? { all.first { $0.name == name } }

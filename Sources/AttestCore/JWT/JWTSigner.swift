@@ -21,6 +21,17 @@ public struct JWTSigner: Sendable {
         prepared = key.kind == .p256 ? try PreparedES256Signer(key: key) : nil
     }
 
+    /// A signer whose header is exactly `{"alg": "ES256", "kid": keyID}` (no `typ`, the kid
+    /// given, not a thumbprint): the provider tokens Apple's DeviceCheck and APNs accept.
+    public init(key: SigningKey, providerKeyID: String) throws(AttestError) {
+        guard key.kind == .p256 else { throw AttestError(.keyInvalid, "provider tokens are ES256: a P-256 key") }
+        self.key = key
+        keyID = providerKeyID
+        let header: JSONValue = ["alg": "ES256", "kid": .string(providerKeyID)]
+        encodedHeader = Base64.encode(header.jsonBytes, url: true)
+        prepared = try PreparedES256Signer(key: key)
+    }
+
     /// One step of signature preparation for a quiet moment (`PreparedES256Signer.prepareAhead`);
     /// returns whether more would help (never for RS256).
     public func prepareAhead() -> Bool { prepared?.prepareAhead() ?? false }

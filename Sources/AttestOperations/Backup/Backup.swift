@@ -28,8 +28,13 @@ public enum Backup {
         let root = try PinnedDirectory.open(data.path)
         var names = ["config.json", "secrets/challenge.key", "jwks.json"]
         var skipped = [String]()
-        let listed: [(String, (String) -> Bool)] = [("keys", { $0 != "lock" && !$0.hasSuffix(".tmp") }),
-                                                    ("test-ca", { _ in true })]
+        // keys/apple holds the teams' DeviceCheck keys (`AppleKeyStore`): its own entries, not
+        // a file of keys/ (which would be skipped as not regular).
+        let listed: [(String, (String) -> Bool)] = [
+            ("keys", { $0 != "lock" && $0 != "apple" && !$0.hasSuffix(".tmp") }),
+            ("keys/apple", { !$0.hasSuffix(".new") }),
+            ("test-ca", { _ in true }),
+        ]
         for (dir, keep) in listed {
             guard root.status(dir) != nil else { continue }
             do {

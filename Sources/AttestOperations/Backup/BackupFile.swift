@@ -11,7 +11,7 @@ import Glibc
 /// entry: u16 path length | path (UTF-8, relative to the data directory) | u32 mode | u64 length | bytes
 /// SHA-256 (32 bytes) of everything before it
 /// ```
-/// Entries: `config.json`, `secrets/challenge.key`, `jwks.json`, `keys/*`, `test-ca/*` when
+/// Entries: `config.json`, `secrets/challenge.key`, `jwks.json`, `keys/*`, `keys/apple/*`, `test-ca/*` when
 /// present, and `store/durable/data.mdb`, `store/ephemeral/data.mdb` as compacted copies.
 /// Only regular files are carried: a symbolic link (or a FIFO, a device) in the data
 /// directory is left out and reported, never followed (`Backup.sources`).

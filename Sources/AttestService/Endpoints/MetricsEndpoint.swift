@@ -26,21 +26,22 @@ enum MetricsEndpoint {
         let read = Result { try ctx.store.read(awaitDurable: false) { txn in
             try ctx.faults.scrapeStoreRead?()
             let backlog = try txn.count(.outbox) + txn.count(.deliveryDue)
+            let receipts = try txn.dueReceipts(at: now, limit: ScrapeGauges.receiptBacklogCap).count
             let organizations = try txn.orgs().map { org in
                 (name: org.name, active: try txn.usageMonthReport(org: org.name, month: month)?.activeDevices ?? 0,
                  limit: org.madLimit)
             }
-            return (backlog, organizations)
+            return (backlog, receipts, organizations)
         } }
         // The maps are the environments' own files (`Store.usage`), not the read's: kept either way.
         let storeMaps = ctx.store.usage().map { ($0.environment.rawValue, $0.used, $0.mapSize) }
         let time = Double(now.seconds)
-        guard case .success(let (backlog, organizations)) = read else {
-            return ScrapeGauges(storeMaps: storeMaps, webhookBacklog: nil, time: time, poolsUp: poolsUp(ctx),
-                                storeUp: false)
+        guard case .success(let (backlog, receipts, organizations)) = read else {
+            return ScrapeGauges(storeMaps: storeMaps, webhookBacklog: nil, receiptBacklog: nil, time: time,
+                                poolsUp: poolsUp(ctx), storeUp: false)
         }
-        return ScrapeGauges(storeMaps: storeMaps, webhookBacklog: backlog, organizations: organizations, time: time,
-                            poolsUp: poolsUp(ctx), storeUp: true)
+        return ScrapeGauges(storeMaps: storeMaps, webhookBacklog: backlog, receiptBacklog: receipts,
+                            organizations: organizations, time: time, poolsUp: poolsUp(ctx), storeUp: true)
     }
 
     /// Each pool up (`PoolProbe`, as `/healthz` judges it) or down now; none in process

@@ -19,9 +19,6 @@ public enum ReceiptCheck {
     /// How old an attestation's receipt may be: the device sends the attestation right after
     /// `attestKey`, with a challenge that lives minutes, so a day is generous.
     static let maxAgeSeconds: Int64 = 86_400
-    /// When a valid receipt is first redeemed with Apple, after validate stored it.
-    /// (`receipts.firstDelaySeconds` once the redeemer's configuration is merged.)
-    static let firstRedeemDelaySeconds: Int64 = 60
 
     enum Result: Equatable {
         case valid
@@ -63,7 +60,8 @@ public enum ReceiptCheck {
             record.reason = "\(error.code.rawValue): \(error.reason)"
             return (record, .invalid(record.reason))
         }
-        record.nextRedeemAt = now + firstRedeemDelaySeconds
+        // First redeemed `receipts.firstDelaySeconds` after validate (never past its expiry).
+        record.nextRedeemAt = ctx.configuration.receiptSchedule.first(attestedAt: now, expiresAt: receipt.expiresAt)
         return (record, .valid)
     }
 
@@ -71,16 +69,10 @@ public enum ReceiptCheck {
     /// Root CA - G3 for every device; a test receipt root (`trust.testReceiptRoots`) only for a
     /// device whose attestation a test root verified (tried first there: its chain is the one
     /// cached). Returns the receipt and the root that verified it; throws the last failure.
-    /// Validate uses it, and the redeemer must, for the receipts Apple answers.
+    /// The rule itself is `ReceiptVerifiers`, which the redeemer uses too.
     public static func verify(_ raw: [UInt8], deviceAnchor: DeviceRecord.Anchor, at now: Timestamp,
                               _ ctx: ServiceContext) throws(AttestError) -> (AppAttestReceipt, DeviceRecord.Anchor) {
-        var verifiers = [(ctx.receiptVerifier, DeviceRecord.Anchor.apple)]
-        if deviceAnchor == .testRoot { verifiers = ctx.testReceiptVerifiers.map { ($0, .testRoot) } + verifiers }
-        var failure = AttestError(.receiptChain, "no receipt root")
-        for (verifier, anchor) in verifiers {
-            do { return (try verifier.verify(raw, at: now), anchor) } catch { failure = error }
-        }
-        throw failure
+        try ReceiptVerifiers(ctx).verifyAnchored(raw, anchor: deviceAnchor, at: now)
     }
 
     /// What Apple says to check of an attestation's receipt once its signature verified.

@@ -17,8 +17,10 @@ package enum ServiceMetrics {
     nonisolated(unsafe) package static var directory: String?
     /// The segment files the monitor reads: each pool's, then the webhook sender's.
     package static let senderName = "deliver"
+    /// attest-receipts' segment.
+    package static let receiptsName = "receipts"
     package static var segmentNames: [(name: String, isPool: Bool)] {
-        Endpoint.allCases.map { ($0.rawValue, true) } + [(senderName, false)]
+        Endpoint.allCases.map { ($0.rawValue, true) } + [(senderName, false), (receiptsName, false)]
     }
 
     /// Opens (or replaces, see `MetricsSegment`) the segment `name` in `RUN/metrics` and makes
@@ -72,6 +74,9 @@ package enum ServiceMetrics {
     package static func webhookAttempt(status: Int, failed: Bool) {
         current?.recordWebhookAttempt(status: failed ? 0 : status)
     }
+
+    /// One redemption with Apple (`RedemptionOutcome.metricLabel`).
+    package static func receiptRedemption(status: String) { current?.recordReceiptRedemption(status: status) }
 
     /// `store.awaitDurable(position)`, timed when it has to wait (the position not yet durable).
     static func awaitDurable(_ store: Store, _ position: Int) throws {

@@ -1,0 +1,7 @@
+// attest-receipts: redeems App Attest receipts with Apple (ReceiptRedeemer), its own process,
+// run by `attestctl serve` and by attest-receipts.service.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(Receipts.run(Array(CommandLine.arguments.dropFirst())))
