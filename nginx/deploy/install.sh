@@ -25,7 +25,7 @@
 #   SYSCONF/nginx/attestedge/         the rendered site.conf and fastcgi_params               [/etc, or PREFIX/etc]
 #   SYSCONF/nginx/sites-enabled/attestedge.conf   a symlink to that site.conf (Debian's nginx includes it)
 #   SYSCONF/systemd/system/           attestedge@.service (one instance per endpoint), attestedge-deliver.service,
-#                                     attest-receipts.service, attestedge.target, with PREFIX, DATA and USER filled in
+#                                     attestedge-receipts.service, attestedge.target, with PREFIX, DATA and USER filled in
 #   DATA                              the data directory, created with 'attestctl init' when new  [/var/lib/attestedge]
 #   the system user USER, created when missing                                              [attestedge]
 #
@@ -264,7 +264,7 @@ render "${DOMAIN_ARGS[@]}"
 install_site
 
 echo "==> systemd units"
-for unit in attestedge@.service attestedge-deliver.service attest-receipts.service attestedge.target; do
+for unit in attestedge@.service attestedge-deliver.service attestedge-receipts.service attestedge.target; do
   sed -e "s|/usr/local/bin|$PREFIX/bin|g" -e "s|/usr/local/share|$PREFIX/share|g" \
       -e "s|/var/lib/attestedge|$DATA|g" -e "s|^User=attestedge|User=$USER_NAME|" \
       "nginx/deploy/systemd/$unit" > "$SITE_TMP/$unit"
@@ -301,7 +301,7 @@ if [ "$SYSCONF" = /etc ] && [ -d /run/systemd/system ] && command -v systemctl >
     fi
   done
   systemctl is-active --quiet attestedge-deliver && systemctl restart attestedge-deliver || true
-  systemctl is-active --quiet attest-receipts && systemctl restart attest-receipts || true
+  systemctl is-active --quiet attestedge-receipts && systemctl restart attestedge-receipts || true
   echo "==> nginx: test the configuration and reload"
   # Not `nginx -t && systemctl reload nginx`: set -e ignores a failure before && and the run
   # would end "installed" with exit 0 while nginx still serves the old site.

@@ -15,7 +15,7 @@ done
 MANIFEST=$PREFIX/share/attestedge/manifest
 [ -f "$MANIFEST" ] || { echo "uninstall.sh: no $MANIFEST: nothing installed under $PREFIX" >&2; exit 1; }
 if grep -qx "/etc/systemd/system/attestedge.target" "$MANIFEST" && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
-  systemctl disable --now attestedge.target 'attestedge@*' attestedge-deliver attest-receipts 2>/dev/null || true
+  systemctl disable --now attestedge.target 'attestedge@*' attestedge-deliver attestedge-receipts 2>/dev/null || true
 fi
 removed=0
 while read -r path; do

@@ -15,7 +15,7 @@ out1=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>
 check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
 for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks bin/attest-monitor \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
-         etc/systemd/system/attestedge-deliver.service etc/systemd/system/attest-receipts.service bin/attest-receipts \
+         etc/systemd/system/attestedge-deliver.service etc/systemd/system/attestedge-receipts.service bin/attest-receipts \
          etc/systemd/system/attestedge.target share/attestedge/manifest; do
   check "it wrote $f" "[ -s '$P/$f' ]"
 done
@@ -36,7 +36,7 @@ check "nginx -t passes on the written site" "nginx -t -q -c '$P/nginx-test.conf'
 if command -v systemd-analyze > /dev/null; then
   cp "$P/etc/systemd/system/attestedge@.service" "$P/attestedge@refresh.service"
   verify=$(systemd-analyze verify --man=no "$P/attestedge@refresh.service" "$P/etc/systemd/system/attestedge-deliver.service" \
-           "$P/etc/systemd/system/attest-receipts.service" "$P/etc/systemd/system/attestedge.target" 2>&1); rcv=$?
+           "$P/etc/systemd/system/attestedge-receipts.service" "$P/etc/systemd/system/attestedge.target" 2>&1); rcv=$?
   check "systemd-analyze verify passes on the units" '[ $rcv = 0 ]' || echo "$verify"
 fi
 sums1=$(cd "$P" && find bin etc share -type f -exec sha256sum {} + | sort)
