@@ -33,13 +33,20 @@ public final class HTTPClient {
 
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    public init(timeoutMilliseconds: Int = 10_000, caFile: String? = nil, verifiesPeer: Bool = true) {
+    /// When set: only https (no other libcurl protocol, no redirect to one), no proxy from the
+    /// environment, and at most this many bytes of a body read (a longer answer is a failure).
+    /// For a process that sends a secret to a configured URL (attest-receipts' provider token).
+    public let httpsOnlyBodyCap: Int?
+
+    public init(timeoutMilliseconds: Int = 10_000, caFile: String? = nil, verifiesPeer: Bool = true,
+                httpsOnlyBodyCap: Int? = nil) {
         _ = Self.globalInit
         guard let h = curl_easy_init() else { fatalError("curl_easy_init failed") }
         handle = h
         self.timeoutMilliseconds = timeoutMilliseconds
         self.caFile = caFile
         self.verifiesPeer = verifiesPeer
+        self.httpsOnlyBodyCap = httpsOnlyBodyCap
     }
 
     deinit { curl_easy_cleanup(handle) }
@@ -51,8 +58,10 @@ public final class HTTPClient {
         final class Collected {
             var body: [UInt8] = []
             var headers: [(name: String, value: String)] = []
+            var cap = Int.max
         }
         let collected = Collected()
+        collected.cap = httpsOnlyBodyCap ?? .max
         curl_easy_reset(handle)
         var list: UnsafeMutablePointer<curl_slist>? = nil
         for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
@@ -64,6 +73,11 @@ public final class HTTPClient {
         _ = attest_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = attest_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, list)
         if let caFile { _ = attest_curl_setopt_string(handle, CURLOPT_CAINFO, caFile) }
+        if httpsOnlyBodyCap != nil {
+            _ = attest_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https")
+            _ = attest_curl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "https")
+            _ = attest_curl_setopt_string(handle, CURLOPT_NOPROXY, "*")
+        }
         if !verifiesPeer {
             _ = attest_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
             _ = attest_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
@@ -77,6 +91,7 @@ public final class HTTPClient {
         _ = attest_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             let c = Unmanaged<Collected>.fromOpaque(context!).takeUnretainedValue()
             let n = size * count
+            guard c.body.count + n <= c.cap else { return 0 }  // past the cap: curl reports a write error
             if let data { c.body += UnsafeRawBufferPointer(start: data, count: n) }
             return n
         }

@@ -1,5 +1,6 @@
 import AttestConfig
 import AttestCore
+import AttestOperations
 import AttestStore
 import CLISupport
 #if canImport(Glibc)
@@ -17,8 +18,9 @@ let appleCommand = Command(
 
         add stores the team's DeviceCheck key (Apple's AuthKey_KEYID.p8: a P-256 key in PKCS #8
         PEM) as DATA/keys/apple/TEAMID.p8, mode 0600, owned by the data directory's owner, and
-        lifts a stop a 401 put on the team. FILE must be a regular file, not a symbolic link, and
-        not readable by every user (chmod 600 it first); '-' reads the key from standard input.
+        lifts a stop a 401 put on the team (the team's receipts put off meanwhile are due again).
+        FILE must be a regular file reached through no symbolic link, and not readable by every
+        user (chmod 600 it first); '-' reads the key from standard input.
         The key is never printed: list shows the team, the key id and the public key's SHA-256.
         Backups carry these files like the signing keys.
 
@@ -48,8 +50,10 @@ let appleCommand = Command(
                 try txn.put(record)
                 return reason
             }
+            let resumed = try ReceiptRedeemer.resume(team: team, store: store, at: now())
             Output.out("DeviceCheck key \(keyID) stored for team \(team) in \(keys.directory)/\(team).p8 (0600)")
             if let lifted { Output.out("team \(team) was stopped (\(lifted)): its receipts are redeemed again") }
+            if resumed > 0 { Output.out("\(resumed) receipt(s) of team \(team) put off meanwhile are due now") }
             return 0
         case "remove":
             guard let team = args.value("team") else { throw UsageError("remove needs --team") }
@@ -106,10 +110,34 @@ enum AppleKeyFile {
         return try open(path)
     }
 
+    /// Opens `path` one component at a time from `/` (or the working directory), none of them
+    /// followed if it is a symbolic link: root reads this file, and a directory on the way
+    /// that someone else controls (a link planted in the data directory) must not lead it to
+    /// a key it never meant to hand over.
     private static func open(_ path: String) throws -> String {
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let name = parts.last, name != "..", name != "." else {
+            throw CommandFailure(.failed, "refusing \(path): not a file name")
+        }
+        var dir = Glibc.open(path.hasPrefix("/") ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        for part in parts.dropLast() {
+            let next = openat(dir, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let failure = errno
+            close(dir)
+            guard next >= 0 else {
+                let why = failure == ELOOP || failure == ENOTDIR
+                    ? "\(part) on its path is a symbolic link or not a directory, not followed (give the real path, "
+                      + "or --p8 - to read standard input)"
+                    : String(cString: strerror(failure))
+                throw CommandFailure(.failed, "refusing \(path): \(why)")
+            }
+            dir = next
+        }
+        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let failure = errno
+        close(dir)
         guard fd >= 0 else {
-            let why = errno == ELOOP ? "a symbolic link, not followed" : String(cString: strerror(errno))
+            let why = failure == ELOOP ? "a symbolic link, not followed" : String(cString: strerror(failure))
             throw CommandFailure(.failed, "refusing \(path): \(why)")
         }
         defer { close(fd) }

@@ -64,6 +64,7 @@ import Testing
             .int(Int64(value.intValue == Int64(range.lowerBound) ? range.upperBound : range.lowerBound))
         case .integerChoice(let options): .int(Int64(options.first { Int64($0) != value.intValue }!))
         case .string, .optionalString: .string((value.stringValue ?? "") + "x")
+        case .optionalHTTPSURL: .string(value.stringValue == "https://x" ? "https://y" : "https://x")
         case .choice(let options): .string(options.first { $0 != value.stringValue }!)
         case .bool: .bool(value.boolValue != true)
         case .stringList: .array([.string("x")])

@@ -17,8 +17,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RELEASE = os.path.join(ROOT, ".build", "release")
 BIN = tempfile.mkdtemp(prefix="attestedge-reload-bin-")
 os.chmod(BIN, 0o755)  # the pools run as the service user when this runs as root
-for name in ["attestctl", "attest-challenge", "attest-validate", "attest-refresh", "attest-mad", "attest-webhooks", "attest-monitor",
-             "attest-device"]:
+for name in ["attestctl", "attest-challenge", "attest-validate", "attest-refresh", "attest-mad", "attest-webhooks",
+             "attest-monitor", "attest-receipts", "attest-device"]:
     if os.path.exists(os.path.join(RELEASE, name)):
         shutil.copy2(os.path.join(RELEASE, name), os.path.join(BIN, name))
 os.environ["ATTEST_BIN"] = BIN

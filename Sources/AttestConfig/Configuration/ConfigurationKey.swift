@@ -12,6 +12,9 @@ public struct ConfigurationKey: Sendable {
         case string
         /// A string that may be empty (a setting that is off until set).
         case optionalString
+        /// Empty, or `https://HOST[:PORT][/PATH]`: no user info, query, fragment, space or
+        /// control character (a URL a secret is sent to: never another scheme).
+        case optionalHTTPSURL
         case choice([String])
         case bool
         case stringList
@@ -22,6 +25,32 @@ public struct ConfigurationKey: Sendable {
     public let name: String
     public let doc: String
     public let kind: Kind
+
+    /// `https://HOST[:PORT][/PATH]` with a host of letters, digits, `.`, `-` (or a bracketed
+    /// IPv6 address) and a path of unreserved characters and `/` (`.optionalHTTPSURL`).
+    static func isHTTPSURL(_ s: String) -> Bool {
+        guard s.hasPrefix("https://"), s.utf8.count <= 512 else { return false }
+        let rest = s.dropFirst("https://".count)
+        let authority = rest.prefix { $0 != "/" }, path = rest.dropFirst(authority.count)
+        var host = Substring(authority), port: Substring = ""
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty { guard after.hasPrefix(":") else { return false }; port = after.dropFirst() }
+            guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return false }
+        } else {
+            if let colon = authority.firstIndex(of: ":") {
+                host = authority[..<colon]
+                port = authority[authority.index(after: colon)...]
+                guard !port.isEmpty else { return false }
+            }
+            let hostCharacter = { (c: Character) in (c.isASCII && (c.isLetter || c.isNumber)) || c == "." || c == "-" }
+            guard !host.isEmpty, host.allSatisfy(hostCharacter) else { return false }
+        }
+        if !port.isEmpty { guard let n = Int(port), (1...65_535).contains(n) else { return false } }
+        return path.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/-._~".contains($0)) }
+    }
     package let get: @Sendable (Configuration) -> JSONValue
     package let set: @Sendable (inout Configuration, JSONValue) -> Void
 
@@ -40,6 +69,11 @@ public struct ConfigurationKey: Sendable {
             guard let s = value.stringValue, !s.isEmpty else { return "must be a non-empty string" }
         case .optionalString:
             guard value.stringValue != nil else { return "must be a string" }
+        case .optionalHTTPSURL:
+            guard let s = value.stringValue else { return "must be a string" }
+            guard s.isEmpty || Self.isHTTPSURL(s) else {
+                return "must be empty or https://HOST[:PORT][/PATH] (no user, query, fragment or space)"
+            }
         case .choice(let options):
             guard let s = value.stringValue, options.contains(s) else {
                 return "must be one of " + options.map { "\"\($0)\"" }.joined(separator: ", ")
@@ -332,7 +366,7 @@ public struct ConfigurationKey: Sendable {
         .int("receipts.requestsPerSecond", 1...1_000, \.receiptRequestsPerSecond, """
             Requests attest-receipts sends to Apple per second at most, all teams together.
             """),
-        .text("receipts.appleURL", .optionalString, \.receiptAppleURL, """
+        .text("receipts.appleURL", .optionalHTTPSURL, \.receiptAppleURL, """
             Base URL of Apple's App Attest data endpoint (requests go to <url>/v1/attestationData). Empty: \
             Apple's hosts by the receipt's environment (data-development.appattest.apple.com for sandbox, \
             data.appattest.apple.com for production). Only tests set it (a local stand-in).

@@ -57,6 +57,7 @@ public enum ConfigurationReference {
         case .integerChoice(let options): options.map { "`\($0)`" }.joined(separator: ", ")
         case .string: "text"
         case .optionalString: "text, may be empty"
+        case .optionalHTTPSURL: "https:// URL, may be empty"
         case .choice(let options): options.map { "`\($0)`" }.joined(separator: ", ")
         case .bool: "`true`, `false`"
         case .stringList: "array of text"

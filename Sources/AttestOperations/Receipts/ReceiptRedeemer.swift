@@ -37,6 +37,8 @@ public final class ReceiptRedeemer {
     let storeRedeemed: Redeemed
     private var pacer: RequestPacer
     private var tokens = [String: ProviderToken]()
+    /// How `lastOutcome` starts for a receipt put off without a request (`resume` looks for it).
+    static let putOff = "put off: "
     /// Due receipts read per turn.
     public static let batch = 64
     public var log: (LogMessage) -> Void = { _ in }
@@ -73,22 +75,38 @@ public final class ReceiptRedeemer {
         }
     }
 
-    /// Handles the receipts due now (at most `batch`); returns how many.
+    /// After Apple's 429: no request before this time, for any receipt (`turn` returns 0 until
+    /// then). A throttled redeemer that went on with the rest of its turn would keep hitting
+    /// Apple at the full rate, and the receipts it backs off would come back together.
+    public private(set) var pausedUntil: Timestamp?
+
+    /// Handles the receipts due now (at most `batch`); returns how many changed state (sent,
+    /// put off, dropped, a stale queue entry removed). A receipt that fails (a team's key that
+    /// no longer loads, a record that does not decode) is logged and put off, never holding up
+    /// the receipts behind it.
     @discardableResult
     public func turn() throws -> Int {
+        if let pausedUntil, clock.now() < pausedUntil { return 0 }
         let now = clock.now()
         let due = try store.read { try $0.dueReceipts(at: now, limit: Self.batch) }
         var handled = 0
         for (at, keyID) in due where !shouldStop() {
-            try handle(due: at, keyID: keyID)
-            handled += 1
+            if let pausedUntil, clock.now() < pausedUntil { break }
+            do {
+                if try handle(due: at, keyID: keyID) { handled += 1 }
+            } catch {
+                log("receipts: \(Hex.encode(keyID.prefix(8))): \(String(describing: error)); put off")
+                if (try? handleDeferred(keyID: keyID, why: "failed: \(String(describing: error))")) != nil {
+                    handled += 1
+                }
+            }
         }
         return handled
     }
 
     /// What one due receipt needs: put off, dropped, sent, or nothing (another redeemer has it).
     enum Plan {
-        case drop(String), defer_(String), send(ReceiptRecord, DeviceRecord, team: String), claimedElsewhere
+        case drop(String), defer_(String), send(ReceiptRecord, DeviceRecord, team: String), claimedElsewhere, stale
     }
 
     /// How long past the request's timeout a claimed receipt stays claimed: a redeemer that
@@ -100,14 +118,24 @@ public final class ReceiptRedeemer {
     /// hosts of a shared PostgreSQL store then find it no longer due at `due` (serializable
     /// transactions: of two claims one is retried and sees the other's), so Apple gets one
     /// request per due receipt, never one per host.
-    func handle(due: Timestamp, keyID: [UInt8]) throws {
+    /// Returns whether anything changed (false: another redeemer has it).
+    @discardableResult
+    func handle(due: Timestamp, keyID: [UInt8]) throws -> Bool {
         let now = clock.now()
         let lease = now + Int64(timeoutSeconds) + Self.claimMarginSeconds
+        let dueKey = BigEndian.bytes(due.seconds) + keyID
         let plan: Plan = try store.write { txn in
             guard let record = try txn.receiptRecord(keyID: keyID), let device = try txn.device(keyID: keyID) else {
                 return .drop("no receipt or device")
             }
-            guard record.nextRedeemAt == due else { return .claimedElsewhere }
+            guard record.nextRedeemAt == due else {
+                // Claimed by another redeemer since it was listed (the claim moved its entry),
+                // or a stale entry (the inconsistency `store check` names): that one goes,
+                // or every turn would read it again.
+                guard try txn.get(.receiptDue, dueKey) != nil else { return .claimedElsewhere }
+                _ = try txn.delete(.receiptDue, dueKey)
+                return .stale
+            }
             let plan = try self.plan(record, device, now: now, txn: txn)
             if case .send = plan {
                 var claimed = record
@@ -118,7 +146,9 @@ public final class ReceiptRedeemer {
         }
         switch plan {
         case .claimedElsewhere:
-            return
+            return false
+        case .stale:
+            log("receipts: \(Hex.encode(keyID.prefix(8))): a stale queue entry removed (due \(due.iso8601))")
         case .drop(let why):
             try store.write { txn in
                 if var record = try txn.receiptRecord(keyID: keyID) {
@@ -135,12 +165,13 @@ public final class ReceiptRedeemer {
                 guard var record = try txn.receiptRecord(keyID: keyID) else { return }
                 let previous = record.nextRedeemAt
                 record.nextRedeemAt = schedule.deferred(at: now, expiresAt: record.expiresAt)
-                record.lastOutcome = "put off: \(why)"
+                record.lastOutcome = Self.putOff + why
                 try txn.put(record, keyID: keyID, previousDue: previous)
             }
         case .send(let record, let device, let team):
             try send(record, device, team: team, keyID: keyID)
         }
+        return true
     }
 
     func plan(_ record: ReceiptRecord, _ device: DeviceRecord, now: Timestamp, txn: Transaction) throws -> Plan {
@@ -154,7 +185,11 @@ public final class ReceiptRedeemer {
         if let stopped = try txn.appleTeam(team), stopped.stoppedAt != nil {
             return .defer_("team \(team) stopped: \(stopped.stopReason)")
         }
-        guard try keys(team) != nil else { return .defer_("no DeviceCheck key for team \(team)") }
+        let key: DeviceCheckKey?
+        do { key = try keys(team) } catch {
+            return .defer_("the DeviceCheck key of team \(team) does not load: \(String(describing: error))")
+        }
+        guard key != nil else { return .defer_("no DeviceCheck key for team \(team)") }
         return .send(record, device, team: team)
     }
 
@@ -187,6 +222,11 @@ public final class ReceiptRedeemer {
             }
         }
         ServiceMetrics.receiptRedemption(status: outcome.metricLabel)
+        if outcome.kind == .throttled {
+            let pause = max(answer.retryAfter ?? 0, schedule.backoff(failures: 1, jitter: 0))
+            pausedUntil = now + pause
+            log("receipts: Apple answered 429: no request for \(pause) s")
+        }
         try recordAttempt(outcome, fresh: fresh, retryAfter: answer.retryAfter, keyID: keyID, sent: record.receipt,
                    team: team, at: now)
         if fresh != nil { redeemed += 1 }
@@ -200,7 +240,7 @@ public final class ReceiptRedeemer {
             guard var record = try txn.receiptRecord(keyID: keyID) else { return }
             let previous = record.nextRedeemAt
             record.nextRedeemAt = schedule.deferred(at: now, expiresAt: record.expiresAt)
-            record.lastOutcome = "put off: \(why)"
+            record.lastOutcome = Self.putOff + why
             try txn.put(record, keyID: keyID, previousDue: previous)
         }
     }
@@ -229,7 +269,8 @@ public final class ReceiptRedeemer {
 
     func providerToken(team: String) throws -> ProviderToken {
         guard let key = try keys(team) else { throw AttestError(.keyInvalid, "no key") }
-        if let cached = tokens[team], cached.keyID == key.keyID { return cached }
+        if let cached = tokens[team], cached.keyID == key.keyID,
+           cached.subjectPublicKeyInfo == key.key.subjectPublicKeyInfo { return cached }
         let token = try ProviderToken(key: key)
         tokens[team] = token
         return token

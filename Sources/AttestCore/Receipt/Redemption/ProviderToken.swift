@@ -13,12 +13,16 @@ public final class ProviderToken {
     public static let renewSeconds: Int64 = 25 * 60
     public let teamID: String
     public let keyID: String
+    /// The signing key's public half: a key replaced under the same key id (a wrong .p8 added
+    /// again, right this time) is a different key, and its tokens are new ones.
+    public let subjectPublicKeyInfo: [UInt8]
     private let signer: JWTSigner
     private var cached: (token: String, issuedAt: Timestamp)?
 
     public init(key: DeviceCheckKey) throws(AttestError) {
         teamID = key.teamID
         keyID = key.keyID
+        subjectPublicKeyInfo = key.key.subjectPublicKeyInfo
         signer = try JWTSigner(key: key.key, providerKeyID: key.keyID)
     }
 
