@@ -29,14 +29,16 @@ enum ReceiptsTry {
             let found: (DeviceRecord, ReceiptRecord)? = try store.read { txn in
                 var best: (DeviceRecord, ReceiptRecord)?
                 for d in try txn.devices(limit: 100_000) where DeviceCheckKey.teamID(ofAppID: d.appID) == team {
+                    // Only a receipt that verified: an invalid one is whatever bytes a device
+                    // sent, never worth sending to Apple with the team's token.
                     guard best == nil || d.lastSeenAt > best!.0.lastSeenAt,
-                          let r = try txn.receiptRecord(keyID: d.keyID) else { continue }
+                          let r = try txn.receiptRecord(keyID: d.keyID), r.check == .valid else { continue }
                     best = (d, r)
                 }
                 return best
             }
             guard let found else {
-                throw CommandFailure(.notFound, "no stored receipt of team \(team): pass --receipt FILE")
+                throw CommandFailure(.notFound, "no verified receipt of team \(team) stored: pass --receipt FILE")
             }
             device = found.0
             (receipt, env, anchor) = (found.1.receipt, found.0.environment, found.0.anchor)
