@@ -137,11 +137,17 @@ public final class ReceiptRedeemer {
                 return .stale
             }
             let plan = try self.plan(record, device, now: now, txn: txn)
-            if case .send = plan {
-                var claimed = record
-                claimed.nextRedeemAt = lease
-                try txn.put(claimed, keyID: keyID, previousDue: record.nextRedeemAt)
+            var changed = record
+            switch plan {
+            case .send:
+                changed.nextRedeemAt = lease
+            case .defer_(let why):
+                changed.nextRedeemAt = schedule.deferred(at: now, expiresAt: record.expiresAt)
+                changed.lastOutcome = Self.putOff + why
+            default:
+                return plan
             }
+            try txn.put(changed, keyID: keyID, previousDue: record.nextRedeemAt)
             return plan
         }
         switch plan {
@@ -159,15 +165,8 @@ public final class ReceiptRedeemer {
                 }
                 _ = try txn.delete(.receiptDue, BigEndian.bytes(due.seconds) + keyID)
             }
-        case .defer_(let why):
-            deferred += 1
-            try store.write { txn in
-                guard var record = try txn.receiptRecord(keyID: keyID) else { return }
-                let previous = record.nextRedeemAt
-                record.nextRedeemAt = schedule.deferred(at: now, expiresAt: record.expiresAt)
-                record.lastOutcome = Self.putOff + why
-                try txn.put(record, keyID: keyID, previousDue: previous)
-            }
+        case .defer_:
+            deferred += 1  // put off in the transaction that decided it
         case .send(let record, let device, let team):
             try send(record, device, team: team, keyID: keyID)
         }
