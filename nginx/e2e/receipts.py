@@ -204,11 +204,14 @@ def unauthorized(s):
     T.check("attestctl doctor complains about the stopped team", doctor.returncode != 0 and f"team {TEAM}" in doctor.stdout
             and "apple key add" in doctor.stdout, doctor.stdout[-600:])
     before = len(apple.requests())
-    enroll(s, "d-after-401")
+    late = enroll(s, "d-after-401")
     time.sleep(3)
     T.check("while stopped, no receipt of the team is sent", len(apple.requests()) == before, repr(apple.requests()[before:]))
     p = s.ctl("apple", "key", "add", "--team", TEAM, "--key-id", KEY_ID, "--p8", APEX["p8"], check=False)
     T.check("apple key add lifts the stop", p.returncode == 0 and "redeemed again" in p.stdout, p.stdout + p.stderr)
+    sent = wait_for(lambda: len(apple.requests()) > before, 15)
+    T.check("and the receipt put off during the stop is sent soon, not an interval later", sent,
+            p.stdout + repr(receipt_state(s, late)))
     doctor = s.ctl("doctor", check=False)
     T.check("and doctor no longer names the team", f"team {TEAM}" not in doctor.stdout, doctor.stdout[-400:])
     _ = state
