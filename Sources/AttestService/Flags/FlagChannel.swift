@@ -1,0 +1,39 @@
+/// A change to an app's feature flags that the flag stream must carry: the defaults of
+/// `environment` (or of every environment of the app when `nil`) changed.
+///
+/// `FlagAdmin` returns these from every write; whoever committed the write hands them to
+/// the stream publisher, which sends each affected environment's current defaults.
+public struct FeatureFlagChange: Hashable, Sendable {
+    /// `TEAMID.bundle`.
+    public let appID: String
+    /// One environment, or `nil` for every environment of the app.
+    public let environment: String?
+
+    public init(appID: String, environment: String?) {
+        self.appID = appID
+        self.environment = environment
+    }
+}
+
+/// Names of the nchan channels the flag stream uses, and where nginx's publisher listens.
+///
+/// Wire format: a channel id is `TEAMID.bundle/environment`, or `TEAMID.bundle/~empty` for an
+/// environment the app does not have (it always holds `{"flags":{}}`). Channels live in nchan
+/// group `attestedge`. The pool chooses the channel and returns it to nginx in the auth
+/// answer's `X-AttestEdge-Channel` header; nothing the client sends names a channel.
+public enum FlagChannel {
+    /// The file name of nginx's publisher socket, beside the pools' sockets (`attestctl serve`:
+    /// DATA/run; the systemd units: /run/attestedge).
+    public static let publishSocketName = "flags-publish.sock"
+
+    /// The channel carrying `environment`'s defaults for `appID`.
+    public static func id(appID: String, environment: String) -> String { appID + "/" + environment }
+
+    /// The channel of every environment `appID` does not have.
+    public static func empty(appID: String) -> String { appID + "/~empty" }
+
+    /// The publisher socket in the directory holding the pools' sockets.
+    public static func publishSocket(socketDirectory: String) -> String {
+        socketDirectory + "/" + publishSocketName
+    }
+}
