@@ -48,6 +48,18 @@ extension Transaction {
         try put(.featureFlagApps, Array(appID.utf8), record.encoded())
     }
 
+    /// The flags, overrides and release notes the app stores, counted (`store check` compares
+    /// them with its `FeatureFlagAppRecord`).
+    func countFeatureFlagItems(appID: String) throws -> (flags: Int, overrides: Int, notes: Int) {
+        let prefix = Self.appPrefix(appID)
+        func count(_ db: Database) throws -> Int {
+            var n = 0
+            try scanPrefix(db, prefix) { _, _ in n += 1 }
+            return n
+        }
+        return (try count(.featureFlags), try count(.featureFlagOverrides), try count(.releaseNotes))
+    }
+
     // MARK: flags
 
     public func featureFlag(appID: String, key: String) throws -> FeatureFlagRecord? {
@@ -132,7 +144,8 @@ extension Transaction {
         }
         let key = Self.overridePrefix(appID: appID, subject: override.subject) + Array(override.flagKey.utf8)
         guard key.count <= Self.maximumKeySize else {
-            throw StoreError(.tooLarge, "feature flag override key of \(key.count) bytes; at most \(Self.maximumKeySize)")
+            throw StoreError(.tooLarge,
+                             "feature flag override key of \(key.count) bytes; at most \(Self.maximumKeySize)")
         }
         try put(.featureFlagOverrides, key, override.encoded())
     }
