@@ -41,6 +41,20 @@ extension Transaction {
         try get(.featureFlagApps, Array(appID.utf8)).map(FeatureFlagAppRecord.init(encoded:))
     }
 
+    /// The app's generation alone (nil: no feature-flag state), without decoding the rest of
+    /// its record: a worker's compiled flags check it on each request whose store changed.
+    public func featureFlagGeneration(appID: String) throws -> UInt64? {
+        guard let bytes = try get(.featureFlagApps, Array(appID.utf8)) else { return nil }
+        var reader = try BinaryReader(bytes, record: FeatureFlagAppRecord.recordName)
+        guard FeatureFlagAppRecord.knownVersions.contains(reader.version) else {
+            return try FeatureFlagAppRecord(encoded: bytes).generation  // throws, naming the version
+        }
+        return try reader.u64()
+    }
+
+    /// Says `featureFlagApp(appID:)` or `featureFlagGeneration(appID:)` follows (PostgreSQL: same round trip).
+    public func prefetchFeatureFlagApp(appID: String) { prefetch(.featureFlagApps, Array(appID.utf8)) }
+
     /// - Throws: `StoreError(.tooLarge)` with more environments than the layout counts.
     public func put(_ record: FeatureFlagAppRecord, appID: String) throws {
         _ = Self.appPrefix(appID)

@@ -45,6 +45,11 @@ import Testing
         #expect(other.map(\.key) == ["alpha"] && other[0].defaults[0].valueJSON == "false")
         #expect(one == flag("alpha") && none == nil)
         #expect(stored == state && noState == nil)
+        let generations = try store.read { txn in
+            txn.prefetchFeatureFlagApp(appID: app)
+            return [try txn.featureFlagGeneration(appID: app), try txn.featureFlagGeneration(appID: app2)]
+        }
+        #expect(generations == [3, nil])
     }
 
     @Test(arguments: StoreConformance.kinds) func overridesScanBySubjectWithoutLeaking(_ kind: Kind) throws {

@@ -27,7 +27,9 @@ public struct DeviceVersionsRecord: StoreRecord, Hashable {
     /// The record after the lineage was seen with `appVersion` at `at`, or nil when there is
     /// nothing to write (no version, or nothing changed): `first` stays as stored (the version
     /// itself when nothing was); `latest` rises to the version when `compare` (-1/0/1, nil
-    /// when either is not a version) says it is above the stored one, and never falls.
+    /// when either is not a version) says it is above the stored one, and never falls. A
+    /// record is started with any non-empty text (validate's rule, design §3.2); a caller that
+    /// takes only valid versions (the flags GET's `X-App-Version`) checks before.
     public static func noting(_ appVersion: String, stored: DeviceVersionsRecord?, at: Timestamp,
                               compare: (String, String) -> Int?) -> DeviceVersionsRecord? {
         guard !appVersion.isEmpty else { return nil }
