@@ -17,13 +17,33 @@ extension Transaction {
     public static let maximumKeySize = 511
 
     /// `appID ‖ 0x00`: the start of every key of the app in the per-app databases.
-    static func appPrefix(_ appID: String) -> [UInt8] {
-        precondition(!appID.isEmpty && !appID.utf8.contains(0), "an App ID without 0x00")
+    /// - Throws: `StoreError(.invalidKey)` for an empty App ID or one holding 0x00.
+    static func appPrefix(_ appID: String) throws -> [UInt8] {
+        guard !appID.isEmpty, !appID.utf8.contains(0) else {
+            throw StoreError(.invalidKey, "an App ID that is empty or holds 0x00")
+        }
         return Array(appID.utf8) + [0]
     }
 
-    static func overridePrefix(appID: String, subject: FeatureFlagOverrideSubject) -> [UInt8] {
-        appPrefix(appID) + [subject.kind] + Array(subject.value.utf8) + [0]
+    /// `appID ‖ 0x00 ‖ kind ‖ subject ‖ 0x00`. - Throws: `StoreError(.invalidKey)` for a subject holding 0x00.
+    static func overridePrefix(appID: String, subject: FeatureFlagOverrideSubject) throws -> [UInt8] {
+        guard !subject.value.utf8.contains(0) else {
+            throw StoreError(.invalidKey, "an override subject holding 0x00")
+        }
+        return try appPrefix(appID) + [subject.kind] + Array(subject.value.utf8) + [0]
+    }
+
+    /// A flag key's bytes. - Throws: `StoreError(.invalidKey)` for an empty key or one holding 0x00.
+    static func flagKeyBytes(_ key: String) throws -> [UInt8] {
+        guard !key.isEmpty, !key.utf8.contains(0) else {
+            throw StoreError(.invalidKey, "a flag key that is empty or holds 0x00")
+        }
+        return Array(key.utf8)
+    }
+
+    /// `appID ‖ 0x00 ‖ flagKey`.
+    static func flagKey(appID: String, _ key: String) throws -> [UInt8] {
+        try appPrefix(appID) + flagKeyBytes(key)
     }
 
     /// Visits the entries of `db` whose key starts with `prefix`, in key order, with the rest of the key.
@@ -57,7 +77,7 @@ extension Transaction {
 
     /// - Throws: `StoreError(.tooLarge)` with more environments than the layout counts.
     public func put(_ record: FeatureFlagAppRecord, appID: String) throws {
-        _ = Self.appPrefix(appID)
+        _ = try Self.appPrefix(appID)
         if let refusal = record.writeRefusal { throw StoreError(.tooLarge, refusal) }
         try put(.featureFlagApps, Array(appID.utf8), record.encoded())
     }
@@ -65,7 +85,7 @@ extension Transaction {
     /// The flags, overrides and release notes the app stores, counted (`store check` compares
     /// them with its `FeatureFlagAppRecord`).
     func countFeatureFlagItems(appID: String) throws -> (flags: Int, overrides: Int, notes: Int) {
-        let prefix = Self.appPrefix(appID)
+        let prefix = try Self.appPrefix(appID)
         func count(_ db: Database) throws -> Int {
             var n = 0
             try scanPrefix(db, prefix) { _, _ in n += 1 }
@@ -77,7 +97,7 @@ extension Transaction {
     // MARK: flags
 
     public func featureFlag(appID: String, key: String) throws -> FeatureFlagRecord? {
-        guard let bytes = try get(.featureFlags, Self.appPrefix(appID) + Array(key.utf8)) else { return nil }
+        guard let bytes = try get(.featureFlags, Self.flagKey(appID: appID, key)) else { return nil }
         var record = try FeatureFlagRecord(encoded: bytes)
         record.key = key
         return record
@@ -97,9 +117,8 @@ extension Transaction {
     /// - Throws: `StoreError(.tooLarge)` for a record over `FeatureFlagRecord.maximumEncodedSize`
     ///   (or a list longer than its u8 count), or a key over `maximumKeySize`.
     public func put(_ flag: FeatureFlagRecord, appID: String) throws {
-        precondition(!flag.key.isEmpty && !flag.key.utf8.contains(0), "a flag key without 0x00")
+        let key = try Self.flagKey(appID: appID, flag.key)
         if let refusal = flag.writeRefusal { throw StoreError(.tooLarge, refusal) }
-        let key = Self.appPrefix(appID) + Array(flag.key.utf8)
         guard key.count <= Self.maximumKeySize else {
             throw StoreError(.tooLarge, "feature flag key of \(key.count) bytes with its App ID")
         }
@@ -109,12 +128,13 @@ extension Transaction {
     /// Removes the flag (not its overrides: the flags domain removes those); `false` when absent.
     @discardableResult
     public func deleteFeatureFlag(appID: String, key: String) throws -> Bool {
-        try delete(.featureFlags, Self.appPrefix(appID) + Array(key.utf8))
+        try delete(.featureFlags, Self.flagKey(appID: appID, key))
     }
 
     // MARK: overrides
 
-    /// The subject's overrides in the app, by flag key (one prefix scan).
+    /// The subject's overrides in the app, by flag key (one prefix scan). A subject holding
+    /// 0x00 (a client-claimed `X-Device-ID`) can have none: none, without an error.
     public func featureFlagOverrides(appID: String, subject: FeatureFlagOverrideSubject) throws
         -> [FeatureFlagOverrideRecord] {
         guard !subject.value.utf8.contains(0) else { return [] }
@@ -150,13 +170,9 @@ extension Transaction {
     }
 
     /// - Throws: `StoreError(.tooLarge)` when the key would pass `maximumKeySize`, and
-    ///   `StoreError(.corrupt)` for a subject holding 0x00 (it ends the subject in the key).
+    ///   `StoreError(.invalidKey)` for a subject or flag key holding 0x00 (it ends them in the key).
     public func put(_ override: FeatureFlagOverrideRecord, appID: String) throws {
-        precondition(!override.flagKey.isEmpty && !override.flagKey.utf8.contains(0), "a flag key without 0x00")
-        guard !override.subject.value.utf8.contains(0) else {
-            throw StoreError(.corrupt, "an override subject holding 0x00")
-        }
-        let key = Self.overridePrefix(appID: appID, subject: override.subject) + Array(override.flagKey.utf8)
+        let key = try Self.overridePrefix(appID: appID, subject: override.subject) + Self.flagKeyBytes(override.flagKey)
         guard key.count <= Self.maximumKeySize else {
             throw StoreError(.tooLarge,
                              "feature flag override key of \(key.count) bytes; at most \(Self.maximumKeySize)")

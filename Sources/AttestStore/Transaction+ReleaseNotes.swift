@@ -10,8 +10,7 @@ import AttestCore
 /// allows them.
 extension Transaction {
     public func releaseNote(appID: String, id: [UInt8]) throws -> ReleaseNoteRecord? {
-        precondition(id.count == 16, "a note id is 16 bytes")
-        guard let bytes = try get(.releaseNotes, Self.appPrefix(appID) + id) else { return nil }
+        guard let bytes = try get(.releaseNotes, Self.noteKey(appID: appID, id)) else { return nil }
         var note = try ReleaseNoteRecord(encoded: bytes)
         note.id = id
         return note
@@ -30,21 +29,18 @@ extension Transaction {
     }
 
     public func put(_ note: ReleaseNoteRecord, appID: String) throws {
-        precondition(note.id.count == 16, "a note id is 16 bytes")
-        try put(.releaseNotes, Self.appPrefix(appID) + note.id, note.encoded())
+        try put(.releaseNotes, Self.noteKey(appID: appID, note.id), note.encoded())
     }
 
     /// `false` when there was no such note. Its `notes_seen` entries stay.
     @discardableResult
     public func deleteReleaseNote(appID: String, id: [UInt8]) throws -> Bool {
-        precondition(id.count == 16, "a note id is 16 bytes")
-        return try delete(.releaseNotes, Self.appPrefix(appID) + id)
+        try delete(.releaseNotes, Self.noteKey(appID: appID, id))
     }
 
     /// When the lineage first marked the note seen; nil when it has not.
     public func noteSeen(lineage: LineageKey, note: [UInt8]) throws -> Timestamp? {
-        precondition(note.count == 16, "a note id is 16 bytes")
-        return try get(.notesSeen, lineage.digest + note).map(Self.seenAt)
+        try get(.notesSeen, lineage.digest + Self.noteID(note)).map(Self.seenAt)
     }
 
     /// Marks the note seen by the lineage at `at` unless it already was; returns the time
@@ -54,7 +50,7 @@ extension Transaction {
         if let stored = try noteSeen(lineage: lineage, note: note) { return stored }
         var value = BinaryWriter(version: 1)
         value.i64(at.seconds)
-        if try put(.notesSeen, lineage.digest + note, value.bytes, noOverwrite: true) { return at }
+        if try put(.notesSeen, lineage.digest + Self.noteID(note), value.bytes, noOverwrite: true) { return at }
         // A concurrent writer got there first (PostgreSQL): its time stands.
         guard let stored = try noteSeen(lineage: lineage, note: note) else {
             throw StoreError(.io, "a seen note vanished while it was marked")
@@ -71,6 +67,14 @@ extension Transaction {
         }
         return found
     }
+
+    /// A note id as keys hold it. - Throws: `StoreError(.invalidKey)` unless it is 16 bytes.
+    static func noteID(_ id: [UInt8]) throws -> [UInt8] {
+        guard id.count == 16 else { throw StoreError(.invalidKey, "a note id of \(id.count) bytes, not 16") }
+        return id
+    }
+
+    static func noteKey(appID: String, _ id: [UInt8]) throws -> [UInt8] { try appPrefix(appID) + noteID(id) }
 
     /// A `notes_seen` value: `u8 1 | seenAt i64`.
     static func seenAt(_ value: [UInt8]) throws -> Timestamp {

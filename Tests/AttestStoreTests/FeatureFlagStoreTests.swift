@@ -86,8 +86,19 @@ import Testing
         #expect(try store.read { try $0.featureFlagOverrides(appID: app, subject: .device("dev-1")) }.map(\.flagKey)
                     == ["b"])
         // A subject holding 0x00 would end early in the key: refused, not stored under another subject.
-        #expect(throws: StoreError.self) {
+        #expect(throws: StoreError(.invalidKey, "")) {
             try store.write { txn in try txn.put(override(.sdk("dev-1\u{0}x"), "a"), appID: app) }
+        }
+        #expect(try store.read { try $0.featureFlagOverrides(appID: app, subject: .sdk("dev-1\u{0}")) }.isEmpty,
+                "a client-claimed subject holding 0x00 reads as having none")
+        // An App ID or flag key the keys cannot hold is a clear error, not a trap nor another app's entries.
+        #expect(throws: StoreError(.invalidKey, "")) { try store.read { try $0.featureFlags(appID: "T.app\u{0}2") } }
+        #expect(throws: StoreError(.invalidKey, "")) { try store.read { try $0.featureFlags(appID: "") } }
+        #expect(throws: StoreError(.invalidKey, "")) {
+            try store.write { txn in try txn.put(flag("a\u{0}b"), appID: app) }
+        }
+        #expect(throws: StoreError(.invalidKey, "")) {
+            try store.read { try $0.releaseNote(appID: app, id: [1, 2, 3]) }
         }
         #expect(throws: StoreError(.tooLarge, "")) {
             try store.write { txn in try txn.put(override(.sdk(String(repeating: "s", count: 500)), "a"), appID: app) }
