@@ -9,7 +9,7 @@ import AttestStore
 /// Evaluation order for one flag in one environment (`answer`, `explain`):
 /// 1. an unexpired override: `device:<deviceId>` first, then `sdk:<X-Device-ID>`;
 /// 2. the first active rule for this environment (or for every environment) whose conditions
-///    all hold and whose rollout admits the caller (`FeatureFlagRollout`);
+///    all hold and whose rollout admits the caller (`FeatureFlagBucket`);
 /// 3. the environment's rollout, when it admits the caller;
 /// 4. the environment's default;
 /// 5. else the flag is left out of the answer.
@@ -188,7 +188,7 @@ public final class CompiledFeatureFlags: Sendable {
             }
             var admitted = holds
             if holds && rule.rollout < 100 {
-                admitted = FeatureFlagRollout.admits(percent: rule.rollout, identity: identity, key: f.key)
+                admitted = FeatureFlagBucket.admits(percent: rule.rollout, identity: identity, key: f.key)
                 if steps != nil { parts.append(rolloutText(rule.rollout, identity, f.key, admitted)) }
             }
             steps?.append("rule \(rule.number) '\(rule.name)' \(admitted ? "matched" : "did not match"): "
@@ -196,7 +196,7 @@ public final class CompiledFeatureFlags: Sendable {
             if admitted { return rule.valueJSON }
         }
         if let rollout = f.rollouts[env] {
-            let admitted = FeatureFlagRollout.admits(percent: rollout.percent, identity: identity, key: f.key)
+            let admitted = FeatureFlagBucket.admits(percent: rollout.percent, identity: identity, key: f.key)
             steps?.append("rollout \(rollout.percent)% (\(env)): " + rolloutText(rollout.percent, identity, f.key, admitted))
             if admitted { return rollout.valueJSON }
         }
@@ -212,7 +212,7 @@ public final class CompiledFeatureFlags: Sendable {
         guard let identity else {
             return "rollout \(percent)%: no identity (an API key without X-Device-ID): \(admitted ? "yes" : "no")"
         }
-        let bucket = FeatureFlagRollout.bucket(identity: identity, key: key)
+        let bucket = FeatureFlagBucket.bucket(identity: identity, key: key)
         return "rollout bucket \(bucket) < \(percent): \(admitted ? "yes" : "no")"
     }
 

@@ -9,7 +9,7 @@ import AttestCore
 /// device that attests a new key for the same fingerprint keeps its buckets; for an API-key
 /// caller it is the UTF-8 of `X-Device-ID`. A rollout of P percent admits buckets below P:
 /// 0 admits none, 100 all (even a caller without an identity).
-public enum FeatureFlagRollout {
+public enum FeatureFlagBucket {
     public static func bucket(identity: [UInt8], key: String) -> Int {
         let digest = SHA256.hash(identity + [0] + Array(key.utf8))
         var value: UInt64 = 0
