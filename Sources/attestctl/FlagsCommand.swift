@@ -4,6 +4,10 @@ import AttestService
 import AttestStore
 import CLISupport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `attestctl flags …`: an app's feature flags, environments, rules, rollouts and overrides.
 /// Every change goes through `FeatureFlagAdmin` (the org API's checks and tier limits), queues
 /// `flag.changed`, and is published to this host's flag stream once committed (a failed
@@ -322,8 +326,10 @@ private func testFlags(_ args: Arguments, store: Store, appID: String) throws {
 /// Publishes committed changes to this host's flag stream (the socket directory as
 /// `attestctl doctor` finds it); a failure is a warning.
 func publishFlagChanges(_ changes: [FeatureFlagChange], data: DataDirectory, store: Store) {
-    guard !changes.isEmpty else { return }
-    for warning in FlagStream.publish(changes, socketDirectory: Doctor.socketDirectory(data), store: store) {
+    let directory = Doctor.socketDirectory(data)
+    // No publisher socket: nginx with the stream is not running on this host; nothing to tell.
+    guard !changes.isEmpty, access(FlagChannel.publishSocket(socketDirectory: directory), F_OK) == 0 else { return }
+    for warning in FlagStream.publish(changes, socketDirectory: directory, store: store) {
         Output.err("attestctl: warning: \(warning)")
     }
 }
