@@ -100,7 +100,7 @@ import Testing
 
     @Test func conditionsAreCheckedWhereWritten() throws {
         for bad in ["riskScore contains 1", "riskCategory gt a", "jailbroken in [true]", "nope eq 1",
-                    "riskScore between 1", "appVersion gt 2.x", "riskScore in []", "custom. eq 1",
+                    "riskScore between 1", "appVersion gt x2", "riskScore in []", "custom. eq 1",
                     "entitlement eq pro", "riskScore eq \"a\"", "riskScore lte"] {
             #expect(throws: ServiceError.self, "\(bad)") { try FeatureFlagConditions.parse(text: bad) }
         }
@@ -214,9 +214,11 @@ import Testing
         // Explain text, for attestctl flags test.
         let steps = withOverrides.explain(environment: "production", caller: trusted, targeting: qa,
                                           overrides: overrides, now: Timestamp(seconds: 50), key: nil)
-        #expect(steps.map(\.key) == ["beta", "z_color"])
+        #expect(steps.map(\.key) == ["beta", "only_staging", "z_color"])
+        #expect(steps.map(\.valueJSON) == ["false", nil, #""pink""#])
         #expect(steps[0].steps == ["override sdk:qa (client-claimed X-Device-ID)"])
-        #expect(steps[1].steps == ["override device:dev-1"])
+        #expect(steps[1].steps == ["no default in production: left out"])
+        #expect(steps[2].steps == ["override device:dev-1"])
         let why = c.explain(environment: "production", caller: risky, targeting: .none, overrides: [],
                             now: Timestamp(seconds: 1), key: "beta")
         #expect(why == [FeatureFlagExplanation(key: "beta", valueJSON: "false", steps: [
@@ -385,7 +387,7 @@ import Testing
         }
         #expect(post(#""key":"bad key","type":"bool","value":true"#).1["reason"]?.stringValue?.contains("flag key") == true)
         #expect(post(#""key":"k","type":"float","value":1"#).0 == 400)
-        #expect(post(#""key":"k","type":"bool","value":true,"environment":"qa"#).0 == 404)
+        #expect(post(#""key":"k","type":"bool","value":true,"environment":"qa""#).0 == 404)
         #expect(post(#""key":"k","type":"bool","value":true"#).0 == 201)
         #expect(post(#""key":"k","type":"bool","value":true"#).0 == 409)
         #expect(api.call("PUT", "/api/v1/org/flags/k", body: #"{"value":"yes"}"#).0 == 400)

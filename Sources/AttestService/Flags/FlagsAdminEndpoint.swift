@@ -46,8 +46,7 @@ public enum FlagsAdminEndpoint {
         }
         let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
         let now = ctx.clock.now()
-        let write = request.method != "GET"
-        let body = write && request.method != "DELETE" ? try JSONBody(request) : nil
+        let body = request.method == "POST" || request.method == "PUT" ? try JSONBody(request) : nil
         guard let appID = try query(request, "app_id") ?? body?.string("app_id") else {
             throw ServiceError(.badRequest, "app_id is required (the query's app_id, or the body's for a create).")
         }
