@@ -119,7 +119,10 @@ let flagsCommand = Command(
                        + " → \(v)" + (rollout < 100 ? " for \(rollout)%" : ""))
         case "rule remove", "rule enable", "rule disable":
             let k = try key()
-            let index = try args.int("index", default: 0, in: 1...1000)
+            guard args.value("index") != nil else {
+                throw UsageError("--index N (from 1, as 'flags show' lists) is required")
+            }
+            let index = try args.int("index", default: 1, in: 1...1000)
             try change { a, t in
                 ((), sub == "rule remove" ? try a.removeRule(key: k, index: index, in: t)
                     : try a.setRuleActive(key: k, index: index, active: sub == "rule enable", in: t))
@@ -127,7 +130,10 @@ let flagsCommand = Command(
             Output.out("\(k): rule \(index) \(sub == "rule remove" ? "removed" : sub.dropFirst(5) + "d")")
         case "rollout":
             let k = try key()
-            let percent = try args.int("percent", default: -1, in: 0...100)
+            guard args.value("percent") != nil else {
+                throw UsageError("--percent P (0 to 100; 0 removes) is required")
+            }
+            let percent = try args.int("percent", default: 0, in: 0...100)
             try change { a, t in
                 ((), try a.setRollout(key: k, environment: args.value("env"), percent: percent,
                                       value: args.value("value"), in: t))
@@ -183,8 +189,9 @@ let flagsCommand = Command(
             let envs = try claimFailure {
                 try store.read { txn in
                     let (app, org) = try FeatureFlagAdmin.app(appID, org: nil, in: txn)
-                    return try FeatureFlagAdmin(app: app, tier: org.tier, actor: .cli, now: now(), random: SystemRandom())
-                        .state(in: txn).environments
+                    let admin = FeatureFlagAdmin(app: app, tier: org.tier, actor: .cli, now: now(),
+                                                 random: SystemRandom())
+                    return try admin.state(in: txn).environments
                 }
             }
             if args.flag("json") {
@@ -202,7 +209,8 @@ let flagsCommand = Command(
             if sub == "show" {
                 let k = try key()
                 guard let flag = flags.first(where: { $0.key == k }) else {
-                    throw CommandFailure(.notFound, "no flag \(k) in \(appID) (see 'attestctl flags list --app \(appID)')")
+                    throw CommandFailure(.notFound,
+                                         "no flag \(k) in \(appID) (see 'attestctl flags list --app \(appID)')")
                 }
                 if args.flag("json") {
                     Output.out(FlagsAdminEndpoint.json(flag).prettyJSONText)
@@ -215,7 +223,8 @@ let flagsCommand = Command(
                 Output.out("no flags in \(appID) (add one with 'attestctl flags add')")
             } else {
                 let env = args.value("env") ?? "production"
-                Output.out(Output.table(["KEY", "TYPE", "VALUE (\(env))", "ROLLOUT", "RULES", "DESCRIPTION"], flags.map { f in
+                let header = ["KEY", "TYPE", "VALUE (\(env))", "ROLLOUT", "RULES", "DESCRIPTION"]
+                Output.out(Output.table(header, flags.map { f in
                     [f.key, f.type.rawValue, f.defaults.first { $0.environment == env }?.valueJSON ?? "-",
                      f.rollouts.first { $0.environment == env }.map { "\($0.percent)% → \($0.valueJSON)" } ?? "-",
                      String(f.rules.count), f.description]
@@ -295,7 +304,9 @@ private func testFlags(_ args: Arguments, store: Store, appID: String) throws {
             }
             var overrides = [FeatureFlagOverrideRecord]()
             if let d = device { overrides += try txn.featureFlagOverrides(appID: appID, subject: .device(d.deviceID)) }
-            if let sdk = targeting.sdkDeviceID { overrides += try txn.featureFlagOverrides(appID: appID, subject: .sdk(sdk)) }
+            if let sdk = targeting.sdkDeviceID {
+                overrides += try txn.featureFlagOverrides(appID: appID, subject: .sdk(sdk))
+            }
             return (compiled, caller, overrides)
         }
     }

@@ -121,7 +121,9 @@ import Testing
         #expect(try FeatureFlagValueType.check(#"{ "a" : [1, 2] }"#, type: .json) == #"{"a":[1,2]}"#)
         for (text, type) in [("1", FeatureFlagType.bool), ("2.5", .int), ("\"1\"", .double), ("1", .string),
                              ("\"x\"", .json), ("nope", .string), ("9.3e18", .int)] {
-            #expect(throws: ServiceError.self, "\(text) as \(type)") { try FeatureFlagValueType.check(text, type: type) }
+            #expect(throws: ServiceError.self, "\(text) as \(type)") {
+                try FeatureFlagValueType.check(text, type: type)
+            }
         }
         let big = "\"" + String(repeating: "x", count: 1_023) + "\""
         #expect(throws: ServiceError.self) { try FeatureFlagValueType.check(big, type: .string) }
@@ -249,8 +251,8 @@ import Testing
         let notes = [note("1.0", 0, 1), note("1.1", 0, 2), note("2.0", 0, 3), note("2.1", 0, 4), note("1.5", 999, 5)]
         let versions = DeviceVersionsRecord(first: "1.0", firstAt: Timestamp(seconds: 0), latest: "2.0",
                                             latestAt: Timestamp(seconds: 0))
-        let shown = ReleaseNotes.visible(notes, versions: versions, seen: [[UInt8](repeating: 2, count: 16): .init(seconds: 1)],
-                                         now: Timestamp(seconds: 10), limit: 20)
+        let seen: [[UInt8]: Timestamp] = [[UInt8](repeating: 2, count: 16): Timestamp(seconds: 1)]
+        let shown = ReleaseNotes.visible(notes, versions: versions, seen: seen, now: Timestamp(seconds: 10), limit: 20)
         #expect(shown.map(\.version) == ["2.0"])
         #expect(ReleaseNotes.visible(notes, versions: versions, seen: [:], now: Timestamp(seconds: 10), limit: 20)
             .map(\.version) == ["2.0", "1.1"])
@@ -294,8 +296,8 @@ import Testing
 
     @Test func apiCreatesChangesAndQueuesFlagChanged() throws {
         let api = try API()
-        let (created, flag) = api.call("POST", "/api/v1/org/flags", "",
-                                       body: #"{"app_id":"\#(Fixture.appID)","key":"beta","type":"bool","value":false}"#)
+        let create = #"{"app_id":"\#(Fixture.appID)","key":"beta","type":"bool","value":false}"#
+        let (created, flag) = api.call("POST", "/api/v1/org/flags", "", body: create)
         #expect(created == 201 && flag["values"]?["production"] == false, "\(flag.jsonText)")
         let (ruled, withRule) = api.call("POST", "/api/v1/org/flags/beta/rules", body: #"""
             {"name":"trusted","conditions":[{"attribute":"riskScore","operator":"lte","value":20}],"value":true,
@@ -328,7 +330,8 @@ import Testing
         let flagEvents = events.filter { $0.event == "flag.changed" }
         let actions = flagEvents.compactMap { (try? JSONParser.parse($0.dataJSON))?["action"]?.stringValue }
         #expect(actions == ["created", "rule_added", "updated", "rollout_set", "environment_added", "override_set",
-                            "override_removed", "rule_removed", "deleted"], "one per change, none for notes or refusals")
+                            "override_removed", "rule_removed", "deleted"],
+                "one per change, none for notes or refusals")
         let first = try #require(try? JSONParser.parse(flagEvents[0].dataJSON))
         #expect(first["app_id"]?.stringValue == Fixture.appID && first["actor"] == "api" && first["flag_key"] == "beta"
                 && first["environment"] == "production" && first["organization"] == "acme")
@@ -338,8 +341,8 @@ import Testing
 
     @Test func apiRefusesHeartbeatKeysAndOtherOrganizationsApps() throws {
         let api = try API()
-        let (heartbeatKey, record) = APIKeys.generate(org: "acme", name: "hb", scope: .heartbeat, random: SystemRandom(),
-                                                      now: api.fixture.clock.now())
+        let (heartbeatKey, record) = APIKeys.generate(org: "acme", name: "hb", scope: .heartbeat,
+                                                      random: SystemRandom(), now: api.fixture.clock.now())
         try api.fixture.context.store.write([.durable]) { txn in try txn.put(record) }
         #expect(api.call("GET", "/api/v1/org/flags", key: heartbeatKey).0 == 403)
         #expect(api.call("GET", "/api/v1/org/flags", key: "aat_nope").0 == 401)
@@ -373,7 +376,8 @@ import Testing
         #expect(post(pro, #""key":"b","type":"bool","value":true"#).0 == 201)
         for _ in 0..<5 { #expect(pro.call("POST", "/api/v1/org/flags/b/rules", body: rule).0 == 201) }
         let (sixth, refusal) = pro.call("POST", "/api/v1/org/flags/b/rules", body: rule)
-        #expect(sixth == 403 && refusal["reason"] == "The pro tier allows 5 targeting rules per flag; this would make 6.")
+        #expect(sixth == 403
+                && refusal["reason"] == "The pro tier allows 5 targeting rules per flag; this would make 6.")
         for name in ["staging", "qa"] {
             #expect(pro.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"\#(name)"}"#).0 == 201)
         }
@@ -385,17 +389,18 @@ import Testing
         let post = { (body: String) in
             api.call("POST", "/api/v1/org/flags", "", body: #"{"app_id":"\#(Fixture.appID)",\#(body)}"#)
         }
-        #expect(post(#""key":"bad key","type":"bool","value":true"#).1["reason"]?.stringValue?.contains("flag key") == true)
+        let badKey = post(#""key":"bad key","type":"bool","value":true"#).1
+        #expect(badKey["reason"]?.stringValue?.contains("flag key") == true)
         #expect(post(#""key":"k","type":"float","value":1"#).0 == 400)
         #expect(post(#""key":"k","type":"bool","value":true,"environment":"qa""#).0 == 404)
         #expect(post(#""key":"k","type":"bool","value":true"#).0 == 201)
         #expect(post(#""key":"k","type":"bool","value":true"#).0 == 409)
         #expect(api.call("PUT", "/api/v1/org/flags/k", body: #"{"value":"yes"}"#).0 == 400)
         #expect(api.call("DELETE", "/api/v1/org/flags/k/rules/3").0 == 404)
-        #expect(api.call("POST", "/api/v1/org/flags/k/overrides", body: #"{"device_id":"nobody","forced_value":true}"#).0
-                == 404)
-        #expect(api.call("POST", "/api/v1/org/flags/k/overrides",
-                         body: #"{"sdk_device_id":"x","forced_value":true,"expires_at":"2020-01-01T00:00:00Z"}"#).0 == 400)
+        let nobody = #"{"device_id":"nobody","forced_value":true}"#
+        #expect(api.call("POST", "/api/v1/org/flags/k/overrides", body: nobody).0 == 404)
+        let past = #"{"sdk_device_id":"x","forced_value":true,"expires_at":"2020-01-01T00:00:00Z"}"#
+        #expect(api.call("POST", "/api/v1/org/flags/k/overrides", body: past).0 == 400)
         #expect(api.call("DELETE", "/api/v1/org/flag-environments/production").0 == 400)
         #expect(api.call("POST", "/api/v1/org/release-notes", "",
                          body: #"{"app_id":"\#(Fixture.appID)","version":"two","title":"x"}"#).0 == 400)

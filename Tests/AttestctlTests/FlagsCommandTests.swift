@@ -67,7 +67,8 @@ import Testing
         _ = try cli.ok(["flags", "override", "set"] + a + ["--key", "color", "--sdk-device-id", "qa-1",
                                                             "--value", #""pink""#, "--note", "QA"])
         let table = try cli.ok(["flags", "list"] + a)
-        #expect(table.contains("beta") && table.contains("30% → \"green\"") && table.contains("beta features"), "\(table)")
+        #expect(table.contains("beta") && table.contains("30% → \"green\"") && table.contains("beta features"),
+                "\(table)")
         let json = try JSONSerialization.jsonObject(with: Data(try cli.ok(["flags", "show"] + a + ["--key", "beta",
                                                                                                    "--json"]).utf8))
         let flag = try #require(json as? [String: Any])
@@ -86,7 +87,8 @@ import Testing
                                       + "\"2.1\": yes"), "\(explained)")
         let asQA = try cli.ok(["flags", "test"] + a + ["--api-key", "--header", "X-Device-ID: qa-1", "--json"])
         // The SDK's answer for this caller: the sdk: override wins, beta's rule has no server values.
-        #expect(asQA.contains("\"answer\": {\n    \"flags\": {\n      \"beta\": false,\n      \"color\": \"pink\"\n    }"),
+        let expected = "\"answer\": {\n    \"flags\": {\n      \"beta\": false,\n      \"color\": \"pink\"\n    }"
+        #expect(asQA.contains(expected),
                 "\(asQA)")
         _ = try cli.ok(["flags", "rule", "remove"] + a + ["--key", "beta", "--index", "1"])
         _ = try cli.ok(["flags", "override", "remove"] + a + ["--key", "color", "--sdk-device-id", "qa-1"])
@@ -105,7 +107,8 @@ import Testing
              "The free tier allows on/off (bool) flags only"),
             (["flags", "env", "add", "--app", "FREEE12345.com.free.app", "qa"], "The free tier allows 1 environments"),
             (["flags", "set"] + a + ["--key", "absent", "--value", "true"], "No flag absent"),
-            (["flags", "add", "--app", "NOPE.app", "--key", "k", "--type", "bool", "--value", "true"], "No app NOPE.app"),
+            (["flags", "add", "--app", "NOPE.app", "--key", "k", "--type", "bool", "--value", "true"],
+             "No app NOPE.app"),
             (["flags", "set"] + a + ["--key", "absent", "--value", "true", "--env", "qa"], "No environment qa"),
         ]
         for (args, message) in cases {
@@ -135,8 +138,8 @@ import Testing
         #expect(dup == 1 && dupErr.contains("has a note for version 2.1 already"))
         let table = try cli.ok(["notes", "list"] + a)
         #expect(table.contains("scheduled") && table.contains("published") && table.contains(id))
-        let list = try #require(try JSONSerialization.jsonObject(with: Data(try cli.ok(["notes", "list"] + a + ["--json"])
-            .utf8)) as? [[String: Any]])
+        let listed = try cli.ok(["notes", "list"] + a + ["--json"])
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]])
         #expect(list.map { $0["version"] as? String } == ["3.0", "2.1"])
         #expect(list.last?["body"] as? String == "**yes**" && list.first?["body"] as? String == "# Later\n")
         _ = try cli.ok(["notes", "remove"] + a + [id.lowercased()])

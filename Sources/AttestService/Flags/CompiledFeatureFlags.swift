@@ -71,7 +71,8 @@ public final class CompiledFeatureFlags: Sendable {
         generation = app?.generation ?? 0
         hasOverrides = (app?.overrideCount ?? 0) > 0
         var envs = [FeatureFlagAdmin.production]
-        for e in app?.environments ?? [] where e.name != FeatureFlagAdmin.production && envs.count < limits.environments {
+        for e in app?.environments ?? []
+        where e.name != FeatureFlagAdmin.production && envs.count < limits.environments {
             envs.append(e.name)
         }
         environments = envs
@@ -197,7 +198,8 @@ public final class CompiledFeatureFlags: Sendable {
         }
         if let rollout = f.rollouts[env] {
             let admitted = FeatureFlagBucket.admits(percent: rollout.percent, identity: identity, key: f.key)
-            steps?.append("rollout \(rollout.percent)% (\(env)): " + rolloutText(rollout.percent, identity, f.key, admitted))
+            steps?.append("rollout \(rollout.percent)% (\(env)): "
+                          + rolloutText(rollout.percent, identity, f.key, admitted))
             if admitted { return rollout.valueJSON }
         }
         if let value = f.defaults[env] {

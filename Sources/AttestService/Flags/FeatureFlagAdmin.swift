@@ -81,7 +81,8 @@ public struct FeatureFlagAdmin {
     public static func isEnvironmentName(_ name: String) -> Bool {
         let u = Array(name.utf8)
         func ok(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7A) }
-        return !u.isEmpty && u.count <= 32 && ok(u[0]) && u.dropFirst().allSatisfy { ok($0) || $0 == 0x5F || $0 == 0x2D }
+        return !u.isEmpty && u.count <= 32 && ok(u[0])
+            && u.dropFirst().allSatisfy { ok($0) || $0 == 0x5F || $0 == 0x2D }
     }
 
     /// The app's flag state: stored, or a new one with production alone.
@@ -219,8 +220,8 @@ public struct FeatureFlagAdmin {
         let rule = try rule(index, of: flag)
         flag.rules[index - 1].active = active
         try put(flag, in: txn)
-        return try commit(&state, .ruleChanged, key: key, environment: rule.environment.isEmpty ? nil : rule.environment,
-                          in: txn)
+        return try commit(&state, .ruleChanged, key: key,
+                          environment: rule.environment.isEmpty ? nil : rule.environment, in: txn)
     }
 
     /// The flag's rollout in `environment`: `percent` of devices get `value` (after the rules,
@@ -247,7 +248,8 @@ public struct FeatureFlagAdmin {
     /// Forces `value` for one device (`device:` a deviceId this app has; `sdk:` an
     /// `X-Device-ID`, client-claimed) in every environment, until `expiresAt` (nil: for good).
     public func setOverride(key: String, subject: FeatureFlagOverrideSubject, value: String, expiresAt: Timestamp?,
-                            note: String, in txn: Transaction) throws -> (FeatureFlagOverrideRecord, [FeatureFlagChange]) {
+                            note: String,
+                            in txn: Transaction) throws -> (FeatureFlagOverrideRecord, [FeatureFlagChange]) {
         var state = try state(in: txn)
         let flag = try flag(key, in: txn)
         let stored = try FeatureFlagValueType.check(value, type: flag.type)
@@ -305,7 +307,8 @@ public struct FeatureFlagAdmin {
 
     public func addEnvironment(_ name: String, in txn: Transaction) throws -> [FeatureFlagChange] {
         guard Self.isEnvironmentName(name) else {
-            throw ServiceError(.badRequest, "an environment name is [a-z0-9][a-z0-9_-]{0,31}, got \"\(name.prefix(80))\"")
+            throw ServiceError(.badRequest,
+                               "an environment name is [a-z0-9][a-z0-9_-]{0,31}, got \"\(name.prefix(80))\"")
         }
         var state = try state(in: txn)
         guard !state.environments.contains(where: { $0.name == name }) else {
@@ -416,7 +419,9 @@ public struct FeatureFlagAdmin {
     private func put(_ flag: FeatureFlagRecord, in txn: Transaction) throws {
         var flag = flag
         flag.updatedAt = now
-        if let refusal = flag.writeRefusal { throw ServiceError(.badRequest, "the flag \(flag.key) is too large: \(refusal)") }
+        if let refusal = flag.writeRefusal {
+            throw ServiceError(.badRequest, "the flag \(flag.key) is too large: \(refusal)")
+        }
         try txn.put(flag, appID: app.appID)
     }
 

@@ -62,8 +62,8 @@ public enum FeatureFlagConditions {
                                             + FeatureFlagAttribute.names.joined(separator: ", ") + ")")
         }
         guard let op = FeatureFlagOperator(rawValue: opName) else {
-            throw ServiceError(.badRequest, "unknown operator \(opName) (one of "
-                                            + FeatureFlagOperator.allCases.map(\.rawValue).joined(separator: ", ") + ")")
+            let names = FeatureFlagOperator.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ServiceError(.badRequest, "unknown operator \(opName) (one of \(names))")
         }
         try check(attribute, op, operand)
         let text = operand.jsonText

@@ -11,7 +11,8 @@ import FastCGI
 ///
 /// ```
 /// GET    /api/v1/org/flags?app_id=                 ← {"flags": [flag…]}
-/// POST   /api/v1/org/flags                         → {app_id, key, type, value, environment?, description?} ← 201 flag
+/// POST   /api/v1/org/flags                         → {app_id, key, type, value, environment?, description?}
+///                                                  ← 201 flag
 /// GET    /api/v1/org/flags/:key?app_id=            ← flag
 /// PUT    /api/v1/org/flags/:key?app_id=            → {value, environment?} ← flag
 /// DELETE /api/v1/org/flags/:key?app_id=            ← {"key", "deleted": true}
@@ -94,7 +95,8 @@ public enum FlagsAdminEndpoint {
                 throw ServiceError(.badRequest, "type is one of bool, int, double, string, json.")
             }
             try change { a, t in
-                ((), try a.addFlag(key: key, type: type, value: value.jsonText, environment: try b.string("environment"),
+                ((), try a.addFlag(key: key, type: type, value: value.jsonText,
+                                   environment: try b.string("environment"),
                                    description: try b.string("description") ?? "", in: t))
             }
             return created(try flagJSON(key))
@@ -150,7 +152,9 @@ public enum FlagsAdminEndpoint {
             let b = body!
             let subject = try subject(try b.string("device_key_id"), try b.string("device_id"),
                                       try b.string("sdk_device_id"), ctx)
-            guard let value = b.json("forced_value") else { throw ServiceError(.badRequest, "forced_value is required.") }
+            guard let value = b.json("forced_value") else {
+                throw ServiceError(.badRequest, "forced_value is required.")
+            }
             let expires = try b.string("expires_at").map { (s: String) throws -> Timestamp in
                 guard let t = Timestamp(iso8601: s) else {
                     throw ServiceError(.badRequest, "expires_at is an ISO 8601 date such as 2026-03-10T12:00:00Z.")
