@@ -274,8 +274,8 @@ import Testing
         let fixture: Fixture
         let key: String
 
-        init(tier: Tier = .pro) throws {
-            fixture = try Fixture(tier: tier)
+        init(tier: Tier = .pro, writesPerMinute: Int = 0) throws {
+            fixture = try Fixture(tier: tier, configure: { $0.flagWritesPerOrganizationPerMinute = writesPerMinute })
             key = try WebhooksAPITests.API.makeKey(fixture, org: "acme")
         }
 
@@ -382,6 +382,20 @@ import Testing
             #expect(pro.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"\#(name)"}"#).0 == 201)
         }
         #expect(pro.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"dev"}"#).0 == 403)
+    }
+
+    /// The org API's writes are durable writes: one organization gets
+    /// `flags.writesPerOrganizationPerMinute`, then 429 with Retry-After; reads are not charged.
+    @Test func apiWritesAreRateLimitedPerOrganization() throws {
+        let api = try API(writesPerMinute: 3)
+        for name in ["a", "b", "c"] {
+            #expect(api.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"\#(name)"}"#).0 != 429)
+        }
+        let (status, body) = api.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"d"}"#)
+        #expect(status == 429 && body["code"] == "rate_limited")
+        #expect(api.call("GET", "/api/v1/org/flag-environments").0 == 200)
+        api.fixture.clock.advance(60)
+        #expect(api.call("DELETE", "/api/v1/org/flag-environments/a").0 == 200, "a new minute")
     }
 
     @Test func adminErrorsNameWhatIsWrong() throws {

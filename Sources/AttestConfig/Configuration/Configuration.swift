@@ -98,6 +98,8 @@ public struct Configuration: Sendable, Equatable {
     public var webhookConcurrencyPerOrganization = 8
     /// `webhooks.writesPerOrganizationPerMinute`.
     public var webhookWritesPerOrganizationPerMinute = 60
+    /// `flags.writesPerOrganizationPerMinute` (`FlagsAdminEndpoint`).
+    public var flagWritesPerOrganizationPerMinute = 60
     /// `webhooks.logRetentionDays`.
     public var webhookLogRetentionDays = 30
     /// `webhooks.endpointsPerOrganization`.

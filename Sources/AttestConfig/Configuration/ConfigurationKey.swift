@@ -329,6 +329,10 @@ public struct ConfigurationKey: Sendable {
             Changes (create, update, delete) one organization may make to its webhook endpoints per minute \
             through the management API (more: 429 rate_limited; 0: no limit).
             """),
+        .int("flags.writesPerOrganizationPerMinute", 0...1_000_000, \.flagWritesPerOrganizationPerMinute, """
+            Changes one organization may make to its feature flags, flag environments and release notes per \
+            minute through the org API (more: 429 rate_limited; 0: no limit). attestctl is not limited.
+            """),
         .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
             Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \
             deliverer removes older ones (0: keep them until the endpoint is deleted).

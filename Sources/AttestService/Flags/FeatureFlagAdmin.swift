@@ -286,7 +286,9 @@ public struct FeatureFlagAdmin {
     public func removeOverride(key: String, subject: FeatureFlagOverrideSubject,
                                in txn: Transaction) throws -> [FeatureFlagChange] {
         var state = try state(in: txn)
-        guard try txn.featureFlagOverrides(appID: app.appID, subject: subject).contains(where: { $0.flagKey == key })
+        // A subject longer than any stored one (keys are bounded) is absent without a store read.
+        guard subject.value.utf8.count <= Self.maximumSDKDeviceIDBytes,
+              try txn.featureFlagOverrides(appID: app.appID, subject: subject).contains(where: { $0.flagKey == key })
         else {
             throw ServiceError(.notFound, "No override of \(key) for \(Self.text(subject)).")
         }

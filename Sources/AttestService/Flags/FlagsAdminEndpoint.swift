@@ -51,8 +51,9 @@ public enum FlagsAdminEndpoint {
         guard let appID = try query(request, "app_id") ?? body?.string("app_id") else {
             throw ServiceError(.badRequest, "app_id is required (the query's app_id, or the body's for a create).")
         }
-        // 404 for an app the organization does not have, before any write.
+        // 404 for an app the organization does not have, before any write or charge.
         let (app, owner) = try ctx.store.read { txn in try FeatureFlagAdmin.app(appID, org: org, in: txn) }
+        if request.method != "GET" { try chargeWrite(org: org, now: now, ctx) }
         func change<T>(_ body: (FeatureFlagAdmin, Transaction) throws -> (T, [FeatureFlagChange])) throws -> T {
             let (result, changes) = try FeatureFlagAdmin.write(
                 store: ctx.store, appID: appID, org: org, actor: .api, now: now, random: ctx.random,
@@ -251,6 +252,22 @@ public enum FlagsAdminEndpoint {
 
     public static func json(_ e: FeatureFlagEnvironment) -> JSONValue {
         .object([("name", .string(e.name)), ("created_at", .string(e.createdAt.iso8601))])
+    }
+
+    /// Charges one write to the organization's bucket (`flags.writesPerOrganizationPerMinute`,
+    /// ephemeral `rates` entry `window end ‖ "flag-write-org:" ‖ organization`): each write is a
+    /// durable write waiting on a sync. - Throws: 429 `rate_limited` with `Retry-After`.
+    private static func chargeWrite(org: String, now: Timestamp, _ ctx: ServiceContext) throws {
+        let limit = ctx.configuration.flagWritesPerOrganizationPerMinute
+        guard limit > 0 else { return }
+        let over = try ctx.store.write([.ephemeral]) { txn in
+            try RateLimits.sweepExpiredIfDue(in: txn, now: now, ctx)
+            return try RateLimits.charge([("flag-write-org:" + org, UInt32(limit))], in: txn, now: now)
+        }.over
+        guard let over else { return }
+        throw RateLimits.rateLimited(over, now: now, what: "changes to one organization's feature flags",
+                                     hint: "Retry after the Retry-After header's seconds; the operator sets the "
+                                           + "limit with flags.writesPerOrganizationPerMinute.")
     }
 
     private static func created(_ value: JSONValue) -> Response {
