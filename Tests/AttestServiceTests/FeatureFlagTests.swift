@@ -274,6 +274,11 @@ import Testing
         let fixture: Fixture
         let key: String
 
+        init(fixture: Fixture, key: String) {
+            self.fixture = fixture
+            self.key = key
+        }
+
         init(tier: Tier = .pro, writesPerMinute: Int = 0) throws {
             fixture = try Fixture(tier: tier, configure: { $0.flagWritesPerOrganizationPerMinute = writesPerMinute })
             key = try WebhooksAPITests.API.makeKey(fixture, org: "acme")
@@ -292,6 +297,53 @@ import Testing
                 return (e.status, e.body(requestID: "t"))
             }
         }
+    }
+
+    /// A device the server verified: its server attributes come from its records, its rollout
+    /// identity is its lineage digest, and an override can name it (not another app's device).
+    @Test func anEnrolledDeviceIsReadFromTheStore() throws {
+        let flow = try DeviceFlow()
+        _ = try flow.enroll()
+        let device = try #require(try flow.storedDevice())
+        let (app, org) = try flow.context.store.read { txn in
+            try FeatureFlagAdmin.app(Fixture.appID, org: nil, in: txn)
+        }
+        let read = try flow.context.store.read { txn in
+            try FeatureFlagDevice.read(device, app: app, org: org, now: flow.fixture.clock.now(), in: txn, flow.context)
+        }
+        #expect(read.deviceID == device.deviceID && read.lineageDigest == LineageKey.of(device).digest)
+        let caller = FeatureFlagCaller.device(read)
+        for text in ["attestation_status eq attested", "riskCategory eq trusted", "jailbroken eq false"] {
+            let c = try Self.cond(text)
+            #expect(c.holds(caller.value(c.attribute, .none)), "\(text)")
+        }
+        let key = try WebhooksAPITests.API.makeKey(flow.fixture, org: "acme")
+        let api = API(fixture: flow.fixture, key: key)
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"\#(Fixture.appID)","key":"beta","type":"bool","value":false}"#).0 == 201)
+        let (status, override) = api.call("POST", "/api/v1/org/flags/beta/overrides",
+                                          body: #"{"device_id":"\#(device.deviceID)","forced_value":true}"#)
+        #expect(status == 201 && override["subject"]?.stringValue == "device:" + device.deviceID)
+        let compiled = try flow.context.store.read { txn in
+            try CompiledFeatureFlags.build(appID: Fixture.appID, tier: org.tier, in: txn)
+        }
+        let overrides = try flow.context.store.read { txn in
+            try txn.featureFlagOverrides(appID: Fixture.appID, subject: .device(device.deviceID))
+        }
+        #expect(compiled.hasOverrides)
+        #expect(String(decoding: compiled.answer(environment: "production", caller: caller, targeting: .none,
+                                                 overrides: overrides, now: flow.fixture.clock.now()),
+                       as: UTF8.self) == #"{"flags":{"beta":true}}"#)
+        // Another app's device cannot be named.
+        try flow.context.store.write([.durable]) { txn in
+            try txn.put(AppRecord(teamID: "OTHER12345", bundleID: "com.other", org: "acme",
+                                  createdAt: Timestamp(seconds: 0)))
+        }
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"OTHER12345.com.other","key":"beta","type":"bool","value":false}"#).0 == 201)
+        let (foreign, _) = api.call("POST", "/api/v1/org/flags/beta/overrides", "app_id=OTHER12345.com.other",
+                                    body: #"{"device_id":"\#(device.deviceID)","forced_value":true}"#)
+        #expect(foreign == 404, "the device is \(Fixture.appID)'s")
     }
 
     @Test func apiCreatesChangesAndQueuesFlagChanged() throws {
