@@ -389,6 +389,9 @@ import Testing
                 && first["environment"] == "production" && first["organization"] == "acme")
         #expect(state?.flagCount == 0 && state?.overrideCount == 0 && state?.noteCount == 0)
         #expect(state?.generation == 11, "9 flag changes and 2 note changes each bumped the generation")
+        let report = try api.fixture.context.store.check()
+        let problems = report.crossProblems + report.databases.flatMap(\.problems)
+        #expect(report.isConsistent, "the counts FeatureFlagAdmin keeps add up: \(problems)")
     }
 
     @Test func apiRefusesHeartbeatKeysAndOtherOrganizationsApps() throws {
@@ -434,6 +437,13 @@ import Testing
             #expect(pro.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"\#(name)"}"#).0 == 201)
         }
         #expect(pro.call("POST", "/api/v1/org/flag-environments", body: #"{"name":"dev"}"#).0 == 403)
+        // With flags, rules and an override stored, store check recounts what the admin kept.
+        #expect(pro.call("POST", "/api/v1/org/flags/b/overrides", body: #"{"sdk_device_id":"q","forced_value":true}"#).0
+                == 201)
+        for api in [pro, free] {
+            let report = try api.fixture.context.store.check()
+            #expect(report.isConsistent, "\(report.crossProblems) \(report.databases.flatMap(\.problems))")
+        }
     }
 
     /// The org API's writes are durable writes: one organization gets
