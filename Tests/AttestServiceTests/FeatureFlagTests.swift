@@ -427,6 +427,8 @@ import Testing
         let rule = #"{"conditions":[{"attribute":"riskScore","operator":"lte","value":20}],"value":true}"#
         #expect(free.call("POST", "/api/v1/org/flags/f0/rules", body: rule).0 == 403)
         #expect(free.call("PUT", "/api/v1/org/flags/f0/rollout", body: #"{"percentage":5,"value":true}"#).0 == 403)
+        #expect(free.call("PUT", "/api/v1/org/flags/f0/rollout", body: #"{"percentage":0}"#).0 == 200,
+                "removing a rollout is allowed on every tier (after a downgrade)")
         let pro = try API(tier: .pro)
         #expect(post(pro, #""key":"b","type":"bool","value":true"#).0 == 201)
         for _ in 0..<5 { #expect(pro.call("POST", "/api/v1/org/flags/b/rules", body: rule).0 == 201) }

@@ -228,7 +228,8 @@ public struct FeatureFlagAdmin {
     /// before the default). 0 removes it.
     public func setRollout(key: String, environment: String?, percent: Int, value: String?,
                            in txn: Transaction) throws -> [FeatureFlagChange] {
-        guard limits.rollouts else { throw limits.lacks("percentage rollouts") }
+        // Removing one stays possible after a downgrade.
+        guard limits.rollouts || percent == 0 else { throw limits.lacks("percentage rollouts") }
         guard (0...100).contains(percent) else { throw ServiceError(.badRequest, "a rollout is 0 to 100 percent") }
         var state = try state(in: txn)
         let env = try self.environment(environment, in: state)
