@@ -12,6 +12,9 @@ public enum Database: String, CaseIterable, Sendable {
     case subjects, subjectDevices = "subject_devices", flagLog = "flag_log"
     case webhooks, deliveries, deliveryDue = "delivery_due", webhookCounts = "webhook_counts"
     case receiptDue = "receipt_due", appleTeams = "apple_teams"
+    case featureFlagApps = "feature_flag_apps", featureFlags = "feature_flags"
+    case featureFlagOverrides = "feature_flag_overrides", releaseNotes = "release_notes", notesSeen = "notes_seen"
+    case deviceVersions = "device_versions"
     // ephemeral
     case challenges, rates
 

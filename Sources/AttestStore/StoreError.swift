@@ -15,6 +15,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case unknownVersion = "unknown_version"
         /// Opening the data directory failed (missing, permissions, version mismatch).
         case open
+        /// A record or key over its size bound was refused at writing (nothing was written).
+        case tooLarge = "too_large"
         /// Any other LMDB or I/O error.
         case io
     }

@@ -9,6 +9,8 @@
 ///                                                                    (and ae_usage_devices' fillfactor 70)
 /// ae_webhook_counts (as every ae_<database>)                         version 5: per-organization webhook counts
 /// ae_receipt_due, ae_apple_teams (as every ae_<database>)            version 6: receipts to redeem, Apple teams
+/// ae_feature_flag_apps, ae_feature_flags, ae_feature_flag_overrides,
+///   ae_release_notes, ae_notes_seen, ae_device_versions              version 7: feature flags, What's New
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -43,10 +45,15 @@ public enum PostgresSchema {
              "ALTER TABLE \(table(.usageDevices)) SET (fillfactor = \(usageDevicesFillFactor))"]),
         (5, [createTable(.webhookCounts)]),
         (6, [createTable(.receiptDue), createTable(.appleTeams)]),
+        (7, version7.map(createTable)),
     ]
 
+    /// Feature flags and What's New (issue 41).
+    static let version7: [Database] = [.featureFlagApps, .featureFlags, .featureFlagOverrides, .releaseNotes,
+                                       .notesSeen, .deviceVersions]
+
     /// The databases a migration after version 1 adds (each creates its own table).
-    static let laterTables: Set<Database> = [.usageDays, .webhookCounts, .receiptDue, .appleTeams]
+    static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7)
 
     static func createTable(_ db: Database) -> String {
         "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"

@@ -150,6 +150,6 @@ public struct LineageKey: Hashable, Sendable {
             ? LineageKey(bytes: Array(appID.utf8) + [1] + keyID) : .fingerprint(fingerprint, appID: appID)
     }
 
-    /// 16 bytes of SHA-256 over the key: a fixed-width prefix for `flag_log` entries.
-    var digest: [UInt8] { Array(SHA256.hash(bytes).prefix(16)) }
+    /// 16 bytes of SHA-256 over the key: a fixed-width prefix for `flag_log` and `notes_seen` entries.
+    public var digest: [UInt8] { Array(SHA256.hash(bytes).prefix(16)) }
 }
