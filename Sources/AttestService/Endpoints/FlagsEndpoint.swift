@@ -88,7 +88,7 @@ enum FlagsEndpoint {
 
     /// The `environment` of a query string: `production` when absent; 400 when repeated,
     /// %-encoded or not an environment name. Other members are ignored.
-    static func environment(query: some StringProtocol) throws -> String {
+    static func environment(query: String) throws -> String {
         var found: Substring?
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

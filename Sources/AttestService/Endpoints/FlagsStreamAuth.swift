@@ -26,7 +26,7 @@ enum FlagsStreamAuth {
     static func authorize(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         try FlagsEndpoint.requireGET(request)
         let uri = request.params["REQUEST_URI"] ?? ""
-        let query = uri.firstIndex(of: "?").map { uri[uri.index(after: $0)...] } ?? ""
+        let query = uri.firstIndex(of: "?").map { String(uri[uri.index(after: $0)...]) } ?? ""
         let environment = try FlagsEndpoint.environment(query: query)
         let now = ctx.clock.now()
         let caller = try FlagsAuth.caller(request, now: now, ctx)
