@@ -39,7 +39,7 @@ public enum FeatureFlagValueType {
         default: stored = nil
         }
         guard let stored else {
-            throw ServiceError(.badRequest, "a \(type.rawValue) flag's value is \(example(type)), "
+            throw ServiceError(.badRequest, "a flag of type \(type.rawValue) takes \(example(type)), "
                                             + "got \(String(value.jsonText.prefix(80)))")
         }
         let text = stored.jsonText
