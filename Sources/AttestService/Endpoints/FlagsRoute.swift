@@ -53,9 +53,7 @@ enum FlagsRoute {
         case .streamAuth: return try FlagsStreamAuth.authorize(request, ctx)
         case .whatsNew: return try WhatsNewEndpoint.list(request, ctx)
         case .whatsNewSeen: return try WhatsNewEndpoint.seen(request, ctx)
-        // TODO(lead): FlagsAdminEndpoint.route(request, ctx) once fdomain's org API is merged.
-        case .orgFlags, .orgReleaseNotes:
-            throw ServiceError(.notImplemented, "The feature-flag org API is not in this build.")
+        case .orgFlags, .orgReleaseNotes: return try FlagsAdminEndpoint.route(request, ctx)
         case .unknown: throw ServiceError(.notFound, "No such path.", log: "path \(request.path.prefix(120))")
         }
     }
