@@ -41,11 +41,37 @@ extension Transaction {
         try get(.featureFlagApps, Array(appID.utf8)).map(FeatureFlagAppRecord.init(encoded:))
     }
 
+    /// The app's generation alone (nil: no feature-flag state), without decoding the rest of
+    /// its record: a worker's compiled flags check it on each request whose store changed.
+    public func featureFlagGeneration(appID: String) throws -> UInt64? {
+        guard let bytes = try get(.featureFlagApps, Array(appID.utf8)) else { return nil }
+        var reader = try BinaryReader(bytes, record: FeatureFlagAppRecord.recordName)
+        guard FeatureFlagAppRecord.knownVersions.contains(reader.version) else {
+            return try FeatureFlagAppRecord(encoded: bytes).generation  // throws, naming the version
+        }
+        return try reader.u64()
+    }
+
+    /// Says `featureFlagApp(appID:)` or `featureFlagGeneration(appID:)` follows (PostgreSQL: same round trip).
+    public func prefetchFeatureFlagApp(appID: String) { prefetch(.featureFlagApps, Array(appID.utf8)) }
+
     /// - Throws: `StoreError(.tooLarge)` with more environments than the layout counts.
     public func put(_ record: FeatureFlagAppRecord, appID: String) throws {
         _ = Self.appPrefix(appID)
         if let refusal = record.writeRefusal { throw StoreError(.tooLarge, refusal) }
         try put(.featureFlagApps, Array(appID.utf8), record.encoded())
+    }
+
+    /// The flags, overrides and release notes the app stores, counted (`store check` compares
+    /// them with its `FeatureFlagAppRecord`).
+    func countFeatureFlagItems(appID: String) throws -> (flags: Int, overrides: Int, notes: Int) {
+        let prefix = Self.appPrefix(appID)
+        func count(_ db: Database) throws -> Int {
+            var n = 0
+            try scanPrefix(db, prefix) { _, _ in n += 1 }
+            return n
+        }
+        return (try count(.featureFlags), try count(.featureFlagOverrides), try count(.releaseNotes))
     }
 
     // MARK: flags
@@ -132,7 +158,8 @@ extension Transaction {
         }
         let key = Self.overridePrefix(appID: appID, subject: override.subject) + Array(override.flagKey.utf8)
         guard key.count <= Self.maximumKeySize else {
-            throw StoreError(.tooLarge, "feature flag override key of \(key.count) bytes; at most \(Self.maximumKeySize)")
+            throw StoreError(.tooLarge,
+                             "feature flag override key of \(key.count) bytes; at most \(Self.maximumKeySize)")
         }
         try put(.featureFlagOverrides, key, override.encoded())
     }

@@ -21,6 +21,25 @@ import Testing
             try txn.put(receipt, keyID: flow.device.keyID, previousDue: previous)
             try txn.put(AppleTeamRecord(teamID: "ABCDE12345", answers: [200: 2]))
         }
+        // So are feature flags and What's New (validate wrote the device's app versions).
+        let now = flow.fixture.clock.now(), noteID = [UInt8](repeating: 4, count: 16)
+        let lineage = LineageKey.of(try #require(try flow.storedDevice()))
+        let flags = FeatureFlagAppRecord(generation: 2, environments: [.init(name: "production", createdAt: now)],
+                                         flagCount: 1, overrideCount: 1, noteCount: 1)
+        let flag = FeatureFlagRecord(key: "dark", type: .bool, description: "", createdAt: now, updatedAt: now,
+                                     defaults: [.init(environment: "production", valueJSON: "true")])
+        let override = FeatureFlagOverrideRecord(subject: .sdk("qa-1"), flagKey: "dark", valueJSON: "false",
+                                                 expiresAt: nil, createdAt: now, note: "")
+        let note = ReleaseNoteRecord(id: noteID, version: "2.1.0", title: "New", body: "", publishAt: now,
+                                     createdAt: now, updatedAt: now)
+        try flow.context.store.write { txn in
+            try txn.put(flags, appID: Fixture.appID)
+            try txn.put(flag, appID: Fixture.appID)
+            try txn.put(override, appID: Fixture.appID)
+            try txn.put(note, appID: Fixture.appID)
+            _ = try txn.markNoteSeen(lineage: lineage, note: noteID, at: now)
+        }
+        let versions = try #require(try flow.context.store.read { try $0.deviceVersions(lineage: lineage) })
         // A team's DeviceCheck key lives in keys/apple/, a directory below keys/.
         let appleKey = try SigningKey.generate(.p256).pemEncoded
         try AppleKeyStore(flow.fixture.data).add(try DeviceCheckKey(teamID: "ABCDE12345", keyID: "KEY1234567",
@@ -42,6 +61,13 @@ import Testing
         #expect(try store.read { try $0.device(keyID: flow.device.keyID) } == (try flow.storedDevice()))
         #expect(try store.read { try $0.dueReceipts(at: due, limit: 5) }.map(\.keyID) == [flow.device.keyID])
         #expect(try store.read { try $0.appleTeam("ABCDE12345") }?.answers == [200: 2])
+        let restoredFlags = try store.read { txn in
+            (try txn.featureFlagApp(appID: Fixture.appID), try txn.featureFlags(appID: Fixture.appID),
+             try txn.featureFlagOverrides(appID: Fixture.appID), try txn.releaseNotes(appID: Fixture.appID),
+             try txn.seenNotes(lineage: lineage), try txn.deviceVersions(lineage: lineage))
+        }
+        #expect(restoredFlags.0 == flags && restoredFlags.1 == [flag] && restoredFlags.2 == [override])
+        #expect(restoredFlags.3 == [note] && restoredFlags.4 == [noteID: now] && restoredFlags.5 == versions)
         #expect(try target.challengeSecret() == (try flow.fixture.data.challengeSecret()))
         let restoredKey = try #require(try AppleKeyStore(target).key(team: "ABCDE12345"))
         let appleSPKI = try SigningKey(pemEncoded: appleKey).subjectPublicKeyInfo

@@ -38,7 +38,7 @@ final class DeviceFlow {
 
     func validateBody(challenge: String, device: SoftwareDevice? = nil, environment: AppAttestEnvironment = .production,
                       teamID: String = Fixture.teamID, bundleID: String = Fixture.bundleID, receipt: [UInt8]? = nil,
-                      extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil,
+                      appVersion: String = "2.1.0", extra: [(String, JSONValue)] = [], tamper: ((inout [UInt8]) -> Void)? = nil,
                       adjust: (inout SyntheticAttestation) -> Void = { _ in }) throws -> JSONValue {
         let d = device ?? self.device
         let cdh = SHA256.hash(challenge.utf8)
@@ -54,7 +54,7 @@ final class DeviceFlow {
             ("challenge", .string(challenge)), ("keyId", .string(Base64.encode(keyID))),
             ("attestationObject", .string(Base64.encode(object))), ("clientDataHash", .string(Base64.encode(cdh))),
             ("bundleId", .string(bundleID)), ("teamId", .string(teamID)),
-            ("deviceModel", "iPhone15,2"), ("osVersion", "18.0"), ("appVersion", "2.1.0"), ("appBuildNumber", "42"),
+            ("deviceModel", "iPhone15,2"), ("osVersion", "18.0"), ("appVersion", .string(appVersion)), ("appBuildNumber", "42"),
             ("platform", "iOS"),
         ] + extra)
     }

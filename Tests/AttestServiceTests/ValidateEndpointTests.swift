@@ -279,6 +279,32 @@ func sdkDate(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) 
         #expect(scores == [0, 15, 30], "+15 per extra key on one fingerprint")
     }
 
+    /// What's New reads `device_versions`: the lineage's first app version stays, its latest
+    /// rises with each attestation of a higher version and a lower one does not lower it.
+    @Test func validateKeepsTheLineagesFirstAndLatestAppVersions() throws {
+        let flow = try DeviceFlow()
+        let lineage = LineageKey.fingerprint("fp-v", appID: Fixture.appID)
+        let start = flow.fixture.clock.now()
+        var seen = [DeviceVersionsRecord?]()
+        for version in ["2.1.0", "2.10.0", "2.9.0", ""] {
+            flow.fixture.clock.advance(7_200)
+            let extra: [(String, JSONValue)] = [("deviceFingerprint", "fp-v")]
+            let body = try flow.validateBody(challenge: try flow.fixture.challenge(),
+                                             device: try SoftwareDevice.generate(), appVersion: version, extra: extra)
+            #expect(flow.post(.validate, body).0 == 200, "\(version)")
+            seen.append(try flow.context.store.read { try $0.deviceVersions(lineage: lineage) })
+        }
+        let first = DeviceVersionsRecord(first: "2.1.0", firstAt: start + 7_200, latest: "2.1.0",
+                                         latestAt: start + 7_200)
+        let raised = DeviceVersionsRecord(first: "2.1.0", firstAt: start + 7_200, latest: "2.10.0",
+                                          latestAt: start + 14_400)
+        #expect(seen == [first, raised, raised, raised], "2.10 is above 2.9; a lower or no version changes nothing")
+        // A device without a fingerprint is its own lineage.
+        try flow.enroll()
+        let alone = try #require(try flow.storedDevice())
+        #expect(try flow.context.store.read { try $0.deviceVersions(lineage: .of(alone)) }?.first == "2.1.0")
+    }
+
     @Test func oversizedBodiesAre413AndOtherMethods405() throws {
         let flow = try DeviceFlow(configure: { $0.bodyLimitBytes = 2_048 })
         var request = Fixture.request("POST", Endpoint.validate.path, headers: Fixture.appHeaders)

@@ -112,4 +112,30 @@ struct PostgresSchemaTests {
         #expect(try store.read { try $0.dueReceipts(at: now, limit: 5) }.map(\.keyID) == [keyID])
         #expect(try store.read { try $0.appleTeams() }.map(\.teamID) == ["ABCDE12345"])
     }
+
+    /// A version-6 database has none of the feature-flag tables: refused until migrated, then
+    /// they hold flags, notes and seen marks as LMDB does.
+    @Test func version7AddsFeatureFlagsAndReleaseNotes() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let now = Timestamp(seconds: 1_790_000_000)
+        try f.open().write([.durable]) { txn in try txn.put(AppleTeamRecord(teamID: "ABCDE12345")) }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        for db in PostgresSchema.version7 { try admin.command("DROP TABLE \(schema).\(PostgresSchema.table(db))") }
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 7")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [7])
+        let lineage = LineageKey.fingerprint("fp", appID: "ABCDE12345.app")
+        try store.write([.durable]) { txn in
+            try txn.put(FeatureFlagRecord(key: "dark", type: .bool, description: "", createdAt: now, updatedAt: now),
+                        appID: "ABCDE12345.app")
+            _ = try txn.markNoteSeen(lineage: lineage, note: [UInt8](repeating: 1, count: 16), at: now)
+        }
+        #expect(try store.read { try $0.featureFlags(appID: "ABCDE12345.app") }.map(\.key) == ["dark"])
+        #expect(try store.read { try $0.appleTeams() }.map(\.teamID) == ["ABCDE12345"], "what was there stays")
+    }
 }

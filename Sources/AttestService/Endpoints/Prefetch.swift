@@ -22,14 +22,17 @@ enum Prefetch {
     }
 
     /// Validate: the key (absent unless replayed) and its deviceId entry, the monthly-active
-    /// entry of `identity` and the month's totals (a new device reads both), and the lineage.
+    /// entry of `identity` and the month's totals (a new device reads both), the lineage and
+    /// its app versions.
     static func enrollment(keyID: [UInt8], deviceID: String, fingerprint: String, identity: UsageIdentity,
                            app: AppContext, now: Timestamp, in txn: Transaction) {
         guard txn.prefetches else { return }
         txn.prefetchDevice(keyID: keyID, deviceID: deviceID)
         txn.prefetchCountedDevice(org: app.org.name, month: now.monthKey, identity: identity.bytes)
         txn.prefetchUsageMonth(org: app.org.name, month: now.monthKey)
-        txn.prefetchLineage(.of(keyID: keyID, appID: app.app.appID, fingerprint: fingerprint))
+        let lineage = LineageKey.of(keyID: keyID, appID: app.app.appID, fingerprint: fingerprint)
+        txn.prefetchLineage(lineage)
+        txn.prefetchDeviceVersions(lineage: lineage)
     }
 
     /// Heartbeat: its three reads depend on each other (the deviceId's key, that key's device,

@@ -21,7 +21,8 @@ import FastCGI
 /// the log names the step); the receipt (`ReceiptCheck`: never fails the attestation); a keyId
 /// already attested; then one durable write storing the device (its lineage, subject link as
 /// the organization's policy allows (`SubjectLinks`), risk score and events) and its receipt,
-/// a valid one scheduled for redemption (`receipt_due`). A key of a device an operator blocked
+/// a valid one scheduled for redemption (`receipt_due`), and the lineage's first and latest
+/// app versions (`device_versions`, for What's New). A key of a device an operator blocked
 /// (`attestctl device flag --block`, inherited through its fingerprint) answers 200 with
 /// `isValid: false` and a token saying `risk_category: "blocked"`.
 public enum ValidateEndpoint {
@@ -177,9 +178,22 @@ public enum ValidateEndpoint {
                                   in: txn, now: now, ctx)
             try txn.put(device)
             try txn.put(receipt.record, keyID: fields.keyID)
+            try noteAppVersion(device, in: txn, now: now)
             try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
         }, then: { outcome in try answer(outcome, request: request, app: app, now: now, ctx) })
+    }
+
+    /// Keeps the lineage's `device_versions` (What's New): its first app version stays, its
+    /// latest rises with the version this attestation sent, never falls.
+    static func noteAppVersion(_ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
+        let lineage = LineageKey.of(device)
+        // TODO(lead, #41 merge): `Versions.compare` (fdomain) replaces `VersionNumber.compare` here.
+        if let versions = DeviceVersionsRecord.noting(device.metadata.appVersion,
+                                                      stored: try txn.deviceVersions(lineage: lineage), at: now,
+                                                      compare: { VersionNumber.compare($0, $1) }) {
+            try txn.put(versions, lineage: lineage)
+        }
     }
 
     /// Validate's answer from what its write did.

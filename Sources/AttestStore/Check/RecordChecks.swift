@@ -95,6 +95,51 @@ enum RecordChecks {
             _ = try AppleTeamRecord(encoded: value)
             return key.isEmpty ? ["an Apple team with an empty id"] : []
         },
+        .featureFlagApps: { key, value, txn in
+            // appID → FeatureFlagAppRecord, whose counts the flags domain keeps: equal to a recount.
+            let record = try FeatureFlagAppRecord(encoded: value)
+            guard !key.isEmpty, !key.contains(0) else { return ["feature flag app key is empty or holds 0x00"] }
+            let appID = String(decoding: key, as: UTF8.self), counted = try txn.countFeatureFlagItems(appID: appID)
+            return [("feature flags", Int(record.flagCount), counted.flags),
+                    ("feature flag overrides", Int(record.overrideCount), counted.overrides),
+                    ("release notes", Int(record.noteCount), counted.notes)].compactMap { name, kept, stored in
+                kept == stored ? nil : "app \(appID) is counted as storing \(kept) \(name); it stores \(stored)"
+            }
+        },
+        .featureFlags: { key, value, txn in
+            _ = try FeatureFlagRecord(encoded: value)
+            return try featureFlagApp(of: key, "a feature flag", txn)
+        },
+        .featureFlagOverrides: { key, value, txn in
+            // appID ‖ 0x00 ‖ kind ‖ subject ‖ 0x00 ‖ flagKey
+            _ = try FeatureFlagOverrideRecord(encoded: value)
+            if let zero = key.firstIndex(of: 0) { _ = try Transaction.overrideKey(key[(zero + 1)...]) }
+            return try featureFlagApp(of: key, "a feature flag override", txn)
+        },
+        .releaseNotes: { key, value, txn in
+            // appID ‖ 0x00 ‖ noteID (16)
+            _ = try ReleaseNoteRecord(encoded: value)
+            guard let zero = key.firstIndex(of: 0), key.count - zero == 17 else {
+                return ["release note key is not App ID ‖ 0x00 ‖ id (16)"]
+            }
+            return try featureFlagApp(of: key, "a release note", txn)
+        },
+        .notesSeen: { key, value, _ in
+            // lineage digest (16) ‖ noteID (16) → seenAt; a deleted note's entries may stay.
+            _ = try Transaction.seenAt(value)
+            return key.count == 32 ? [] : ["seen note key of \(key.count) bytes, not 16 + 16"]
+        },
+        .deviceVersions: { key, value, _ in
+            let versions = try DeviceVersionsRecord(encoded: value)
+            var problems = [String]()
+            if !key.contains(0) && !key.contains(1) {
+                problems.append("key is not a lineage (App ID ‖ 0x00/0x01 ‖ …)")
+            }
+            if versions.first.isEmpty || versions.latest.isEmpty {
+                problems.append("device versions with an empty version")
+            }
+            return problems
+        },
         .fingerprints: { key, value, _ in
             let lineage = try LineageRecord(encoded: value)
             var problems = [String]()
@@ -186,6 +231,17 @@ enum RecordChecks {
                 ? [] : ["rate window key of \(key.count) bytes, value of \(value.count) (u32 hits)"]
         },
     ]
+
+    /// No problem when the app of a per-app key (appID ‖ 0x00 ‖ …) has its `feature_flag_apps`
+    /// record (which holds its counts and generation); else the orphan, named.
+    static func featureFlagApp(of key: [UInt8], _ what: String, _ txn: Transaction) throws -> [String] {
+        guard let zero = key.firstIndex(of: 0), zero > 0 else {
+            return ["\(what) whose key is not App ID ‖ 0x00 ‖ …"]
+        }
+        guard try txn.get(.featureFlagApps, Array(key[..<zero])) == nil else { return [] }
+        let appID = String(decoding: key[..<zero], as: UTF8.self)
+        return ["\(what) of app \(appID), which has no feature_flag_apps record"]
+    }
 
     /// Databases whose entry counts must be equal (an index and what it indexes).
     static let equalCounts: [(Database, Database)] = [(.devices, .deviceIDs)]

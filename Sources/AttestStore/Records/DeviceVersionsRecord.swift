@@ -24,6 +24,24 @@ public struct DeviceVersionsRecord: StoreRecord, Hashable {
         self.latestAt = latestAt
     }
 
+    /// The record after the lineage was seen with `appVersion` at `at`, or nil when there is
+    /// nothing to write (no version, or nothing changed): `first` stays as stored (the version
+    /// itself when nothing was); `latest` rises to the version when `compare` (-1/0/1, nil
+    /// when either is not a version) says it is above the stored one, and never falls. A
+    /// record is started with any non-empty text (validate's rule, design §3.2); a caller that
+    /// takes only valid versions (the flags GET's `X-App-Version`) checks before.
+    public static func noting(_ appVersion: String, stored: DeviceVersionsRecord?, at: Timestamp,
+                              compare: (String, String) -> Int?) -> DeviceVersionsRecord? {
+        guard !appVersion.isEmpty else { return nil }
+        guard var record = stored else {
+            return DeviceVersionsRecord(first: appVersion, firstAt: at, latest: appVersion, latestAt: at)
+        }
+        guard compare(appVersion, record.latest) == 1 else { return nil }
+        record.latest = appVersion
+        record.latestAt = at
+        return record
+    }
+
     public func encode(into w: inout BinaryWriter) {
         w.string(first)
         w.i64(firstAt.seconds)
@@ -48,6 +66,8 @@ extension Transaction {
     public func deviceVersions(lineage: LineageKey) throws -> DeviceVersionsRecord? {
         try get(.deviceVersions, lineage.bytes).map(DeviceVersionsRecord.init(encoded:))
     }
+
+    public func prefetchDeviceVersions(lineage: LineageKey) { prefetch(.deviceVersions, lineage.bytes) }
 
     public func put(_ versions: DeviceVersionsRecord, lineage: LineageKey) throws {
         try put(.deviceVersions, lineage.bytes, versions.encoded())
