@@ -216,12 +216,19 @@ package struct Serve {
     /// nobody accepts on: an nginx killed without its cleanup leaves it, and the next nginx
     /// would then fail to bind ("Address already in use"). One that takes connections belongs
     /// to a running nginx (another serve on this data directory): nginx then fails on its own.
+    /// As the data directory's owner: DATA/run is the service user's, and a link it planted
+    /// there (for DATA/run itself) must not lead root's unlink elsewhere; `lstat` never follows
+    /// the last component, so a link at the socket's name is left alone.
     func removeStalePublisherSocket() throws {
         let path = FlagChannel.publishSocket(socketDirectory: data.runDirectory)
-        var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, !canConnect(unixSocket: path) else { return }
-        guard unlink(path) == 0 || errno == ENOENT else {
-            throw SupervisorError(.start, "cannot remove the stale \(path): \(String(cString: strerror(errno)))")
+        try asDataOwner(data) {
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, !canConnect(unixSocket: path) else {
+                return
+            }
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw SupervisorError(.start, "cannot remove the stale \(path): \(String(cString: strerror(errno)))")
+            }
         }
     }
 
