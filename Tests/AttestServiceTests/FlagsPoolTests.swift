@@ -132,6 +132,22 @@ import Testing
         #expect(String(decoding: r.body, as: UTF8.self).hasPrefix(#"{"flags":{"beta":false,"greeting":"hi","#))
     }
 
+    /// The worker's compiled flags (`FeatureFlagsCache`) are rebuilt when the app's generation
+    /// changes: a change by any process is seen at the next request; no change, no rebuild.
+    @Test func aChangeIsSeenAtTheNextRequest() throws {
+        let pool = try Pool()
+        _ = try pool.admin { a, txn in
+            try a.addFlag(key: "beta", type: .bool, value: "false", environment: nil, description: "", in: txn)
+        }
+        #expect(Self.sdkParse(pool.flags().body) == ["beta": .boolean(false)])
+        let cached = try #require(pool.context.caches.featureFlags[Fixture.appID]?.flags)
+        #expect(Self.sdkParse(pool.flags().body) == ["beta": .boolean(false)])
+        #expect(pool.context.caches.featureFlags[Fixture.appID]?.flags === cached, "unchanged: kept")
+        _ = try pool.admin { a, txn in try a.setValue(key: "beta", value: "true", environment: nil, in: txn) }
+        #expect(Self.sdkParse(pool.flags().body) == ["beta": .boolean(true)])
+        #expect(pool.context.caches.featureFlags[Fixture.appID]?.flags !== cached, "a new generation: rebuilt")
+    }
+
     @Test func aRuleOnAServerAttributeIsNotSwayedByForgedHeaders() throws {
         let pool = try Pool()
         _ = try pool.admin { a, txn in

@@ -18,7 +18,7 @@ enum FeatureFlagsCache {
         let caches = ctx.caches
         if let entry = caches.featureFlags[appID], entry.flags.tier == tier {
             if entry.version == version { return entry.flags }
-            if try (txn.featureFlagApp(appID: appID)?.generation ?? 0) == entry.flags.generation {
+            if try (txn.featureFlagGeneration(appID: appID) ?? 0) == entry.flags.generation {
                 caches.featureFlags[appID] = (version, entry.flags)
                 return entry.flags
             }
