@@ -190,7 +190,7 @@ public enum ValidateEndpoint {
         let lineage = LineageKey.of(device)
         if let versions = DeviceVersionsRecord.noting(device.metadata.appVersion,
                                                       stored: try txn.deviceVersions(lineage: lineage), at: now,
-                                                      compare: Versions.compare) {
+                                                      compare: { Versions.compare($0, $1) }) {
             try txn.put(versions, lineage: lineage)
         }
     }

@@ -26,9 +26,9 @@ public enum FlagStream {
     /// The current defaults answer of each environment `appID` has, or `nil` when the app has
     /// no feature flags at all (nothing to publish but `~empty`).
     static func defaults(appID: String, in txn: Transaction) throws -> [String: [UInt8]]? {
-        // TODO(fpool): wired to CompiledFeatureFlags.build(…).defaultsAnswer(environment:) once
-        // fstore's records and fdomain's CompiledFeatureFlags are merged.
-        nil
+        guard let app = try txn.app(id: appID), let org = try txn.org(named: app.org) else { return nil }
+        let flags = try CompiledFeatureFlags.build(appID: appID, tier: org.tier, in: txn)
+        return Dictionary(uniqueKeysWithValues: flags.environments.map { ($0, flags.defaultsAnswer(environment: $0)) })
     }
 
     /// Publishes `changes`, reading each app's per-environment defaults answers with
