@@ -26,7 +26,8 @@
 public enum MetricsLayout {
     /// The endpoints' names in the log (`endpoint` label): every name a pool answers under.
     public static let endpoints = ["challenge", "validate", "refresh", "heartbeat", "usage", "webhooks", "healthz",
-                                   "metrics"]
+                                   "metrics", "flags", "flags-stream-auth", "whats-new", "whats-new-seen", "org-flags",
+                                   "org-release-notes"]
     /// HTTP statuses counted: 100...599, one slot each.
     public static let statuses = 100...599
     /// Request duration buckets' upper bounds in µs, and as `le` label values.

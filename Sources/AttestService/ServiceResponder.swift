@@ -4,9 +4,10 @@ import FastCGI
 
 /// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
 /// usage API (monthly-active-device accounting), `webhooks` the webhook management API,
-/// `monitor` the load balancers' `/healthz` and Prometheus's `/metrics` (on its own listener).
+/// `monitor` the load balancers' `/healthz` and Prometheus's `/metrics` (on its own listener),
+/// `flags` feature flags, the flag stream's auth, What's New and their org API.
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh, mad, webhooks, monitor
+    case challenge, validate, refresh, mad, webhooks, monitor, flags
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -17,6 +18,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .mad: return HeartbeatEndpoint.path
         case .webhooks: return WebhooksEndpoint.path
         case .monitor: return MonitorEndpoint.healthPath
+        case .flags: return FlagsEndpoint.path
         }
     }
 
@@ -36,6 +38,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .mad: return request.path == UsageEndpoint.path ? "usage" : "heartbeat"
         case .webhooks: return "webhooks"
         case .monitor: return request.path == MonitorEndpoint.metricsPath ? "metrics" : "healthz"
+        case .flags: return FlagsRoute(request.path).logName
         }
     }
 
@@ -50,6 +53,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
                 ? try UsageEndpoint.usage(request, ctx) : try HeartbeatEndpoint.heartbeat(request, ctx)
         case .webhooks: return try WebhooksEndpoint.route(request, ctx)
         case .monitor: return try MonitorEndpoint.route(request, ctx)
+        case .flags: return try FlagsRoute(request.path).answer(request, ctx)
         }
     }
 }
@@ -96,7 +100,7 @@ public struct ServiceResponder: Responder {
             #else
             return true
             #endif
-        case .challenge, .mad, .webhooks, .monitor: return false
+        case .challenge, .mad, .webhooks, .monitor, .flags: return false
         }
     }
 

@@ -32,6 +32,9 @@ final class WorkerCaches {
     /// past months: every `RateLimits.sweepInterval`-th also sweeps
     /// (`MonthlyCounter.sweepCountedDevicesIfDue`).
     var usageCountings = 0
+    /// Compiled feature flags by App ID, with the durable version they were last checked at
+    /// (`FeatureFlagsCache`).
+    var featureFlags: [String: (version: Int, flags: CompiledFeatureFlags)] = [:]
     /// The last `/healthz` verdict, reused within its second (`HealthEndpoint.current`).
     var healthVerdict: HealthVerdict?
 

@@ -73,7 +73,7 @@ package struct NginxSite {
             "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
-        ]
+        ].merging(Self.flagStreamValues(c), uniquingKeysWith: { $1 })
         values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, metrics: metrics,
                                           confDirectory: data.nginxDirectory),
                      uniquingKeysWith: { $1 })
@@ -101,7 +101,7 @@ package struct NginxSite {
             "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
             "@DATA_DIR@": data.path,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
-        ]
+        ].merging(Self.flagStreamValues(c), uniquingKeysWith: { $1 })
         values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, metrics: metrics,
                                           confDirectory: outputDirectory),
                      uniquingKeysWith: { $1 })
@@ -265,10 +265,15 @@ package struct NginxSite {
             do { _ = try ListenAddress(parsing: value, key: key, allowingTLS: placeholder == "@LISTEN@") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
-        case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@":
+        case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@", "@FLAGS_KEEPALIVE@":
             guard !value.isEmpty, value.allSatisfy({ ("0"..."9").contains($0) }) else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not a whole number")
+            }
+        case "@FLAGS_STREAM_MEMORY@":
+            guard value.count > 1, value.hasSuffix("M"), value.dropLast().allSatisfy({ ("0"..."9").contains($0) }) else {
+                throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
+                                                  + "\(value.debugDescription) is not a whole number of MiB (32M)")
             }
         default:
             throw SupervisorError(.nginxSite, "no grammar for the placeholder \(placeholder): refusing to render it")
@@ -308,6 +313,16 @@ package struct NginxSite {
             try write(directory + "/" + file, text)
         }
     }
+
+    /// The flag stream's placeholders in site.conf: nchan's keepalive interval
+    /// (`flags.keepaliveSeconds`) and its shared memory (`flags.streamMemoryMiB`, as `32M`).
+    static func flagStreamValues(_ c: Configuration) -> [String: String] {
+        ["@FLAGS_KEEPALIVE@": String(c.flagStreamKeepaliveSeconds), "@FLAGS_STREAM_MEMORY@": "\(c.flagStreamMemoryMiB)M"]
+    }
+
+    /// Debian's nchan module (`libnginx-mod-nchan`), which nginx.conf loads by this absolute
+    /// path: our nginx runs with `-p DATA/run`, where the package's relative `modules/…` is not.
+    package static let nchanModule = "/usr/lib/nginx/modules/ngx_nchan_module.so"
 
     /// A random start id: 16 bytes, hex.
     static func newStartID() -> String {

@@ -21,7 +21,7 @@ package struct Serve {
         data = DataDirectory(flag: args.value("data"))
     }
 
-    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks, .monitor]
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks, .monitor, .flags]
     /// Pools site.conf routes to that later capabilities add: while their executables are
     /// absent their locations answer 501 JSON. Every routed pool exists now.
     static let optionalPools: [String] = []
@@ -53,6 +53,11 @@ package struct Serve {
         }
         guard let nginxBinary = findProgram("nginx") else {
             throw SupervisorError(.start, "nginx is not installed (apt-get install nginx)")
+        }
+        // nginx.conf loads it: without it nginx would refuse the whole site.
+        guard FileIO.exists(NginxSite.nchanModule) else {
+            throw SupervisorError(.start, "the flag stream needs nginx's nchan module, and \(NginxSite.nchanModule) "
+                                          + "is missing: apt-get install libnginx-mod-nchan")
         }
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
         let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
@@ -94,6 +99,8 @@ package struct Serve {
                                              logDirectory: logs, logName: "attest-receipts.log",
                                              credentials: user?.credentials))
             try waitForSockets(children)
+            try removeStalePublisherSocket()
+            raiseOpenFileLimit()
             // nginx leads its own process group: if its master dies, its workers can be found.
             // As root it runs as the service user too, master included: everything it opens by
             // path (its configuration, pid file, temporary directories and logs) is in DATA, the
@@ -203,6 +210,36 @@ package struct Serve {
                                               + "an earlier start: \(String(cString: strerror(errno)))")
             }
         }
+    }
+
+    /// Removes the flag stream's publisher socket (`RUN/flags-publish.sock`) when it is a socket
+    /// nobody accepts on: an nginx killed without its cleanup leaves it, and the next nginx
+    /// would then fail to bind ("Address already in use"). One that takes connections belongs
+    /// to a running nginx (another serve on this data directory): nginx then fails on its own.
+    /// As the data directory's owner: DATA/run is the service user's, and a link it planted
+    /// there (for DATA/run itself) must not lead root's unlink elsewhere; `lstat` never follows
+    /// the last component, so a link at the socket's name is left alone.
+    func removeStalePublisherSocket() throws {
+        let path = FlagChannel.publishSocket(socketDirectory: data.runDirectory)
+        try asDataOwner(data) {
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, !canConnect(unixSocket: path) else {
+                return
+            }
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw SupervisorError(.start, "cannot remove the stale \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Raises this process's soft limit on open files to its hard limit, for nginx to inherit:
+    /// every flag stream holds a connection (nginx.conf allows 16384 per worker). No
+    /// `worker_rlimit_nofile`: nginx not started as root cannot raise it and logs an alert.
+    func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     func setOrFail(_ config: inout Configuration, _ key: String, _ json: String) throws {

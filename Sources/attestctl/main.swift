@@ -11,6 +11,8 @@ let commands: [Command] = [
     orgCommand,
     appCommand,
     claimsCommand,
+    flagsCommand,
+    notesCommand,
     subjectCommand,
     apiKeyCommand,
     webhooksCommand,
@@ -34,7 +36,8 @@ let commands: [Command] = [
 /// Commands that write into the data directory: run by root on a directory another user owns,
 /// they act as that user (`actAsDataOwner`).
 let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks",
-                                        "restore", "apikey", "subject", "claims", "usage", "apple"]
+                                        "restore", "apikey", "subject", "claims", "usage", "apple",
+                                        "flags", "notes"]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))

@@ -25,6 +25,7 @@
 #   SYSCONF/nginx/attestedge/         the rendered site.conf and fastcgi_params               [/etc, or PREFIX/etc]
 #   SYSCONF/nginx/sites-enabled/attestedge.conf   a symlink to that site.conf (Debian's nginx includes it)
 #   SYSCONF/systemd/system/           attestedge@.service (one instance per endpoint), attestedge-deliver.service,
+#                                     nginx.service.d/attestedge.conf (removes a stale flag-stream publisher socket),
 #                                     attestedge-receipts.service, attestedge.target, with PREFIX, DATA and USER filled in
 #   DATA                              the data directory, created with 'attestctl init' when new  [/var/lib/attestedge]
 #   the system user USER, created when missing                                              [attestedge]
@@ -84,7 +85,7 @@ else
   [ -z "$TLS_CERT$TLS_KEY$ACME_EMAIL$HTTP_LISTEN$ACME_WEBROOT" ] \
     || die "--tls-cert, --tls-key, --acme, --http-listen and --acme-webroot need --domain NAME"
 fi
-ENDPOINTS=(challenge validate refresh mad webhooks monitor)
+ENDPOINTS=(challenge validate refresh mad webhooks monitor flags)
 SHARE=$PREFIX/share/attestedge
 MANIFEST=$SHARE/manifest
 PENDING=$SHARE/install-pending
@@ -102,7 +103,8 @@ for b in attestctl "${ENDPOINTS[@]/#/attest-}" attest-receipts; do
   [ -x "$BUILT/$b" ] || { echo "install.sh: $BUILT/$b is missing: build first (swift build -c release)" >&2; exit 1; }
 done
 
-mkdir -p "$PREFIX/bin" "$SHARE/nginx" "$SYSCONF/nginx/attestedge" "$SYSCONF/nginx/sites-enabled" "$SYSCONF/systemd/system"
+mkdir -p "$PREFIX/bin" "$SHARE/nginx" "$SYSCONF/nginx/attestedge" "$SYSCONF/nginx/sites-enabled" "$SYSCONF/systemd/system" \
+         "$SYSCONF/systemd/system/nginx.service.d"
 touch "$MANIFEST.new"
 # Listed whether or not it exists now, so uninstall.sh removes one a failed run left behind.
 echo "$PENDING" >> "$MANIFEST.new"
@@ -275,6 +277,9 @@ for unit in attestedge@.service attestedge-deliver.service attestedge-receipts.s
   fi
   put "$SITE_TMP/$unit" "$SYSCONF/systemd/system/$unit" 644
 done
+
+# nginx.service removes a stale flag-stream publisher socket before it starts (see the file).
+put nginx/deploy/systemd/nginx.service.d/attestedge.conf "$SYSCONF/systemd/system/nginx.service.d/attestedge.conf" 644
 
 sort -u "$MANIFEST.new" > "$SITE_TMP/manifest"
 put "$SITE_TMP/manifest" "$MANIFEST" 644

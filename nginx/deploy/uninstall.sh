@@ -17,6 +17,8 @@ MANIFEST=$PREFIX/share/attestedge/manifest
 if grep -qx "/etc/systemd/system/attestedge.target" "$MANIFEST" && [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then
   systemctl disable --now attestedge.target 'attestedge@*' attestedge-deliver attestedge-receipts 2>/dev/null || true
 fi
+# The directory of nginx.service's drop-in (attestedge.conf), removed below if nothing else is in it.
+mapfile -t DROPIN_DIRS < <(grep '/nginx\.service\.d/attestedge\.conf$' "$MANIFEST" | xargs -r -n1 dirname)
 removed=0
 while read -r path; do
   [ -n "$path" ] || continue
@@ -25,5 +27,6 @@ done < "$MANIFEST"
 rm -f "$MANIFEST"
 # Directories install.sh created, if they are empty now.
 for dir in "$PREFIX/share/attestedge/nginx" "$PREFIX/share/attestedge"; do rmdir "$dir" 2>/dev/null || true; done
+for dir in "${DROPIN_DIRS[@]}"; do rmdir "$dir" 2>/dev/null || true; done
 echo "removed $removed files installed under $PREFIX (the data directory and the system user are kept)"
 if [ -d /run/systemd/system ] && command -v systemctl > /dev/null; then systemctl daemon-reload 2>/dev/null || true; fi

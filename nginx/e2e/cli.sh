@@ -41,13 +41,13 @@ check "org set --tier follows the new tier's default limits, keeps ones set by h
   'grep -q "upgraded:0:0" <<< "$limits" && grep -q "custom:50:6000" <<< "$limits"' "$limits"
 
 # doctor looks for the pools' sockets where it is told (--run DIR), as under systemd, where
-# they are in /run/attestedge and DATA/run has none: six listening sockets stand in for them.
+# they are in /run/attestedge and DATA/run has none: seven listening sockets stand in for them.
 S=$D/sockets
 mkdir -p "$S"
 python3 - "$S" <<'PY' &
 import socket, sys, time
 held = []
-for name in ["challenge", "validate", "refresh", "mad", "webhooks", "monitor"]:
+for name in ["challenge", "validate", "refresh", "mad", "webhooks", "monitor", "flags"]:
     s = socket.socket(socket.AF_UNIX)
     s.bind(f"{sys.argv[1]}/{name}.sock")
     s.listen(8)

@@ -16,7 +16,8 @@ check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1
 for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks bin/attest-monitor \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
          etc/systemd/system/attestedge-deliver.service etc/systemd/system/attestedge-receipts.service bin/attest-receipts \
-         etc/systemd/system/attestedge.target share/attestedge/manifest; do
+         etc/systemd/system/attestedge.target share/attestedge/manifest bin/attest-flags \
+         etc/systemd/system/nginx.service.d/attestedge.conf; do
   check "it wrote $f" "[ -s '$P/$f' ]"
 done
 check "sites-enabled links the site" "[ \"\$(readlink '$P/etc/nginx/sites-enabled/attestedge.conf')\" = '$P/etc/nginx/attestedge/site.conf' ]"
@@ -31,7 +32,8 @@ check "the units run the installed binaries on the installed data" \
   "grep -q 'ExecStart=$P/bin/attest-%i --socket /run/attestedge/%i.sock --data $P/data' '$P/etc/systemd/system/attestedge@.service'"
 check "the site includes the installed fastcgi_params and serves the data's JWKS" \
   "grep -q 'include $P/etc/nginx/attestedge/fastcgi_params;' '$P/etc/nginx/attestedge/site.conf' && grep -q 'alias $P/data/jwks.json;' '$P/etc/nginx/attestedge/site.conf'"
-printf 'events {}\nhttp { include %s/etc/nginx/sites-enabled/*.conf; }\n' "$P" > "$P/nginx-test.conf"
+# As Debian's nginx.conf: libnginx-mod-nchan's modules-enabled/50-mod-nchan.conf loads the flag stream's module.
+printf 'load_module /usr/lib/nginx/modules/ngx_nchan_module.so;\nevents {}\nhttp { include %s/etc/nginx/sites-enabled/*.conf; }\n' "$P" > "$P/nginx-test.conf"
 check "nginx -t passes on the written site" "nginx -t -q -c '$P/nginx-test.conf' -p '$P' 2>/dev/null"
 if command -v systemd-analyze > /dev/null; then
   cp "$P/etc/systemd/system/attestedge@.service" "$P/attestedge@refresh.service"

@@ -67,6 +67,8 @@ def start_realip_nginx(s):
         text = f.read()
     text, n = re.subn(r"(?m)^(\s*)listen\s+[^;]+;", rf"\1listen 127.0.0.1:{port};", text, count=1)
     T.check("attestctl site renders a server block with a listen line", n >= 1, text[:300])
+    # serve's nginx holds the flag stream's publisher socket in the run directory: this one gets its own.
+    text = text.replace(f"listen unix:{os.path.join(s.data, 'run')}/flags-publish.sock;", f"listen unix:{d}/flags-publish.sock;")
     with open(site, "w") as f:
         f.write(text)
     # The user nginx's workers run as, as serve's own configuration has it (they must reach
@@ -76,7 +78,8 @@ def start_realip_nginx(s):
     temp = "\n".join(f"    {k}_temp_path {d}/{k};" for k in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi"))
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(f"""{user.group(0) if user else ""}
+        f.write(f"""load_module /usr/lib/nginx/modules/ngx_nchan_module.so;
+{user.group(0) if user else ""}
 daemon off;
 worker_processes 1;
 pid {d}/nginx.pid;

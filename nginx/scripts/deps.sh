@@ -7,14 +7,14 @@
 set -euo pipefail
 
 case "${ATTEST_DEPS:-all}" in
-  # nginx; the libraries the build links (their -dev packages bring the shared libraries the
+  # nginx and its nchan module (the flag stream); the libraries the build links (their -dev packages bring the shared libraries the
   # binaries load); procps for /bin/kill, the units' ExecReload. No test or benchmark tooling.
-  runtime) packages=(nginx libssl-dev liblmdb-dev libcurl4-openssl-dev libpq-dev procps) ;;
+  runtime) packages=(nginx libnginx-mod-nchan libssl-dev liblmdb-dev libcurl4-openssl-dev libpq-dev procps) ;;
   # run.sh, test.sh, the benchmarks: also the tests' PostgreSQL server, mdb_stat, spawn-fcgi,
   # faketime, wrk, Python and curl; openssl (the TLS suite's test CA), testssl.sh (which checks
   # the served TLS configuration) and prometheus (for promtool, which checks /metrics and the
   # alert rules; its own server is not needed, and Debian starts it only under systemd).
-  all) packages=(nginx libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps
+  all) packages=(nginx libnginx-mod-nchan libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps
                  openssl testssl.sh prometheus) ;;
   *) echo "deps.sh: ATTEST_DEPS is runtime or all, not '$ATTEST_DEPS'" >&2; exit 2 ;;
 esac

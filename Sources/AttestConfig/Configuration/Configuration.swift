@@ -78,6 +78,12 @@ public struct Configuration: Sendable, Equatable {
     public var madLimitStatus = 402
     /// `heartbeat.intervalSeconds`.
     public var heartbeatIntervalSeconds = 120
+    /// `flags.keepaliveSeconds` (rendered into site.conf).
+    public var flagStreamKeepaliveSeconds = 20
+    /// `flags.streamMemoryMiB` (rendered into site.conf).
+    public var flagStreamMemoryMiB = 32
+    /// `whatsNew.maxNotes`.
+    public var whatsNewMaxNotes = 20
     /// `health.maxMapPercent` (`HealthEndpoint`).
     public var maxMapPercent = 90
     /// `usage.apiKeyDevicesPerMonth`.
@@ -98,6 +104,8 @@ public struct Configuration: Sendable, Equatable {
     public var webhookConcurrencyPerOrganization = 8
     /// `webhooks.writesPerOrganizationPerMinute`.
     public var webhookWritesPerOrganizationPerMinute = 60
+    /// `flags.writesPerOrganizationPerMinute` (`FlagsAdminEndpoint`).
+    public var flagWritesPerOrganizationPerMinute = 60
     /// `webhooks.logRetentionDays`.
     public var webhookLogRetentionDays = 30
     /// `webhooks.endpointsPerOrganization`.

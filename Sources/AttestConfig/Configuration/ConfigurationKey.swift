@@ -289,6 +289,17 @@ public struct ConfigurationKey: Sendable {
         .int("heartbeat.intervalSeconds", 10...86_400, \.heartbeatIntervalSeconds, """
             Seconds between heartbeats the server asks for (heartbeat's interval and nextHeartbeatSeconds).
             """),
+        .int("flags.keepaliveSeconds", 5...60, \.flagStreamKeepaliveSeconds, """
+            Seconds between the flag stream's ': keepalive' comments (nginx's nchan; rendered into site.conf). \
+            The SDK gives up on a stream silent for 75 s.
+            """),
+        .int("flags.streamMemoryMiB", 8...4096, \.flagStreamMemoryMiB, """
+            nchan's shared memory for the flag stream's channels and their stored message, in MiB \
+            (nchan_shared_memory_size, rendered into site.conf; connections do not use it).
+            """),
+        .int("whatsNew.maxNotes", 1...100, \.whatsNewMaxNotes, """
+            Most release notes in one GET /api/v1/whats-new answer, newest version first.
+            """),
         .int("health.maxMapPercent", 1...100, \.maxMapPercent, """
             GET /healthz fails its store_map check (503) once an LMDB environment, durable or ephemeral, uses \
             this percentage of its map or more (the pages LMDB has reached, as attestctl store stats counts \
@@ -328,6 +339,10 @@ public struct ConfigurationKey: Sendable {
         .int("webhooks.writesPerOrganizationPerMinute", 0...1_000_000, \.webhookWritesPerOrganizationPerMinute, """
             Changes (create, update, delete) one organization may make to its webhook endpoints per minute \
             through the management API (more: 429 rate_limited; 0: no limit).
+            """),
+        .int("flags.writesPerOrganizationPerMinute", 0...1_000_000, \.flagWritesPerOrganizationPerMinute, """
+            Changes one organization may make to its feature flags, flag environments and release notes per \
+            minute through the org API (more: 429 rate_limited; 0: no limit). attestctl is not limited.
             """),
         .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
             Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \

@@ -12,6 +12,7 @@
 /// pool_refresh    worker; likewise each pool the site routes to (RUN is the directory of the
 /// pool_mad        monitor pool's own socket; `PoolProbe.problem`)
 /// pool_webhooks
+/// pool_flags
 /// ```
 enum HealthCheck: Hashable, Sendable {
     case store

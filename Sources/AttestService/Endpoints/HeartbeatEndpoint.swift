@@ -91,14 +91,7 @@ public enum HeartbeatEndpoint {
     /// on every heartbeat.
     static func deviceForToken(_ token: String, app: AppRecord, org: OrgRecord, now: Timestamp,
                                _ ctx: ServiceContext) throws -> (UsageIdentity, countedToday: Bool) {
-        let verifier = tokenVerifier(at: now, ctx)
-        let digest = VerifiedTokens.Digest(token: token)
-        let claims = try ctx.caches.verifiedTokens.claims(for: digest)
-            ?? verifiedClaims(token, verifier, digest: digest, ctx)
-        guard now.seconds < claims.expires else { throw unauthorized("token expired") }
-        guard claims.bundleID == app.bundleID, claims.teamID == app.teamID else {
-            throw unauthorized("token issued for another app or issuer")
-        }
+        let claims = try tokenClaims(token, app: app, now: now, ctx)
         let found = try ctx.store.read { txn -> (DeviceRecord, UsageIdentity, Bool)? in
             Prefetch.heartbeat(deviceID: claims.deviceID, org: org.name, now: now, in: txn, ctx.caches)
             guard let device = try txn.device(deviceID: claims.deviceID), device.appID == app.appID else { return nil }
@@ -109,17 +102,39 @@ public enum HeartbeatEndpoint {
         guard let (device, identity, countedToday) = found else {
             throw unauthorized("token for a device this app does not have")
         }
-        // The record read above carries the status and the lineage's flags (mirrored onto
-        // each key: `DeviceFlags`), so refusing costs no read of its own.
+        if let refusal = standing(device) { throw unauthorized(refusal) }
+        return (identity, countedToday)
+    }
+
+    /// The claims of a token for `app` that verifies and has not expired (401 `unauthorized`
+    /// otherwise: a renewal can help). The signature and issuer are checked the first time this
+    /// worker sees the token (`VerifiedTokens`), the expiry and the app every time. The device
+    /// it names is the caller's to read and judge (`standing`). Heartbeat and the flags pool.
+    static func tokenClaims(_ token: String, app: AppRecord, now: Timestamp,
+                            _ ctx: ServiceContext) throws -> VerifiedTokens.Claims {
+        let verifier = tokenVerifier(at: now, ctx)
+        let digest = VerifiedTokens.Digest(token: token)
+        let claims = try ctx.caches.verifiedTokens.claims(for: digest)
+            ?? verifiedClaims(token, verifier, digest: digest, ctx)
+        guard now.seconds < claims.expires else { throw unauthorized("token expired") }
+        guard claims.bundleID == app.bundleID, claims.teamID == app.teamID else {
+            throw unauthorized("token issued for another app or issuer")
+        }
+        return claims
+    }
+
+    /// Why a stored device may not be served (for the log), or `nil` when it is active and not
+    /// blocked. The record carries the status and the lineage's flags (mirrored onto each key:
+    /// `DeviceFlags`), so judging costs no read of its own. Heartbeat answers these 401; the
+    /// flags pool 403 (a renewal cannot help, and the SDK's stream would retry every second).
+    static func standing(_ device: DeviceRecord) -> String? {
         switch device.status {
-        case .revoked: throw unauthorized("device \(device.deviceID) is revoked")
-        case .invalidated: throw unauthorized("device \(device.deviceID) was invalidated: it must attest again")
+        case .revoked: return "device \(device.deviceID) is revoked"
+        case .invalidated: return "device \(device.deviceID) was invalidated: it must attest again"
         case .active: break
         }
-        if device.operatorFlags.contains(.blocked) {
-            throw unauthorized("device \(device.deviceID) is blocked by an operator")
-        }
-        return (identity, countedToday)
+        if device.operatorFlags.contains(.blocked) { return "device \(device.deviceID) is blocked by an operator" }
+        return nil
     }
 
     /// Checks the token's signature and issuer and reads the claims a heartbeat judges, which

@@ -188,10 +188,9 @@ public enum ValidateEndpoint {
     /// latest rises with the version this attestation sent, never falls.
     static func noteAppVersion(_ device: DeviceRecord, in txn: Transaction, now: Timestamp) throws {
         let lineage = LineageKey.of(device)
-        // TODO(lead, #41 merge): `Versions.compare` (fdomain) replaces `VersionNumber.compare` here.
         if let versions = DeviceVersionsRecord.noting(device.metadata.appVersion,
                                                       stored: try txn.deviceVersions(lineage: lineage), at: now,
-                                                      compare: { VersionNumber.compare($0, $1) }) {
+                                                      compare: { Versions.compare($0, $1) }) {
             try txn.put(versions, lineage: lineage)
         }
     }

@@ -23,6 +23,9 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
         case notFound = "not_found"
         case methodNotAllowed = "method_not_allowed"
         case reattestRequired = "reattest_required"
+        /// What a create names exists already (a feature flag, an environment, a release note
+        /// for the same version).
+        case conflict = "conflict"
         case payloadTooLarge = "payload_too_large"
         case rateLimited = "rate_limited"
         /// An organization keeps as much in the store as its quota allows (webhook endpoints,
@@ -80,7 +83,7 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
         case .appNotRegistered, .forbidden: return 403
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .reattestRequired: return 409
+        case .reattestRequired, .conflict: return 409
         case .payloadTooLarge: return 413
         case .rateLimited, .storeQuotaExceeded: return 429
         case .internalError: return 500

@@ -177,7 +177,7 @@ extension ClaimCondition {
                       let b = operand.stringValue ?? (operand.doubleValue != nil ? operand.jsonText : nil) else {
                     return nil
                 }
-                return VersionNumber.compare(a, b)
+                return Versions.compare(a, b)
             case .text, .bool:
                 return actual == operand ? 0 : 1
             }

@@ -57,12 +57,15 @@ public struct RiskAssessment: Sendable, Equatable {
             }
             add("failed_assertions", "\(p.failedAssertions) in the last 24 h", min(30, 10 * p.failedAssertions))
             add("forged_assertions", "\(p.forgedAssertions) in the last 24 h", min(20, 5 * p.forgedAssertions))
+            // A reported version that is not one counts as below a minimum that is one.
             if !app.minAppVersion.isEmpty, !p.metadata.appVersion.isEmpty,
-               VersionNumber.compare(p.metadata.appVersion, app.minAppVersion) < 0 {
+               Versions.compare(p.metadata.appVersion, app.minAppVersion).map({ $0 < 0 })
+                   ?? Versions.isVersion(app.minAppVersion) {
                 add("app_version_below_minimum", "app \(p.metadata.appVersion) < \(app.minAppVersion)", 25)
             }
             if !app.minOSVersion.isEmpty, !p.metadata.osVersion.isEmpty,
-               VersionNumber.compare(p.metadata.osVersion, app.minOSVersion) < 0 {
+               Versions.compare(p.metadata.osVersion, app.minOSVersion).map({ $0 < 0 })
+                   ?? Versions.isVersion(app.minOSVersion) {
                 add("os_version_below_minimum", "OS \(p.metadata.osVersion) < \(app.minOSVersion)", 25)
             }
             if p.receiptInvalid { add("receipt_invalid", "the attestation's receipt failed its check", 10) }
@@ -90,18 +93,5 @@ public struct RiskAssessment: Sendable, Equatable {
 
     public static func category(_ score: Int) -> String {
         score <= 20 ? "trusted" : score <= 75 ? "suspicious" : "blocked"
-    }
-}
-
-/// Dotted version numbers ("17.4.1") compared numerically, missing parts as 0.
-enum VersionNumber {
-    static func compare(_ a: String, _ b: String) -> Int {
-        let x = a.split(separator: ".").map { Int($0.prefix { $0.isNumber }) ?? 0 }
-        let y = b.split(separator: ".").map { Int($0.prefix { $0.isNumber }) ?? 0 }
-        for i in 0..<max(x.count, y.count) {
-            let l = i < x.count ? x[i] : 0, r = i < y.count ? y[i] : 0
-            if l != r { return l < r ? -1 : 1 }
-        }
-        return 0
     }
 }

@@ -18,6 +18,9 @@ public enum WebhookEvent: String, CaseIterable, Sendable {
     case anomaly = "attestation.anomaly"
     case limitReached = "usage.limit_reached"
     case graceEnded = "usage.grace_ended"
+    /// An app's feature flags, environments, rules, rollouts or overrides changed
+    /// (`FeatureFlagAdmin`: `action` says which).
+    case flagChanged = "flag.changed"
     case test = "webhook.test"
 
     /// What `attestation.anomaly` reports in `kind`.

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""End-to-end checks of feature flags, the flag stream and What's New (issue #41, design §3.11)
+through `attestctl serve`, real nginx with Debian's nchan, and software devices (attest-device).
+
+- Rules on attested properties: a trusted device gets the rule's value; after `device flag
+  --jailbroken` (risk 80) it gets the default; forged X-Risk-Score / X-Custom-* headers change
+  nothing (item 1).
+- The stream, read by a raw-bytes SSE client (events split on blank lines, chunked encoding
+  undone by hand): the first `event: flags` within 1 s with the defaults only; `flags set` → the
+  next event within 1 s (time printed); `: keepalive` (flags.keepaliveSeconds 5); `nginx -s
+  reload` → the client sees the stream end, reconnects and gets the defaults again (the auth
+  handler primes the emptied channel) (item 4).
+- Statuses: a revoked device → 403 on GET and on the stream (JSON envelope); a token that does
+  not verify → 401 on the stream (JSON envelope); app headers alone → 401; an API key with app
+  headers → the defaults (item 5).
+- An unknown environment: GET → {"flags":{}}; the stream → {"flags":{}} (channel ~empty);
+  creating it moves new streams to its own channel (item 7).
+- What's New: notes 1.0 1.1 2.0 2.1 for a device enrolled with appVersion 1.0, reporting 2.0
+  → [2.0, 1.1], decoded strictly like the SDK (upper-case UUIDs, second-precision dates); seen
+  with a lower-case id → 200, a repeat → the same seenAt; unknown id → 404 (item 8).
+- Hostile: a token of app A with app B's headers → 401 on the stream; a repeated or %-encoded
+  environment → 400 on GET, 500 on the stream (item 10).
+- Fault: the flags pool unreachable (its socket moved away; then its master killed) → streams
+  get the 500 envelope and no nginx worker exits (the regression test for nchan's auth crash).
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from check import Tally  # noqa: E402
+from stack import Stack, app_headers, run_suite  # noqa: E402
+
+T = Tally()
+A = app_headers()
+APP = f"{A['X-Team-ID']}.{A['X-Bundle-ID']}"
+OTHER = app_headers(bundle="com.example.other")
+
+
+def setup(s):
+    s.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "acme", "--team", A["X-Team-ID"], "--bundle", A["X-Bundle-ID"], "--env", "both")
+    s.ctl("app", "add", "--org", "acme", "--team", OTHER["X-Team-ID"], "--bundle", OTHER["X-Bundle-ID"], "--env", "both")
+    s.ctl("config", "set", "flags.keepaliveSeconds", "5")
+    s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
+    s.ctl("flags", "add", "--app", APP, "--key", "beta", "--type", "bool", "--value", "false")
+    s.ctl("flags", "rule", "add", "--app", APP, "--key", "beta", "--value", "true", "--when", "riskScore lte 20")
+
+
+# --- the SDK's models -------------------------------------------------------------------
+
+def sdk_flags(body):
+    """FlagPayloadParser: `flags` must be an object; bool, integer (a number equal to its
+    integer value, so 2.0 too), double, string, json. None when the SDK would refuse it."""
+    try:
+        top = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(top, dict) or not isinstance(top.get("flags"), dict):
+        return None
+    out = {}
+    for k, v in top["flags"].items():
+        if isinstance(v, bool):
+            out[k] = ("boolean", v)
+        elif isinstance(v, (int, float)):
+            out[k] = ("integer", int(v)) if float(v) == int(v) else ("double", float(v))
+        elif isinstance(v, str):
+            out[k] = ("string", v)
+        else:
+            out[k] = ("json", json.dumps(v, separators=(",", ":")))
+    return out
+
+
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def sdk_notes(body):
+    """ReleaseNote decoded like JSONDecoder with .iso8601: every item must have a UUID id,
+    version, title, body strings and publishedAt null/absent or an internet date-time without
+    fractional seconds; one bad item fails the whole list (raises)."""
+    top = json.loads(body)
+    notes = []
+    for n in top["releaseNotes"]:
+        uuid.UUID(n["id"])
+        for k in ("version", "title", "body"):
+            if not isinstance(n[k], str):
+                raise ValueError(f"{k} is not a string")
+        p = n.get("publishedAt")
+        if p is not None and not ISO.match(p):
+            raise ValueError(f"publishedAt {p!r} is not .iso8601")
+        notes.append(n)
+    return notes
+
+
+# --- a raw-bytes SSE client ---------------------------------------------------------------
+
+class SSE:
+    """GET /api/v1/flags/stream on a socket; reads raw bytes, undoes chunked encoding by hand,
+    splits events on blank lines (no library that drops them)."""
+
+    def __init__(self, port, headers, query="", timeout=5.0):
+        self.started = time.monotonic()
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        lines = [f"GET /api/v1/flags/stream{query} HTTP/1.1", "Host: 127.0.0.1", "Accept: text/event-stream",
+                 "Cache-Control: no-cache"] + [f"{k}: {v}" for k, v in headers.items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.raw = b""
+        self.body = b""
+        self.closed = False
+        while b"\r\n\r\n" not in self.raw and not self.closed:
+            self._recv(time.monotonic() + timeout)
+        head, _, self.raw = self.raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1]) if lines and len(lines[0].split()) > 1 else 0
+        self.headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+        self.chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
+        self.length = int(self.headers["content-length"]) if "content-length" in self.headers else None
+        self._dechunk()
+
+    def _recv(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        self.sock.settimeout(left)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.raw += data
+        else:
+            self.closed = True
+
+    def _dechunk(self):
+        if not self.chunked:
+            self.body += self.raw
+            self.raw = b""
+            return
+        while True:
+            line, sep, rest = self.raw.partition(b"\r\n")
+            if not sep:
+                return
+            size = int(line.split(b";")[0] or b"0", 16)
+            if size == 0:
+                self.closed = True
+                self.raw = b""
+                return
+            if len(rest) < size + 2:
+                return
+            self.body += rest[:size]
+            self.raw = rest[size + 2:]
+
+    def block(self, timeout):
+        """The next event block (text up to a blank line), or None at the deadline or the end."""
+        deadline = time.monotonic() + timeout
+        while b"\n\n" not in self.body:
+            if self.closed or time.monotonic() >= deadline:
+                return None
+            self._recv(deadline)
+            self._dechunk()
+        block, _, self.body = self.body.partition(b"\n\n")
+        return block.decode()
+
+    def event(self, timeout):
+        """The next `event: flags` block's data (comments skipped), or None."""
+        deadline = time.monotonic() + timeout
+        while True:
+            b = self.block(max(0.0, deadline - time.monotonic()))
+            if b is None:
+                return None
+            lines = b.split("\n")
+            if any(ln == "event: flags" for ln in lines):
+                return "\n".join(ln[len("data: "):] for ln in lines if ln.startswith("data: "))
+
+    def close(self):
+        self.sock.close()
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def state(s, name):
+    with open(s.state(name)) as f:
+        text = f.read()
+    return {k: v for k, v in re.findall(r'"(token|deviceId)"\s*:\s*"([^"]*)"', text)}
+
+
+def enroll(s, name, *args, headers=A):
+    p = s.device(s.state(name), *args, "enroll", team=headers["X-Team-ID"], bundle=headers["X-Bundle-ID"])
+    if p.returncode != 0:
+        raise RuntimeError(f"enroll {name}: {p.stdout}{p.stderr}")
+    return state(s, name)
+
+
+def auth(token, headers=A, extra=None):
+    h = dict(headers)
+    h["Authorization"] = "Bearer " + token
+    h.update(extra or {})
+    return h
+
+
+def get_flags(s, token, query="", extra=None, headers=A):
+    return s.http("GET", "/api/v1/flags" + query, headers=auth(token, headers, extra))
+
+
+def nginx_workers(s):
+    master = int(open(os.path.join(s.data, "run", "nginx.pid")).read())
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
+    return master, sorted(int(p) for p in out)
+
+
+def error_log(s):
+    with open(os.path.join(s.data, "log", "error.log"), errors="replace") as f:
+        return f.read()
+
+
+def envelope(body, code):
+    try:
+        j = json.loads(body)
+    except ValueError:
+        return False
+    return j.get("code") == code and "requestId" in j
+
+
+# --- the checks ---------------------------------------------------------------------------
+
+def rules_on_attested_properties(s):
+    d = enroll(s, "d1")
+    r = get_flags(s, d["token"])
+    T.check("a trusted device gets the rule's value (riskScore lte 20)", r.status == 200
+            and sdk_flags(r.body) == {"beta": ("boolean", True)}, repr(r))
+    T.check("the answer is no-store JSON", r.headers.get("cache-control") == "no-store"
+            and r.headers.get("content-type", "").startswith("application/json"), str(r.headers))
+    s.ctl("device", "flag", d["deviceId"], "--jailbroken", "--reason", "e2e")
+    r = get_flags(s, d["token"])
+    T.check("after device flag --jailbroken (risk 80) it gets the default", sdk_flags(r.body) == {"beta": ("boolean", False)},
+            repr(r))
+    forged = get_flags(s, d["token"], extra={"X-Risk-Score": "0", "X-Custom-riskScore": "0", "X-Custom-my_key": "x"})
+    T.check("forged X-Risk-Score / X-Custom-* headers change nothing", sdk_flags(forged.body) == {"beta": ("boolean", False)},
+            repr(forged))
+
+
+def stream(s):
+    d = enroll(s, "d2")
+    c = SSE(s.port, auth(d["token"]), "?environment=production")
+    T.check("the stream answers 200 text/event-stream, no-cache", c.status == 200
+            and c.headers.get("content-type", "").startswith("text/event-stream")
+            and c.headers.get("cache-control") == "no-cache", f"{c.status} {c.headers}")
+    first = c.event(1.0)
+    T.check("the first event: flags comes within 1 s with the defaults only (the rule not applied)",
+            first is not None and sdk_flags(first) == {"beta": ("boolean", False)}, repr(first))
+    t0 = time.monotonic()
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true")
+    nxt = c.event(3.0)
+    took = time.monotonic() - t0
+    print(f"NOTE: flags stream: flags set → event on the stream in {took * 1000:.0f} ms (attestctl start included)")
+    T.check("flags set → the next event within 1 s with the new defaults",
+            nxt is not None and sdk_flags(nxt) == {"beta": ("boolean", True)} and took < 1.0, f"{nxt!r} {took:.3f}s")
+    t0 = time.monotonic()
+    keepalive = None
+    while time.monotonic() - t0 < 8:
+        b = c.block(8)
+        if b is None or b == ": keepalive":
+            keepalive = b
+            break
+    T.check("': keepalive' arrives (flags.keepaliveSeconds 5), byte for byte", keepalive == ": keepalive",
+            repr(keepalive))
+    master, _ = nginx_workers(s)
+    os.kill(master, signal.SIGHUP)
+    t0 = time.monotonic()
+    while not c.closed and time.monotonic() - t0 < 15:
+        c.block(0.5)
+    T.check("nginx -s reload: the client sees the stream end", c.closed, f"open after {time.monotonic() - t0:.1f}s")
+    c.close()
+    time.sleep(1)  # the SDK reconnects after 1 s
+    again = SSE(s.port, auth(d["token"]))
+    ev = again.event(1.0)
+    T.check("after the reload a reconnect gets the current defaults at once (the emptied channel primed)",
+            ev is not None and sdk_flags(ev) == {"beta": ("boolean", True)}, repr(ev))
+    again.close()
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "false")
+
+
+def statuses(s):
+    d = enroll(s, "d3")
+    s.ctl("device", "revoke", d["deviceId"])
+    r = get_flags(s, d["token"])
+    T.check("a revoked device: GET → 403 forbidden", r.status == 403 and envelope(r.body, "forbidden"), repr(r))
+    c = SSE(s.port, auth(d["token"]))
+    body = c.body + c.raw
+    T.check("a revoked device: the stream → 403 with the JSON envelope", c.status == 403
+            and envelope(body, "forbidden"), f"{c.status} {body!r}")
+    c.close()
+    good = enroll(s, "d3b")
+    bad = good["token"][:-4] + ("AAAA" if not good["token"].endswith("AAAA") else "BBBB")
+    c = SSE(s.port, auth(bad))
+    body = c.body + c.raw
+    T.check("a token that does not verify: the stream → 401 with the JSON envelope", c.status == 401
+            and envelope(body, "unauthorized"), f"{c.status} {body!r}")
+    c.close()
+    r = s.http("GET", "/api/v1/flags", headers=A)
+    T.check("app headers alone → 401", r.status == 401 and envelope(r.body, "unauthorized"), repr(r))
+    c = SSE(s.port, A)
+    T.check("app headers alone on the stream → 401", c.status == 401, str(c.status))
+    c.close()
+    key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+    r = s.http("GET", "/api/v1/flags", headers=auth(key))
+    T.check("an API key with app headers → the defaults (no device: the rule's riskScore is missing)",
+            r.status == 200 and sdk_flags(r.body) == {"beta": ("boolean", False)}, repr(r))
+
+
+def unknown_environment(s):
+    d = enroll(s, "d4")
+    r = get_flags(s, d["token"], "?environment=qa")
+    T.check("GET ?environment=qa → {\"flags\":{}}", r.status == 200 and sdk_flags(r.body) == {}, repr(r))
+    c = SSE(s.port, auth(d["token"]), "?environment=staging")
+    ev = c.event(1.0)
+    T.check("a stream for staging (not created) → event {\"flags\":{}}", ev == '{"flags":{}}', repr(ev))
+    c.close()
+    s.ctl("flags", "env", "add", "--app", APP, "staging")
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true", "--env", "staging")
+    c = SSE(s.port, auth(d["token"]), "?environment=staging")
+    ev = c.event(1.0)
+    T.check("once staging exists, new streams get its own channel", ev is not None
+            and sdk_flags(ev) == {"beta": ("boolean", True)}, repr(ev))
+    c.close()
+
+
+def whats_new(s):
+    d = enroll(s, "d5", "--app-version", "1.0")
+    for v in ["1.0", "1.1", "2.0", "2.1"]:
+        s.ctl("notes", "add", "--app", APP, "--version", v, "--title", f"Version {v}", "--body", f"* new in **{v}**")
+    time.sleep(1.1)
+    get_flags(s, d["token"], extra={"X-App-Version": "2.0"})
+    r = s.http("GET", "/api/v1/whats-new", headers=auth(d["token"]))
+    try:
+        notes = sdk_notes(r.body)
+    except (ValueError, KeyError, TypeError) as e:
+        notes = None
+        print(f"NOTE: the SDK would refuse {r.body!r}: {e}")
+    T.check("What's New after reporting 2.0 (installed 1.0): [2.0, 1.1], decoded strictly like the SDK",
+            notes is not None and [n["version"] for n in notes] == ["2.0", "1.1"], repr(r))
+    T.check("ids are upper-case UUIDs", notes is not None and all(n["id"] == n["id"].upper() for n in notes), repr(notes))
+    if not notes:
+        return
+    path = f"/api/v1/whats-new/{notes[0]['id'].lower()}/seen"
+    first = s.http("POST", path, headers=auth(d["token"]))
+    time.sleep(1.1)
+    again = s.http("POST", path, headers=auth(d["token"]))
+    T.check("seen with a lower-case id → 200; a repeat → the same seenAt", first.status == 200 and again.status == 200
+            and first.json.get("seenAt") == again.json.get("seenAt"), f"{first!r} {again!r}")
+    r = s.http("GET", "/api/v1/whats-new", headers=auth(d["token"]))
+    T.check("the list is then [1.1]", [n["version"] for n in sdk_notes(r.body)] == ["1.1"], repr(r))
+    r = s.http("POST", f"/api/v1/whats-new/{uuid.uuid4()}/seen", headers=auth(d["token"]))
+    T.check("an unknown id → 404", r.status == 404 and envelope(r.body, "not_found"), repr(r))
+
+
+def hostile(s):
+    d = enroll(s, "d6")
+    c = SSE(s.port, auth(d["token"], OTHER))
+    T.check("a token of app A with app B's headers → 401 on the stream", c.status == 401, str(c.status))
+    c.close()
+    for query in ["?environment=production&environment=staging", "?environment=prod%75ction"]:
+        r = get_flags(s, d["token"], query)
+        c = SSE(s.port, auth(d["token"]), query)
+        body = c.body + c.raw
+        T.check(f"{query}: GET → 400, the stream → 500 envelope", r.status == 400 and c.status == 500
+                and envelope(body, "internal_error"), f"{r.status} {c.status} {body!r}")
+        c.close()
+
+
+def fault(s):
+    d = enroll(s, "d7")
+    master, workers = nginx_workers(s)
+    sock = os.path.join(s.data, "run", "flags.sock")
+    away = sock + ".away"
+    os.rename(sock, away)
+    try:
+        results = []
+        for _ in range(20):
+            c = SSE(s.port, auth(d["token"]))
+            results.append((c.status, envelope(c.body + c.raw, "internal_error")))
+            c.close()
+    finally:
+        os.rename(away, sock)
+    T.check("the flags pool unreachable: 20 streams each get the 500 envelope", results == [(500, True)] * 20,
+            str(results))
+    pool = s.pool_master("flags")
+    os.kill(pool, signal.SIGKILL)
+    statuses_seen = []
+    for _ in range(20):
+        c = SSE(s.port, auth(d["token"]))
+        statuses_seen.append(c.status)
+        c.close()
+    print(f"NOTE: flags pool master killed: stream statuses {statuses_seen}")
+    T.check("the pool's master killed: streams get 500 (or 200 once serve restarted it), never a dropped connection",
+            all(st in (500, 200) for st in statuses_seen), str(statuses_seen))
+    time.sleep(0.5)
+    master2, workers2 = nginx_workers(s)
+    T.check("no nginx worker exited (same workers, no 'exited on signal' in error.log)",
+            (master2, workers2) == (master, workers) and "exited on signal" not in error_log(s),
+            f"{workers} → {workers2}")
+
+
+def main():
+    s = Stack(setup=setup)
+    return run_suite(T, "flags", s, [rules_on_attested_properties, stream, statuses, unknown_environment, whats_new,
+                                     hostile, fault])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
