@@ -271,7 +271,8 @@ package struct NginxSite {
                                                   + "\(value.debugDescription) is not a whole number")
             }
         case "@FLAGS_STREAM_MEMORY@":
-            guard value.count > 1, value.hasSuffix("M"), value.dropLast().allSatisfy({ ("0"..."9").contains($0) }) else {
+            guard value.count > 1, value.hasSuffix("M"),
+                  value.dropLast().allSatisfy({ ("0"..."9").contains($0) }) else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not a whole number of MiB (32M)")
             }
@@ -317,7 +318,8 @@ package struct NginxSite {
     /// The flag stream's placeholders in site.conf: nchan's keepalive interval
     /// (`flags.keepaliveSeconds`) and its shared memory (`flags.streamMemoryMiB`, as `32M`).
     static func flagStreamValues(_ c: Configuration) -> [String: String] {
-        ["@FLAGS_KEEPALIVE@": String(c.flagStreamKeepaliveSeconds), "@FLAGS_STREAM_MEMORY@": "\(c.flagStreamMemoryMiB)M"]
+        ["@FLAGS_KEEPALIVE@": String(c.flagStreamKeepaliveSeconds),
+         "@FLAGS_STREAM_MEMORY@": "\(c.flagStreamMemoryMiB)M"]
     }
 
     /// Debian's nchan module (`libnginx-mod-nchan`), which nginx.conf loads by this absolute

@@ -118,7 +118,8 @@ import Testing
             _ = try a.addFlag(key: "beta", type: .bool, value: "false", environment: nil, description: "", in: txn)
             _ = try a.addFlag(key: "limit", type: .int, value: "5", environment: nil, description: "", in: txn)
             _ = try a.addFlag(key: "ratio", type: .double, value: "0.25", environment: nil, description: "", in: txn)
-            _ = try a.addFlag(key: "greeting", type: .string, value: #""hi""#, environment: nil, description: "", in: txn)
+            _ = try a.addFlag(key: "greeting", type: .string, value: #""hi""#, environment: nil, description: "",
+                              in: txn)
             _ = try a.addFlag(key: "theme", type: .json, value: #"{"dark":true}"#, environment: nil, description: "",
                               in: txn)
         }

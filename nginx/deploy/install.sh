@@ -279,7 +279,8 @@ for unit in attestedge@.service attestedge-deliver.service attestedge-receipts.s
 done
 
 # nginx.service removes a stale flag-stream publisher socket before it starts (see the file).
-put nginx/deploy/systemd/nginx.service.d/attestedge.conf "$SYSCONF/systemd/system/nginx.service.d/attestedge.conf" 644
+sed -e "s|-o attestedge |-o $USER_NAME |" nginx/deploy/systemd/nginx.service.d/attestedge.conf > "$SITE_TMP/nginx-dropin.conf"
+put "$SITE_TMP/nginx-dropin.conf" "$SYSCONF/systemd/system/nginx.service.d/attestedge.conf" 644
 
 sort -u "$MANIFEST.new" > "$SITE_TMP/manifest"
 put "$SITE_TMP/manifest" "$MANIFEST" 644

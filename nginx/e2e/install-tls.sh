@@ -94,6 +94,11 @@ check "the port-80 server is on --http-listen with the ACME webroot" \
 
 # Real nginx on the installed site, as Debian's runs (master root, workers www-data), and the
 # installed pools as the units run them (attestedge:www-data, umask 0007, /run/attestedge).
+# /run/attestedge first, as the units' RuntimeDirectory= (and the nginx.service drop-in) make
+# it: nginx binds the flag stream's publisher socket there, nginx -t included.
+RUN=/run/attestedge
+[ -e "$RUN" ] || RUN_MADE=1
+install -d -o attestedge -g www-data -m 750 "$RUN"
 cat > "$W/nginx.conf" <<CONF
 load_module /usr/lib/nginx/modules/ngx_nchan_module.so;
 user www-data;
@@ -110,9 +115,6 @@ http {
 CONF
 check "nginx -t passes on the installed HTTPS site" "nginx -t -q -c '$W/nginx.conf' -p '$W' 2>/dev/null" \
   || nginx -t -c "$W/nginx.conf" -p "$W"
-RUN=/run/attestedge
-[ -e "$RUN" ] || RUN_MADE=1
-install -d -o attestedge -g www-data -m 750 "$RUN"
 for e in challenge validate refresh mad webhooks monitor flags; do
   runuser -u attestedge -g www-data -- sh -c "umask 007; exec '$P/bin/attest-$e' --socket $RUN/$e.sock --workers 1 --data '$P/data'" \
     > "$W/pool-$e.log" 2>&1 &

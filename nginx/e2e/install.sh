@@ -34,7 +34,14 @@ check "the site includes the installed fastcgi_params and serves the data's JWKS
   "grep -q 'include $P/etc/nginx/attestedge/fastcgi_params;' '$P/etc/nginx/attestedge/site.conf' && grep -q 'alias $P/data/jwks.json;' '$P/etc/nginx/attestedge/site.conf'"
 # As Debian's nginx.conf: libnginx-mod-nchan's modules-enabled/50-mod-nchan.conf loads the flag stream's module.
 printf 'load_module /usr/lib/nginx/modules/ngx_nchan_module.so;\nevents {}\nhttp { include %s/etc/nginx/sites-enabled/*.conf; }\n' "$P" > "$P/nginx-test.conf"
+# nginx -t binds the flag stream's publisher socket in /run/attestedge: made as the nginx.service
+# drop-in makes it before nginx starts (and removed again if this made it).
+RUN_MADE=""
+[ -e /run/attestedge ] || { install -d -m 0750 /run/attestedge 2>/dev/null && RUN_MADE=1; }
 check "nginx -t passes on the written site" "nginx -t -q -c '$P/nginx-test.conf' -p '$P' 2>/dev/null"
+[ -z "$RUN_MADE" ] || rm -rf /run/attestedge
+check "the nginx.service drop-in makes /run/attestedge for the service user and removes a stale publisher socket" \
+  "grep -q '^ExecStartPre=-/usr/bin/install -d -m 0750 -o attestedge -g www-data /run/attestedge$' '$P/etc/systemd/system/nginx.service.d/attestedge.conf' && grep -q 'flags-publish.sock -type s -delete$' '$P/etc/systemd/system/nginx.service.d/attestedge.conf'"
 if command -v systemd-analyze > /dev/null; then
   cp "$P/etc/systemd/system/attestedge@.service" "$P/attestedge@refresh.service"
   verify=$(systemd-analyze verify --man=no "$P/attestedge@refresh.service" "$P/etc/systemd/system/attestedge-deliver.service" \

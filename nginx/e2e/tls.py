@@ -8,6 +8,7 @@ nothing of severity MEDIUM or worse. Prints PASS/FAIL per check and `tls: N pass
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,31 @@ def make_pki():
 def setup(stack):
     stack.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
     stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app", "--env", "both")
+    stack.ctl("flags", "add", "--app", "ABCDE12345.com.example.app", "--key", "beta", "--type", "bool", "--value", "false")
+
+
+def flag_stream(stack):
+    """The flag stream (nginx's nchan, authorised by the flags pool through auth_request) over
+    HTTP/2 with TLS: 200 text/event-stream with HSTS, the first event the defaults."""
+    p = stack.device(stack.state("tls-dev"), "--ca-file", CA, "enroll")
+    token = ""
+    with open(stack.state("tls-dev")) as f:
+        for key, value in re.findall(r'"(token)"\s*:\s*"([^"]*)"', f.read()):
+            token = value
+    T.check("a second software device enrolls over https (for the flag stream)", p.returncode == 0 and token != "", p.stdout + p.stderr)
+    status, headers, body, version = curl(stack, "/api/v1/flags/stream", "--max-time", "2",
+                                          "-H", "Accept: text/event-stream", "-H", "Authorization: Bearer " + token,
+                                          *sum((["-H", f"{k}: {v}"] for k, v in A.items()), []))
+    T.check("the flag stream over HTTP/2 + TLS: 200 event-stream, HSTS, the defaults as the first event",
+            status == 200 and version == "2" and headers.get("content-type", "").startswith("text/event-stream")
+            and headers.get("strict-transport-security") == "max-age=63072000"
+            and b'event: flags\n' in body and b'data: {"flags":{"beta":false}}\n\n' in body,
+            f"{status} HTTP/{version} {headers} {body[:300]!r}")
+    status, headers, body, _ = curl(stack, "/api/v1/flags/stream", "--max-time", "2", "-H", "Accept: text/event-stream",
+                                    *sum((["-H", f"{k}: {v}"] for k, v in A.items()), []))
+    T.check("the flag stream over HTTP/2 without a credential: the JSON 401 with HSTS", status == 401
+            and code(body) == "unauthorized" and headers.get("strict-transport-security") == "max-age=63072000",
+            f"{status} {headers} {body[:200]!r}")
 
 
 def curl(stack, path, *extra):
@@ -159,6 +185,7 @@ def run(stack):
     T.check("nginx's own JSON 413 carries HSTS, over HTTP/2 too",
             status == 413 and headers.get("strict-transport-security") == hsts and code(body) == "payload_too_large",
             f"{status} {headers} {body[:200]!r}")
+    flag_stream(stack)
     plain = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", f"http://127.0.0.1:{stack.port}/"],
                            capture_output=True, text=True)
     T.check("plain HTTP on the HTTPS port gets the JSON 400 (nginx's 497)",

@@ -66,7 +66,7 @@ enum WhatsNewEndpoint {
     }
 
     static func answer(_ body: [UInt8]) -> Response {
-        Response(status: 200, headers: [Header("Content-Type", "application/json"), Header("Cache-Control", "no-store")],
-                 body: body)
+        Response(status: 200, headers: [Header("Content-Type", "application/json"),
+                                        Header("Cache-Control", "no-store")], body: body)
     }
 }

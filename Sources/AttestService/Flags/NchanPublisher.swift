@@ -125,7 +125,9 @@ public enum NchanPublisher {
         }
         var sent = 0
         while sent < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = request.withUnsafeBytes {
+                send(fd, $0.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL))
+            }
             if n > 0 {
                 sent += n
             } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
