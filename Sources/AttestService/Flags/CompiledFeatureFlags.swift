@@ -179,7 +179,7 @@ public final class CompiledFeatureFlags: Sendable {
             var holds = true
             var parts = [String]()
             for c in conditions {
-                let actual = caller.value(c.attribute, targeting)
+                let actual = caller.value(c, targeting)
                 let ok = c.holds(actual)
                 if steps != nil {
                     parts.append("\(c.attribute.name) \(actual.map { $0.jsonText } ?? "(missing)") \(c.op.rawValue) "

@@ -134,6 +134,9 @@ struct CompiledCondition: Sendable {
     let attribute: FeatureFlagAttribute
     let op: FeatureFlagOperator
     let operands: [JSONValue]
+    /// The FastCGI name of the header a client-claimed attribute reads, made once here rather
+    /// than at every request (`FeatureFlagTargeting.paramName`); nil for a server attribute.
+    let headerParam: String?
 
     /// nil for a stored condition this version cannot read (it then never holds).
     init?(_ c: FeatureFlagCondition) {
@@ -143,6 +146,11 @@ struct CompiledCondition: Sendable {
         self.attribute = attribute
         op = c.op
         operands = (c.op == .in || c.op == .notIn) ? (operand.arrayValue ?? [operand]) : [operand]
+        switch attribute {
+        case .claimed(let h): headerParam = FeatureFlagTargeting.paramName(h.header)
+        case .custom(let key): headerParam = FeatureFlagTargeting.paramName("X-Custom-" + key)
+        default: headerParam = nil
+        }
     }
 
     /// Whether the condition holds for `actual`, the caller's value (`nil`: missing, which

@@ -73,6 +73,12 @@ extension FeatureFlagCaller {
         }
     }
 
+    /// The caller's value of `condition`'s attribute; a header's name was made once, at compile.
+    func value(_ condition: CompiledCondition, _ targeting: FeatureFlagTargeting) -> JSONValue? {
+        guard let param = condition.headerParam else { return value(condition.attribute, targeting) }
+        return targeting.value(param: param).map { .string($0) }
+    }
+
     /// The rollout identity: the lineage digest, or an API-key caller's `X-Device-ID`.
     func identity(_ targeting: FeatureFlagTargeting) -> [UInt8]? {
         switch self {

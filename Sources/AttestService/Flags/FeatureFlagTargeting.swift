@@ -35,8 +35,18 @@ public struct FeatureFlagTargeting: Sendable {
     /// `X-Device-ID`: the subject of `sdk:` overrides and an API-key caller's rollout identity.
     public var sdkDeviceID: String? { value(.deviceID) }
 
+    /// The value of the header whose FastCGI name is `param` (made by `paramName`), or nil.
+    func value(param: String) -> String? { lookup(param) }
+
+    /// nginx's FastCGI name of a request header: `HTTP_`, then the name with ASCII letters in
+    /// upper case and `-` as `_` (byte by byte: a flags read with header rules asks for many).
     static func paramName(_ header: String) -> String {
-        "HTTP_" + String(header.uppercased().map { $0 == "-" ? "_" : $0 })
+        var bytes = Array("HTTP_".utf8)
+        bytes.reserveCapacity(5 + header.utf8.count)
+        for c in header.utf8 {
+            bytes.append(c == UInt8(ascii: "-") ? UInt8(ascii: "_") : (0x61...0x7A).contains(c) ? c - 0x20 : c)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private func lookup(_ name: String) -> String? {

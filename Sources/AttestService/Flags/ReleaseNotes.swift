@@ -20,16 +20,19 @@ public enum ReleaseNotes {
     /// The notes `versions`' device sees, at most `limit`.
     public static func visible(_ notes: [ReleaseNoteRecord], versions: DeviceVersionsRecord?,
                                seen: [[UInt8]: Timestamp], now: Timestamp, limit: Int) -> [ReleaseNoteRecord] {
-        guard let versions, !versions.first.isEmpty else { return [] }
-        let shown = notes.filter { n in
-            n.publishAt <= now && seen[n.id] == nil && isPrintable(n.publishAt)
-                && (Versions.compare(n.version, versions.first).map { $0 > 0 } ?? false)
-                && (Versions.compare(n.version, versions.latest).map { $0 <= 0 } ?? false)
+        guard let versions, let first = Versions.Parsed(versions.first),
+              let latest = Versions.Parsed(versions.latest) else { return [] }
+        // Each version is parsed once, not at every comparison of the filter and the sort.
+        let shown = notes.compactMap { n -> (note: ReleaseNoteRecord, version: Versions.Parsed)? in
+            guard n.publishAt <= now, seen[n.id] == nil, isPrintable(n.publishAt),
+                  let v = Versions.Parsed(n.version), Versions.compare(v, first) > 0,
+                  Versions.compare(v, latest) <= 0 else { return nil }
+            return (n, v)
         }
         return Array(shown.sorted { a, b in
-            let order = Versions.compare(a.version, b.version) ?? 0
-            return order != 0 ? order > 0 : a.publishAt > b.publishAt
-        }.prefix(max(0, limit)))
+            let order = Versions.compare(a.version, b.version)
+            return order != 0 ? order > 0 : a.note.publishAt > b.note.publishAt
+        }.prefix(max(0, limit)).map(\.note))
     }
 
     /// `{"releaseNotes":[…]}` in the SDK's exact shape.

@@ -16,6 +16,12 @@ public enum Versions {
     /// (empty, longer than `maximumBytes`, or not starting with a digit).
     public static func compare(_ a: String, _ b: String) -> Int? {
         guard let x = Parsed(a), let y = Parsed(b) else { return nil }
+        return compare(x, y)
+    }
+
+    /// `compare` of two versions parsed once (release notes and conditions parse their side
+    /// ahead of the requests that compare it).
+    static func compare(_ x: Parsed, _ y: Parsed) -> Int {
         for i in 0..<max(x.parts.count, y.parts.count) {
             let l = i < x.parts.count ? x.parts[i] : 0, r = i < y.parts.count ? y.parts[i] : 0
             if l != r { return l < r ? -1 : 1 }
@@ -31,19 +37,43 @@ public enum Versions {
     /// Whether `text` is a version this type compares.
     public static func isVersion(_ text: String) -> Bool { Parsed(text) != nil }
 
-    private struct Parsed {
+    /// A version read once: its numeric parts and its pre-release suffix. Read byte by byte
+    /// (a flags read with rules on versions compares hundreds of them).
+    struct Parsed: Sendable {
         var parts: [Int]
         var suffix: Substring?
 
         init?(_ text: String) {
-            guard !text.isEmpty, text.utf8.count <= Versions.maximumBytes, text.first!.isASCII,
-                  text.first!.isNumber else { return nil }
-            let dash = text.firstIndex(of: "-")
-            let core = dash.map { text[..<$0] } ?? text[...]
-            suffix = dash.map { text[text.index(after: $0)...] }
-            parts = core.split(separator: ".", omittingEmptySubsequences: false).map {
-                Int($0.prefix { $0.isASCII && $0.isNumber }.prefix(18)) ?? 0
+            let u = text.utf8
+            guard let first = u.first, u.count <= Versions.maximumBytes, first >= 0x30, first <= 0x39 else {
+                return nil
             }
+            var parts = [Int]()
+            parts.reserveCapacity(4)
+            var value = 0, digits = 0, reading = true
+            var dash: String.Index?
+            for i in u.indices {
+                let c = u[i]
+                if c == UInt8(ascii: "-") {
+                    dash = i
+                    break
+                }
+                if c == UInt8(ascii: ".") {
+                    parts.append(value)
+                    value = 0
+                    digits = 0
+                    reading = true
+                } else if reading, c >= 0x30, c <= 0x39, digits < 18 {
+                    // A part is its leading digits, at most 18 ("1.0b" is 1.0).
+                    value = value * 10 + Int(c - 0x30)
+                    digits += 1
+                } else {
+                    reading = false
+                }
+            }
+            parts.append(value)
+            self.parts = parts
+            suffix = dash.map { text[text.index(after: $0)...] }
         }
     }
 
