@@ -265,7 +265,7 @@ package struct NginxSite {
             do { _ = try ListenAddress(parsing: value, key: key, allowingTLS: placeholder == "@LISTEN@") } catch {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(error.message)")
             }
-        case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@", "@FLAGS_KEEPALIVE@":
+        case "@CHALLENGE_RATE@", "@CHALLENGE_BURST@", "@FLAGS_KEEPALIVE@", "@FLAGS_STREAM_MAX@":
             guard !value.isEmpty, value.allSatisfy({ ("0"..."9").contains($0) }) else {
                 throw SupervisorError(.nginxSite, "refusing to write the nginx configuration: \(placeholder) "
                                                   + "\(value.debugDescription) is not a whole number")
@@ -316,9 +316,11 @@ package struct NginxSite {
     }
 
     /// The flag stream's placeholders in site.conf: nchan's keepalive interval
-    /// (`flags.keepaliveSeconds`) and its shared memory (`flags.streamMemoryMiB`, as `32M`).
+    /// (`flags.keepaliveSeconds`), how long a stream stays open (`flags.streamMaxSeconds`) and
+    /// its shared memory (`flags.streamMemoryMiB`, as `32M`).
     static func flagStreamValues(_ c: Configuration) -> [String: String] {
         ["@FLAGS_KEEPALIVE@": String(c.flagStreamKeepaliveSeconds),
+         "@FLAGS_STREAM_MAX@": String(c.flagStreamMaxSeconds),
          "@FLAGS_STREAM_MEMORY@": "\(c.flagStreamMemoryMiB)M"]
     }
 

@@ -59,6 +59,7 @@ package struct Serve {
             throw SupervisorError(.start, "the flag stream needs nginx's nchan module, and \(NginxSite.nchanModule) "
                                           + "is missing: apt-get install libnginx-mod-nchan")
         }
+        try closeRunDirectory()
         // DATA/log, opened once and never through a link: as root, every log is opened relative to it.
         let logs = try PinnedDirectory.open(data.path).directory("log", create: 0o755)
         // Signals: block them so a child start-up cannot race with Ctrl-C; wait for them below.
@@ -208,6 +209,36 @@ package struct Serve {
             for name in Self.tlsCopies where unlink(data.nginxDirectory + "/" + name) != 0 && errno != ENOENT {
                 throw SupervisorError(.start, "cannot remove \(data.nginxDirectory)/\(name), the TLS copy of "
                                               + "an earlier start: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Makes DATA/run no wider than `DataDirectory.runDirectoryMode` (0750; made if missing):
+    /// nginx makes the publisher socket there 0666, so the directory is what keeps other local
+    /// accounts from publishing forged flags to every stream. An older attestctl made it 0755.
+    /// As the data directory's owner: a link planted at DATA/run leads only where that account
+    /// could go itself.
+    func closeRunDirectory() throws {
+        let path = data.runDirectory
+        try asDataOwner(data) {
+            if mkdir(path, DataDirectory.runDirectoryMode) != 0 && errno != EEXIST {
+                throw SupervisorError(.start, "cannot make \(path): \(String(cString: strerror(errno)))")
+            }
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw SupervisorError(.start, "cannot open \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { close(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else {
+                throw SupervisorError(.start, "cannot stat \(path): \(String(cString: strerror(errno)))")
+            }
+            let mode = info.st_mode & 0o7777
+            guard mode & 0o777 & ~DataDirectory.runDirectoryMode != 0 else { return }
+            guard fchmod(fd, mode & ~(0o777 & ~DataDirectory.runDirectoryMode)) == 0 else {
+                throw SupervisorError(.start, "\(path) is \(String(mode, radix: 8)) and cannot be made "
+                                              + "\(String(DataDirectory.runDirectoryMode, radix: 8)) (it holds the "
+                                              + "flag stream's publisher socket): \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -335,11 +335,22 @@ private func testFlags(_ args: Arguments, store: Store, appID: String) throws {
 }
 
 /// Publishes committed changes to this host's flag stream (the socket directory as
-/// `attestctl doctor` finds it); a failure is a warning.
+/// `attestctl doctor` finds it); a failure is a warning. No publisher socket where serve's
+/// pools or the units' /run/attestedge are: nginx is down or reloading, which is a warning too
+/// (new streams get the change at connect: the auth handler republishes a stale channel).
+/// Neither there: no stream runs on this host, nothing to tell.
 func publishFlagChanges(_ changes: [FeatureFlagChange], data: DataDirectory, store: Store) {
     let directory = Doctor.socketDirectory(data)
-    // No publisher socket: nginx with the stream is not running on this host; nothing to tell.
-    guard !changes.isEmpty, access(FlagChannel.publishSocket(socketDirectory: directory), F_OK) == 0 else { return }
+    let socket = FlagChannel.publishSocket(socketDirectory: directory)
+    guard !changes.isEmpty else { return }
+    guard access(socket, F_OK) == 0 else {
+        let served = Endpoint.allCases.contains { FileIO.exists(directory + "/\($0.rawValue).sock") }
+        if served || FileIO.exists(Doctor.systemdSockets) {
+            Output.err("attestctl: warning: flag stream: \(socket) is missing (is nginx running?): the change is "
+                       + "stored; open streams do not get it, new streams get it when they connect")
+        }
+        return
+    }
     for warning in FlagStream.publish(changes, socketDirectory: directory, store: store) {
         Output.err("attestctl: warning: \(warning)")
     }

@@ -178,4 +178,20 @@ import Testing
         try FileIO.writeAtomically(scene.root + "/data/config.json", text: "{}")
         #expect(try scene.data.loadConfiguration().listen == Configuration().listen, "a real one still loads")
     }
+
+    /// Review of issue 41: nginx makes a unix listen socket 0666, so the flag stream's
+    /// publisher socket (`DATA/run/flags-publish.sock` under `attestctl serve`) is kept from
+    /// other local accounts by DATA/run alone. A 0755 DATA/run let any account POST forged
+    /// `{"flags":…}` to every stream and read nchan's /status (nginx/e2e/flags.py plays that
+    /// account, as `nobody`, through a real nginx).
+    @Test func theRunDirectoryKeepsOtherAccountsAwayFromThePublisherSocket() throws {
+        let scene = try Scene()
+        try scene.data.initialise(now: Timestamp(seconds: 1_800_000_000))
+        var info = stat()
+        #expect(stat(scene.data.runDirectory, &info) == 0)
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        #expect(info.st_mode & 0o007 == 0,
+                "DATA/run is \(mode): others may enter it and use nginx's 0666 flags-publish.sock")
+        #expect(info.st_mode & 0o777 == DataDirectory.runDirectoryMode, "DATA/run is \(mode)")
+    }
 }

@@ -7,7 +7,8 @@ import Testing
 @Suite struct FeatureFlagCodecTests {
     static let now = Timestamp(seconds: 1_790_000_000)
 
-    static let app = FeatureFlagAppRecord(generation: 7, environments: [.init(name: "production", createdAt: now)],
+    static let app = FeatureFlagAppRecord(generation: 7, changedAt: now + 2,
+                                          environments: [.init(name: "production", createdAt: now)],
                                           flagCount: 2, overrideCount: 3, noteCount: 1)
     static let flag = FeatureFlagRecord(
         key: "", type: .bool, description: "Dark", createdAt: now, updatedAt: now + 1,
@@ -24,7 +25,7 @@ import Testing
     /// Each record's v1 bytes: u8 1, big-endian integers, strings as u32 length ‖ UTF-8.
     static let vectors: [(name: String, encoded: [UInt8], hex: String)] = [
         ("app", app.encoded(),
-         "010000000000000007010000000a70726f64756374696f6e000000006ab13b800002000000030001"),
+         "010000000000000007000000006ab13b82010000000a70726f64756374696f6e000000006ab13b800002000000030001"),
         ("flag", flag.encoded(),
          "0100000000044461726b000000006ab13b80000000006ab13b81010000000a70726f64756374696f6e0000000474727565"
             + "010000000a70726f64756374696f6e190000000566616c7365010000000462657461000000000132000000047472"

@@ -1,5 +1,8 @@
+import AttestConfig
+import CLISupport
 @testable import AttestSupervisor
 import Foundation
+import SupervisorTestSupport
 import Testing
 
 /// The flag stream's part of the nginx templates (design §3.6): the stream authorised by
@@ -48,10 +51,35 @@ import Testing
                 try NginxSite.check("@FLAGS_STREAM_MEMORY@", bad)
             }
         }
+        try NginxSite.check("@FLAGS_STREAM_MAX@", "300")
         for bad in ["20;", "20 ", "", "2s", "20\nnchan_publisher http;"] {
             #expect(throws: SupervisorError.self, "\(bad.debugDescription)") {
                 try NginxSite.check("@FLAGS_KEEPALIVE@", bad)
             }
+            #expect(throws: SupervisorError.self, "\(bad.debugDescription)") {
+                try NginxSite.check("@FLAGS_STREAM_MAX@", bad)
+            }
         }
+    }
+
+    /// Review of issue 41: a data directory made by an older attestctl has a 0755 DATA/run, in
+    /// which nginx's 0666 publisher socket lets every local account publish to the streams.
+    @Test("serve closes an existing DATA/run to other accounts before nginx binds the publisher socket")
+    func serveClosesTheRunDirectory() throws {
+        let dir = TemporaryDirectory()
+        let data = DataDirectory(dir.path + "/data")
+        #expect(mkdir(data.path, 0o755) == 0 && mkdir(data.runDirectory, 0o755) == 0)
+        #expect(chmod(data.runDirectory, 0o777) == 0)
+        let serve = Serve(try Arguments(["--data", data.path], valued: ["data"]))
+        try serve.closeRunDirectory()
+        var info = stat()
+        #expect(stat(data.runDirectory, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o750, "DATA/run is \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(chmod(data.runDirectory, 0o700) == 0)
+        try serve.closeRunDirectory()
+        #expect(stat(data.runDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700, "a narrower mode is kept")
+        #expect(rmdir(data.runDirectory) == 0)
+        try serve.closeRunDirectory()
+        #expect(stat(data.runDirectory, &info) == 0 && info.st_mode & 0o777 == 0o750, "made when missing")
     }
 }

@@ -22,6 +22,16 @@ through `attestctl serve`, real nginx with Debian's nchan, and software devices 
   environment → 400 on GET, 500 on the stream (item 10).
 - Fault: the flags pool unreachable (its socket moved away; then its master killed) → streams
   get the 500 envelope and no nginx worker exits (the regression test for nchan's auth crash).
+- Revocation on an open stream (review of #41): auth_request runs at connect only, so nginx
+  closes every stream after flags.streamMaxSeconds (10 here): a device revoked while its stream
+  is open sees it end within that bound (`:408: 408 Request Timeout`), its reconnect gets 403,
+  and a change made after the close never reaches it.
+- A missed publish (review of #41): a change made while the publisher socket is unreachable
+  (moved away) warns, and a stream opened afterwards is told the new defaults on connect (the
+  auth handler republishes a channel whose message predates the app's changedAt).
+- The publisher socket (review of #41): with the data directory where every account may enter
+  (as /var/lib or /srv), the account `nobody` cannot connect to DATA/run/flags-publish.sock
+  (DATA/run is 0750), so it cannot forge an event on a connected stream. Run as root.
 """
 import json
 import os
@@ -42,6 +52,8 @@ T = Tally()
 A = app_headers()
 APP = f"{A['X-Team-ID']}.{A['X-Bundle-ID']}"
 OTHER = app_headers(bundle="com.example.other")
+STREAM_MAX = 10  # flags.streamMaxSeconds here: longer than the stream check's keepalive wait
+NOBODY = 65534
 
 
 def setup(s):
@@ -49,6 +61,7 @@ def setup(s):
     s.ctl("app", "add", "--org", "acme", "--team", A["X-Team-ID"], "--bundle", A["X-Bundle-ID"], "--env", "both")
     s.ctl("app", "add", "--org", "acme", "--team", OTHER["X-Team-ID"], "--bundle", OTHER["X-Bundle-ID"], "--env", "both")
     s.ctl("config", "set", "flags.keepaliveSeconds", "5")
+    s.ctl("config", "set", "flags.streamMaxSeconds", str(STREAM_MAX))
     s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
     s.ctl("flags", "add", "--app", APP, "--key", "beta", "--type", "bool", "--value", "false")
     s.ctl("flags", "rule", "add", "--app", APP, "--key", "beta", "--value", "true", "--when", "riskScore lte 20")
@@ -276,9 +289,11 @@ def stream(s):
     master, _ = nginx_workers(s)
     os.kill(master, signal.SIGHUP)
     t0 = time.monotonic()
+    tail = []
     while not c.closed and time.monotonic() - t0 < 15:
-        c.block(0.5)
-    T.check("nginx -s reload: the client sees the stream end", c.closed, f"open after {time.monotonic() - t0:.1f}s")
+        tail.append(c.block(0.5))
+    T.check("nginx -s reload: the client sees the stream end (410, not the streamMaxSeconds 408)",
+            c.closed and any(b and ":410:" in b for b in tail), f"{tail!r} after {time.monotonic() - t0:.1f}s")
     c.close()
     time.sleep(1)  # the SDK reconnects after 1 s
     again = SSE(s.port, auth(d["token"]))
@@ -410,10 +425,135 @@ def fault(s):
             f"{workers} → {workers2}")
 
 
+def revoked_device_loses_its_stream(s):
+    """The issue: "a revoked device gets no flags". nginx's auth_request runs at connect only,
+    so nchan_subscriber_timeout (flags.streamMaxSeconds) closes every stream; the SDK
+    reconnects after 1 s on a clean close, and the reconnect is authorised again."""
+    d = enroll(s, "revoked")
+    c = SSE(s.port, auth(d["token"]))
+    first = c.event(2.0)
+    T.check("the device's stream starts", c.status == 200 and first is not None, f"{c.status} {first!r}")
+    s.ctl("device", "revoke", d["deviceId"])
+    t0 = time.monotonic()
+    r = get_flags(s, d["token"])
+    T.check("once revoked, GET /api/v1/flags refuses it at once (403)", r.status == 403, repr(r))
+    tail = []
+    while not c.closed and time.monotonic() - t0 < STREAM_MAX + 3:
+        b = c.block(0.5)
+        if b is not None:
+            tail.append(b)
+    took = time.monotonic() - t0
+    print(f"NOTE: revoked device: its open stream ended {took:.1f} s after the revocation; last blocks {tail[-2:]!r}")
+    T.check(f"a revoked device's open stream is closed within flags.streamMaxSeconds ({STREAM_MAX} s)",
+            c.closed and took <= STREAM_MAX + 0.5, f"closed={c.closed} after {took:.1f}s")
+    T.check("the close is nchan's ':408: 408 Request Timeout' and a clean end of the response",
+            ":408: 408 Request Timeout" in tail, repr(tail))
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true")
+    after = c.event(2.0)
+    c.close()
+    T.check("no flags event with a change made after the close reaches it",
+            after is None and not any("event: flags" in b for b in tail), f"{after!r} {tail!r}")
+    time.sleep(1)  # the SDK reconnects 1 s after a clean close
+    again = SSE(s.port, auth(d["token"]))
+    body = again.body + again.raw
+    T.check("its reconnect gets 403 with the JSON envelope", again.status == 403 and envelope(body, "forbidden"),
+            f"{again.status} {body!r}")
+    again.close()
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "false")
+
+
+def a_missed_publish_is_repaired_at_connect(s):
+    """A change whose publish failed (nginx busy past NchanPublisher's 1 s, the CLI killed between
+    commit and publish, the socket unreachable: here moved away while `flags set` runs) leaves
+    the channel holding the old defaults. The stream's contract: on connect, the environment's
+    current defaults; the auth handler republishes a message older than the app's changedAt."""
+    key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+    c = SSE(s.port, auth(key))
+    T.check("a stream before the change gets beta=false", sdk_flags(c.event(2.0) or "") == {"beta": ("boolean", False)})
+    c.close()
+    time.sleep(1.1)  # changedAt and nchan's message id have whole seconds: the change a later second
+    sock = os.path.join(s.data, "run", "flags-publish.sock")
+    away = sock + ".away"
+    os.rename(sock, away)
+    try:
+        out = s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true")
+    finally:
+        os.rename(away, sock)
+    said = (out.stdout + out.stderr).strip()
+    print(f"NOTE: flags set while the publisher was unreachable: {said!r}")
+    T.check("flags set with the publisher socket missing says so (a warning naming the socket)",
+            out.returncode == 0 and "warning" in out.stderr and "flags-publish.sock" in out.stderr, repr(said))
+    r = s.http("GET", "/api/v1/flags", headers=auth(key))
+    T.check("GET answers the new default", sdk_flags(r.body) == {"beta": ("boolean", True)}, repr(r))
+    c = SSE(s.port, auth(key))
+    ev = c.event(2.0)
+    c.close()
+    T.check("a stream opened after the missed publish is told the current defaults on connect",
+            sdk_flags(ev or "") == {"beta": ("boolean", True)}, f"connect event {ev!r}")
+    s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "false")
+
+
+def publish_as_nobody(path, channel, body):
+    """POST /pub/<channel> on the unix socket `path` from a forked child running as nobody; its
+    status line, or "refused: …" when it cannot connect."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.settimeout(3)
+            c.connect(path)
+            head = (f"POST /pub/{channel} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+            c.sendall(head.encode() + body)
+            data = b""
+            while True:
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            out = data.split(b"\r\n", 1)[0].decode("latin-1")
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out = "refused: " + repr(e)
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    out = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    return out
+
+
+def publisher_is_ours_only(s):
+    """nginx makes its unix listen sockets 0666: DATA/run (0750) is what keeps other accounts
+    from the publisher. The data directory lies where every account may enter (main)."""
+    sock = os.path.join(s.data, "run", "flags-publish.sock")
+    modes = (f"socket {oct(os.stat(sock).st_mode & 0o777)}, "
+             f"run dir {oct(os.stat(os.path.dirname(sock)).st_mode & 0o777)}")
+    key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+    first = SSE(s.port, auth(key))
+    first_event = first.event(2.0)
+    T.check("a stream starts with the stored default", first.status == 200
+            and sdk_flags(first_event or "") == {"beta": ("boolean", False)}, repr(first_event))
+    out = publish_as_nobody(sock, APP + "/production", b'{"flags":{"beta":true}}')
+    T.check("another local account (nobody) cannot publish to the flag stream", out.startswith("refused"),
+            f"{modes}: nobody's POST got {out!r}")
+    forged = first.event(2.0)
+    first.close()
+    T.check("a connected stream receives no event the server did not publish", forged is None,
+            f"the stream got {forged!r}")
+
+
 def main():
     s = Stack(setup=setup)
+    os.chmod(s.dir, 0o755)  # the data directory where every account may enter, like /var/lib or /srv
     return run_suite(T, "flags", s, [rules_on_attested_properties, stream, statuses, unknown_environment, whats_new,
-                                     hostile, fault])
+                                     hostile, revoked_device_loses_its_stream, a_missed_publish_is_repaired_at_connect,
+                                     publisher_is_ours_only, fault])
 
 
 if __name__ == "__main__":

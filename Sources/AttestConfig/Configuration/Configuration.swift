@@ -80,6 +80,8 @@ public struct Configuration: Sendable, Equatable {
     public var heartbeatIntervalSeconds = 120
     /// `flags.keepaliveSeconds` (rendered into site.conf).
     public var flagStreamKeepaliveSeconds = 20
+    /// `flags.streamMaxSeconds` (rendered into site.conf).
+    public var flagStreamMaxSeconds = 300
     /// `flags.streamMemoryMiB` (rendered into site.conf).
     public var flagStreamMemoryMiB = 32
     /// `whatsNew.maxNotes`.

@@ -293,6 +293,12 @@ public struct ConfigurationKey: Sendable {
             Seconds between the flag stream's ': keepalive' comments (nginx's nchan; rendered into site.conf). \
             The SDK gives up on a stream silent for 75 s.
             """),
+        .int("flags.streamMaxSeconds", 5...3_600, \.flagStreamMaxSeconds, """
+            Seconds a flag stream stays open before nginx closes it (nchan_subscriber_timeout, rendered into \
+            site.conf). The SDK reconnects after 1 s and the reconnect is authorised again, so a device revoked, \
+            blocked or whose token expired loses its open stream within this time (GET /api/v1/flags refuses it \
+            at once). Each stream costs one auth subrequest per period.
+            """),
         .int("flags.streamMemoryMiB", 8...4096, \.flagStreamMemoryMiB, """
             nchan's shared memory for the flag stream's channels and their stored message, in MiB \
             (nchan_shared_memory_size, rendered into site.conf; connections do not use it).

@@ -1,17 +1,28 @@
 import AttestConfig
 import AttestCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Making a data directory (`attestctl init`, `attestctl serve` on a new directory, `restore`):
 /// operations only; serving reads what these wrote (`DataDirectory`).
 extension DataDirectory {
-    /// Creates the directories that are missing (secrets and keys 0700, the others 0755);
-    /// returns them.
+    /// DATA/run's mode: its owner (who runs the pools, and nginx under `attestctl serve`) and
+    /// its group; never other accounts. nginx makes the publisher socket in it 0666.
+    public static let runDirectoryMode: mode_t = 0o750
+
+    /// Creates the directories that are missing (secrets and keys 0700, run 0750, the others
+    /// 0755); returns them. DATA/run holds nginx's flag-stream publisher socket, which nginx
+    /// makes 0666: the directory is what keeps other accounts from publishing to every stream
+    /// (`runDirectoryMode`).
     @discardableResult
     public func makeLayout() throws -> [String] {
         var created = [String]()
         for dir in [path, path + "/secrets", keysDirectory, storeDirectory, runDirectory, logDirectory,
                     nginxDirectory] where !FileIO.exists(dir) {
-            try FileIO.makeDirectories(dir, mode: dir.hasSuffix("/secrets") || dir.hasSuffix("/keys") ? 0o700 : 0o755)
+            let mode: mode_t = dir.hasSuffix("/secrets") || dir.hasSuffix("/keys") ? 0o700
+                : dir == runDirectory ? Self.runDirectoryMode : 0o755
+            try FileIO.makeDirectories(dir, mode: mode)
             created.append(dir)
         }
         return created

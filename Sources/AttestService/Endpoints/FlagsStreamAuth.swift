@@ -15,9 +15,11 @@ import FastCGI
 /// header: without it nchan would wait on an empty channel id. The environment comes from
 /// `REQUEST_URI` (the subrequest's own query string is empty), parsed like the flags GET's.
 /// Before answering, the channel is **primed**: when nchan holds no message for it (a fresh
-/// channel, or any channel after `nginx -s reload`, which empties nchan's memory), the current
-/// defaults are published, so the new subscriber gets them at once. A failed prime is logged
-/// and does not refuse the stream (the next change or connect publishes again).
+/// channel, or any channel after `nginx -s reload`, which empties nchan's memory), or one
+/// stored before the app's last change (`FeatureFlagAppRecord.changedAt`: that change's publish
+/// failed), the current defaults are published, so the new subscriber gets them at once. A
+/// failed prime is logged and does not refuse the stream (the next change or connect publishes
+/// again).
 enum FlagsStreamAuth {
     static let path = "/.attestedge/flags-auth"
     /// The header naming the channel to nginx.
@@ -31,30 +33,48 @@ enum FlagsStreamAuth {
         let now = ctx.clock.now()
         let caller = try FlagsAuth.caller(request, now: now, ctx)
         let version = ctx.store.durableVersion
-        let flags = try ctx.store.read { txn -> CompiledFeatureFlags in
+        let (flags, changedAt) = try ctx.store.read { txn -> (CompiledFeatureFlags, Int64) in
             if case .token(let claims) = caller.credential {
                 _ = try FlagsAuth.device(claims, app: caller.app.app, in: txn)
             }
-            return try FeatureFlagsCache.flags(caller.app, version: version, in: txn, ctx)
+            let flags = try FeatureFlagsCache.flags(caller.app, version: version, in: txn, ctx)
+            return (flags, try txn.featureFlagApp(appID: caller.app.app.appID)?.changedAt.seconds ?? 0)
         }
         let appID = caller.app.app.appID
         let known = flags.hasEnvironment(environment)
         let channel = known ? FlagChannel.id(appID: appID, environment: environment) : FlagChannel.empty(appID: appID)
         if let sockets = ctx.poolSockets {
-            prime(channel, body: known ? flags.defaultsAnswer(environment: environment) : FlagStream.emptyAnswer,
-                  socket: FlagChannel.publishSocket(socketDirectory: sockets), ctx)
+            prime(channel, environment: known ? environment : nil, flags: flags, changedAt: changedAt,
+                  app: caller.app, socket: FlagChannel.publishSocket(socketDirectory: sockets), ctx)
         }
         return Response(status: 204, headers: [Header(channelHeader, channel), Header("Cache-Control", "no-store")])
     }
 
-    /// Publishes `body` to `channel` when nchan stores no message for it.
-    static func prime(_ channel: String, body: [UInt8], socket: String, _ ctx: ServiceContext) {
+    /// Publishes the channel's payload (`environment`'s defaults; `{"flags":{}}` for `~empty`,
+    /// `environment` nil) when nchan stores no message for it, or one older than `changedAt`'s
+    /// second (`FeatureFlagAppRecord.changedAt`): a change whose own publish failed. After its
+    /// publish it reads the generation once more and publishes again when it moved, since a
+    /// change committed meanwhile may have published before this older payload overwrote it.
+    static func prime(_ channel: String, environment: String?, flags: CompiledFeatureFlags, changedAt: Int64,
+                      app: AppContext, socket: String, _ ctx: ServiceContext) {
+        func body(_ flags: CompiledFeatureFlags) -> [UInt8] {
+            guard let environment, flags.hasEnvironment(environment) else { return FlagStream.emptyAnswer }
+            return flags.defaultsAnswer(environment: environment)
+        }
         do {
-            if try NchanPublisher.messages(socket: socket, channel: channel) == 0 {
-                try NchanPublisher.publish(socket: socket, channel: channel, body: body)
+            let info = try NchanPublisher.channelInfo(socket: socket, channel: channel)
+            // `~empty` always holds {"flags":{}}: only a missing message matters there.
+            guard info.isStale(changedAt: environment == nil ? 0 : changedAt) else { return }
+            try NchanPublisher.publish(socket: socket, channel: channel, body: body(flags))
+            guard environment != nil else { return }
+            let version = ctx.store.durableVersion
+            let newer = try ctx.store.read { txn -> CompiledFeatureFlags? in
+                guard try (txn.featureFlagGeneration(appID: app.app.appID) ?? 0) != flags.generation else { return nil }
+                return try FeatureFlagsCache.flags(app, version: version, in: txn, ctx)
             }
+            if let newer { try NchanPublisher.publish(socket: socket, channel: channel, body: body(newer)) }
         } catch {
-            ctx.log("flags-auth: priming \(channel): \(error.description) (the stream waits for the next change)")
+            ctx.log("flags-auth: priming \(channel): \(error) (the stream waits for the next change or connect)")
         }
     }
 }

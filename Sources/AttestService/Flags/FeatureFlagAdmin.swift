@@ -368,8 +368,7 @@ public struct FeatureFlagAdmin {
                                      createdAt: now, updatedAt: now)
         try txn.put(note, appID: app.appID)
         state.noteCount = UInt16(min(notes.count + 1, Int(UInt16.max)))
-        state.generation &+= 1
-        try txn.put(state, appID: app.appID)
+        try store(bumping: &state, in: txn)
         return note
     }
 
@@ -379,8 +378,7 @@ public struct FeatureFlagAdmin {
             throw ServiceError(.notFound, "No release note \(ReleaseNotes.idText(id)) for \(app.appID).")
         }
         state.noteCount = state.noteCount > 0 ? state.noteCount - 1 : 0
-        state.generation &+= 1
-        try txn.put(state, appID: app.appID)
+        try store(bumping: &state, in: txn)
     }
 
     // MARK: shared
@@ -428,11 +426,19 @@ public struct FeatureFlagAdmin {
         try txn.put(flag, appID: app.appID)
     }
 
+    /// Bumps the generation and sets `changedAt` (the flag stream's auth republishes a channel
+    /// whose message is older: a publish that failed), then stores the state. Every change goes
+    /// through here.
+    private func store(bumping state: inout FeatureFlagAppRecord, in txn: Transaction) throws {
+        state.generation &+= 1
+        state.changedAt = now
+        try txn.put(state, appID: app.appID)
+    }
+
     /// Bumps the generation, stores the state, queues `flag.changed`; the stream's changes.
     private func commit(_ state: inout FeatureFlagAppRecord, _ action: Action, key: String?, environment: String?,
                         in txn: Transaction) throws -> [FeatureFlagChange] {
-        state.generation &+= 1
-        try txn.put(state, appID: app.appID)
+        try store(bumping: &state, in: txn)
         if queueEvents {
             let data: [(String, JSONValue)] = [
                 ("organization", .string(app.org)), ("app_id", .string(app.appID)), ("team_id", .string(app.teamID)),

@@ -8,8 +8,9 @@ import AttestStore
 /// carries defaults only: rules and overrides are for `GET /api/v1/flags`), and the app's
 /// `~empty` channel gets `{"flags":{}}` again. An environment the app no longer has gets
 /// `{"flags":{}}` on its channel, so streams still on it see the flags go. Publishing is best
-/// effort: nginx may be stopped or reloading (the auth handler primes an empty channel on the
-/// next connect), so failures come back as warnings, never as errors.
+/// effort: nginx may be stopped or reloading (at the next connect the auth handler publishes
+/// again to a channel that is empty or older than the app's `changedAt`), so failures come back
+/// as warnings, never as errors.
 public enum FlagStream {
     /// The payload of a channel with no flags (an unknown environment, `~empty`).
     public static let emptyAnswer = Array(#"{"flags":{}}"#.utf8)

@@ -11,8 +11,8 @@ import Glibc
 /// - `POST /pub/<channel>` with the payload as the body, `Content-Type: application/json` →
 ///   201 (subscribers waiting) or 202 (stored for later subscribers).
 /// - `GET /pub/<channel>` with `Accept: application/json` → 200 `{"messages": n, "requested": …,
-///   "subscribers": …, "last_message_id": …}`, or 404 when nchan holds no such channel (after
-///   `nginx -s reload` nchan's memory store is empty).
+///   "subscribers": …, "last_message_id": "<unix seconds>:<n>"}`, or 404 when nchan holds no
+///   such channel (after `nginx -s reload` nchan's memory store is empty).
 /// A channel is `TEAMID.bundle/env` (see `FlagChannel`): it goes into the path as is; the
 /// publisher location's regex refuses anything else.
 public enum NchanPublisher {
@@ -38,17 +38,33 @@ public enum NchanPublisher {
         }
     }
 
-    /// How many messages nchan stores for `channel`: 0 when it has none or does not exist
-    /// (404). Throws `Failure` when the socket cannot be reached or the answer is not channel info.
-    public static func messages(socket: String, channel: String) throws(Failure) -> Int {
+    /// What nchan's channel info says about a channel's stored message.
+    public struct ChannelInfo: Equatable, Sendable {
+        /// Messages stored (0 or 1 here: the publisher location keeps a buffer of 1).
+        public let messages: Int
+        /// The seconds part of `last_message_id` (nchan's `<unix seconds>:<n>`, the time nginx
+        /// stored the message); nil when nchan names no message.
+        public let lastMessageSeconds: Int64?
+
+        /// Whether a subscriber would get no message, or one stored before `changedAt`'s second
+        /// (a change whose publish failed): the channel must be published again.
+        public func isStale(changedAt: Int64) -> Bool {
+            guard messages > 0, let seconds = lastMessageSeconds else { return true }
+            return seconds < changedAt
+        }
+    }
+
+    /// nchan's info on `channel`: `messages` 0 when it does not exist (404). Throws `Failure`
+    /// when the socket cannot be reached or the answer is not channel info.
+    public static func channelInfo(socket: String, channel: String) throws(Failure) -> ChannelInfo {
         let head = "GET /pub/\(channel) HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
             + "Connection: close\r\n\r\n"
         let answer = try exchange(socket: socket, request: Array(head.utf8))
-        if answer.status == 404 { return 0 }
+        if answer.status == 404 { return ChannelInfo(messages: 0, lastMessageSeconds: nil) }
         guard answer.status == 200, let count = messagesMember(answer.body) else {
             throw Failure("channel info for \(channel) on \(socket): nginx answered \(answer.status)")
         }
-        return count
+        return ChannelInfo(messages: count, lastMessageSeconds: lastMessageSeconds(answer.body))
     }
 
     /// The `"messages": n` member of nchan's JSON channel info (nchan writes it as a plain
@@ -56,18 +72,42 @@ public enum NchanPublisher {
     static func messagesMember(_ body: ArraySlice<UInt8>) -> Int? {
         let key = Array("\"messages\"".utf8)
         guard let start = body.firstRange(of: key)?.upperBound else { return nil }
+        return digits(body, from: skipSeparator(body, from: start)).map { Int($0) }
+    }
+
+    /// The seconds of `"last_message_id": "<seconds>:<n>"` in nchan's channel info; `nil` when
+    /// absent or not of that form.
+    static func lastMessageSeconds(_ body: ArraySlice<UInt8>) -> Int64? {
+        let key = Array("\"last_message_id\"".utf8)
+        guard let start = body.firstRange(of: key)?.upperBound else { return nil }
+        let quote = skipSeparator(body, from: start)
+        guard quote < body.endIndex, body[quote] == UInt8(ascii: "\"") else { return nil }
+        let first = body.index(after: quote)
+        guard let seconds = digits(body, from: first) else { return nil }
+        let end = body[first...].firstIndex { $0 < UInt8(ascii: "0") || $0 > UInt8(ascii: "9") }
+        return end.map { body[$0] == UInt8(ascii: ":") } == true ? seconds : nil
+    }
+
+    /// The index after the spaces and colons at `index`.
+    static func skipSeparator(_ body: ArraySlice<UInt8>, from start: Int) -> Int {
         var index = start
         while index < body.endIndex, body[index] == UInt8(ascii: " ") || body[index] == UInt8(ascii: ":") {
             index += 1
         }
-        var value = 0
-        var digits = 0
-        while index < body.endIndex, body[index] >= UInt8(ascii: "0"), body[index] <= UInt8(ascii: "9"), digits < 18 {
-            value = value * 10 + Int(body[index] - UInt8(ascii: "0"))
-            digits += 1
+        return index
+    }
+
+    /// The unsigned decimal at `index` (at most 18 digits); `nil` when none.
+    static func digits(_ body: ArraySlice<UInt8>, from start: Int) -> Int64? {
+        var index = start
+        var value: Int64 = 0
+        var count = 0
+        while index < body.endIndex, body[index] >= UInt8(ascii: "0"), body[index] <= UInt8(ascii: "9"), count < 18 {
+            value = value * 10 + Int64(body[index] - UInt8(ascii: "0"))
+            count += 1
             index += 1
         }
-        return digits > 0 ? value : nil
+        return count > 0 ? value : nil
     }
 
     /// An HTTP answer: the status and the body (everything after the blank line; nchan's

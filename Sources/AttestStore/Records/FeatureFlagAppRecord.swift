@@ -12,12 +12,14 @@ public struct FeatureFlagEnvironment: Hashable, Sendable {
 }
 
 /// An app's feature-flag state as a whole: a generation every change bumps (so a worker's
-/// compiled flags know when they are stale), the environments, and how many flags, overrides
-/// and release notes the app stores (so a tier-limit check costs one read).
+/// compiled flags know when they are stale) and when it was bumped last (so the flag stream's
+/// auth can tell a channel's stored message predates the last change: a publish that failed),
+/// the environments, and how many flags, overrides and release notes the app stores (so a
+/// tier-limit check costs one read).
 ///
 /// Key in `feature_flag_apps`: the App ID (UTF-8). Layout v1:
 /// ```
-/// u8 1 | generation u64 | environments u8 n × (name string, createdAt i64)
+/// u8 1 | generation u64 | changedAt i64 | environments u8 n × (name string, createdAt i64)
 ///      | flagCount u16 | overrideCount u32 | noteCount u16
 /// ```
 /// The store does not keep these in step: the flags domain (`FeatureFlagAdmin`) bumps the
@@ -28,14 +30,18 @@ public struct FeatureFlagAppRecord: StoreRecord, Hashable {
     public static let recordName = "feature flag app"
 
     public var generation: UInt64
+    /// When `generation` was last bumped (unix seconds; 0 for a state never changed).
+    public var changedAt: Timestamp
     public var environments: [FeatureFlagEnvironment]
     public var flagCount: UInt16
     public var overrideCount: UInt32
     public var noteCount: UInt16
 
-    public init(generation: UInt64, environments: [FeatureFlagEnvironment], flagCount: UInt16 = 0,
+    public init(generation: UInt64, changedAt: Timestamp = Timestamp(seconds: 0),
+                environments: [FeatureFlagEnvironment], flagCount: UInt16 = 0,
                 overrideCount: UInt32 = 0, noteCount: UInt16 = 0) {
         self.generation = generation
+        self.changedAt = changedAt
         self.environments = environments
         self.flagCount = flagCount
         self.overrideCount = overrideCount
@@ -50,6 +56,7 @@ public struct FeatureFlagAppRecord: StoreRecord, Hashable {
 
     public func encode(into w: inout BinaryWriter) {
         w.u64(generation)
+        w.i64(changedAt.seconds)
         w.u8(UInt8(truncatingIfNeeded: environments.count))
         for e in environments {
             w.string(e.name)
@@ -62,6 +69,7 @@ public struct FeatureFlagAppRecord: StoreRecord, Hashable {
 
     public init(from r: inout BinaryReader) throws {
         generation = try r.u64()
+        changedAt = Timestamp(seconds: try r.i64())
         environments = try (0..<Int(try r.u8())).map { _ in
             FeatureFlagEnvironment(name: try r.string(), createdAt: Timestamp(seconds: try r.i64()))
         }
