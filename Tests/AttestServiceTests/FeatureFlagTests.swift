@@ -113,6 +113,36 @@ import Testing
                 "a bare version keeps its digits")
     }
 
+    /// The CLI's `--when` and the API's JSON make one condition: a numeric operand of a
+    /// `custom.<key>` is a number on both, so ordering compares numbers (10.5 > 10.25; as
+    /// versions 10.5 < 10.25). Before, the CLI kept it as text and compared versions.
+    @Test func cliConditionOnACustomNumberComparesNumbersAsNumbers() throws {
+        let cli = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: "custom.score gt 10.25")))
+        let api = try #require(CompiledCondition(try FeatureFlagConditions.parse(
+            json: .object([("attribute", "custom.score"), ("operator", "gt"), ("value", .double(10.25))]))))
+        #expect(api.holds(.string("10.5")), "the API's condition: 10.5 > 10.25")
+        #expect(cli.holds(.string("10.5")), "the CLI's condition on the same header: 10.5 > 10.25 as numbers")
+        #expect(cli.source == api.source, "one condition, two forms")
+        let lte = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: "custom.ratio lte 2.25")))
+        #expect(!lte.holds(.string("2.5")), "2.5 is not <= 2.25")
+        // Quoted, the operand is text, and a version still compares as a version.
+        let quoted = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: #"custom.build gt "2.10""#)))
+        #expect(quoted.holds(.string("2.10.1")) && !quoted.holds(.string("2.9")))
+    }
+
+    /// `--when 'custom.delta gt -5'` was the text "-5" (neither a JSON number nor a version:
+    /// 400); the API takes -5, so the CLI does too.
+    @Test func cliTakesANegativeNumberOnACustomAttribute() throws {
+        let api = try FeatureFlagConditions.parse(
+            json: .object([("attribute", "custom.delta"), ("operator", "gt"), ("value", .int(-5))]))
+        #expect(api.operandJSON == "-5")
+        #expect(throws: Never.self, "the --when form of the same condition") {
+            _ = try FeatureFlagConditions.parse(text: "custom.delta gt -5")
+        }
+        #expect(try FeatureFlagConditions.parse(text: "custom.delta gt -5") == api)
+        #expect(try Self.cond("custom.delta gt -5").holds(.string("-4")))
+    }
+
     @Test func valuesAreTypedAndStoredCompact() throws {
         #expect(try FeatureFlagValueType.check("true", type: .bool) == "true")
         #expect(try FeatureFlagValueType.check("2.0", type: .int) == "2")
