@@ -443,6 +443,61 @@ import Testing
         #expect(api.call("PATCH", "/api/v1/org/flags").0 == 405)
     }
 
+    /// `text` %-encoded for a query (everything but unreserved characters).
+    static func escaped(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF")
+        return text.utf8.map { b in
+            let c = Character(UnicodeScalar(b))
+            return c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) ? String(c)
+                : "%" + String(hex[Int(b >> 4)]) + String(hex[Int(b & 15)])
+        }.joined()
+    }
+
+    /// POST takes the subject in the JSON body (any text); DELETE names it in the query, which
+    /// is %-decoded strictly. Before, the query refused "+" and every %-escape, so "qa+1" (and
+    /// a base64 keyId with "+") could be set through the API and never removed through it.
+    @Test func anOverrideTheAPISetsTheAPICanRemove() throws {
+        let api = try API()
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"\#(Fixture.appID)","key":"k","type":"bool","value":false}"#).0 == 201)
+        let set = api.call("POST", "/api/v1/org/flags/k/overrides",
+                           body: #"{"sdk_device_id":"qa+1","forced_value":true}"#)
+        #expect(set.0 == 201, "\(set)")
+        let plain = api.call("DELETE", "/api/v1/org/flags/k/overrides", "app_id=\(Fixture.appID)&sdk_device_id=qa+1")
+        let escaped = api.call("DELETE", "/api/v1/org/flags/k/overrides",
+                               "app_id=\(Fixture.appID)&sdk_device_id=qa%2B1")
+        #expect(plain.0 == 200 || escaped.0 == 200, "neither form removes it: \(plain.0) \(escaped.0) \(escaped.1)")
+        #expect(plain.0 == 400 && "\(plain.1["reason"] ?? .null)".contains("%2B"), "a bare + is ambiguous: \(plain)")
+        #expect(escaped.0 == 200, "\(escaped)")
+        for bad in ["qa%2", "qa%zz1", "%FF"] {
+            let r = api.call("DELETE", "/api/v1/org/flags/k/overrides", "app_id=\(Fixture.appID)&sdk_device_id=" + bad)
+            #expect(r.0 == 400 && r.1["code"] == "bad_request", "\(bad): \(r)")
+        }
+    }
+
+    /// A keyId whose base64 has "+" and "/" (about half of all keyIds have a "+"): set by the
+    /// body, removed by the %-encoded query.
+    @Test func anOverrideOnAKeyIDWithPlusAndSlashIsRemovedThroughTheQuery() throws {
+        let api = try API()
+        let keyID = [0xFB, 0xFF, 0xBF] + [UInt8](repeating: 1, count: 29)
+        let text = Base64.encode(keyID)
+        #expect(text.contains("+") && text.contains("/"), "\(text)")
+        try api.fixture.context.store.write([.durable]) { txn in
+            try txn.put(DeviceRecord(keyID: keyID, deviceID: "d-plus", appID: Fixture.appID, publicKey: [4],
+                                     environment: .production, createdAt: api.fixture.clock.now()))
+        }
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"\#(Fixture.appID)","key":"k","type":"bool","value":false}"#).0 == 201)
+        let set = api.call("POST", "/api/v1/org/flags/k/overrides",
+                           body: #"{"device_key_id":"\#(text)","forced_value":true}"#)
+        #expect(set.0 == 201 && set.1["subject"] == "device:d-plus", "\(set)")
+        let removed = api.call("DELETE", "/api/v1/org/flags/k/overrides",
+                               "app_id=\(Fixture.appID)&device_key_id=" + Self.escaped(text))
+        #expect(removed.0 == 200, "\(removed)")
+        let left = api.call("GET", "/api/v1/org/flags/k/overrides")
+        #expect(left.1["overrides"]?.arrayValue?.isEmpty == true, "\(left)")
+    }
+
     @Test func tierLimitsAreForbiddenNamingTheLimit() throws {
         let free = try API(tier: .free)
         let post = { (api: API, body: String) in
