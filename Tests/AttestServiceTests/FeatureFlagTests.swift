@@ -443,6 +443,52 @@ import Testing
         #expect(api.call("PATCH", "/api/v1/org/flags").0 == 405)
     }
 
+    /// The attacker: an organization with its own app, API key of scope `all`, sets and removes
+    /// overrides naming another organization's device by its keyId. Before, `device_key_id`
+    /// was resolved across every organization and the 404 named the victim's deviceId; now a
+    /// foreign keyId reads exactly as one attested nowhere, on both verbs.
+    @Test func anotherOrganizationsDeviceKeyIDRevealsNothing() throws {
+        let pool = try FlagsPoolTests.Pool()  // acme: an enrolled device
+        let victim = try #require(try pool.flow.storedDevice())
+        let fixture = pool.flow.fixture
+        let now = fixture.clock.now()
+        let evilApp = "ZZZZZ99999.com.evil.app"
+        try fixture.context.store.write([.durable]) { txn in
+            try txn.put(OrgRecord(name: "evil", tier: .pro, createdAt: now))
+            try txn.put(AppRecord(teamID: "ZZZZZ99999", bundleID: "com.evil.app", org: "evil", policy: .production,
+                                  createdAt: now))
+        }
+        let api = API(fixture: fixture, key: try WebhooksAPITests.API.makeKey(fixture, org: "evil"))
+        let query = "app_id=" + evilApp
+        let created = api.call("POST", "/api/v1/org/flags", "",
+                               body: #"{"app_id":"\#(evilApp)","key":"k","type":"bool","value":false}"#)
+        #expect(created.0 == 201, "\(created)")
+
+        let foreignKey = Base64.encode(pool.flow.device.keyID)
+        let unknownKey = Base64.encode([UInt8](repeating: 7, count: 32))
+        func post(_ keyID: String) -> (Int, JSONValue) {
+            api.call("POST", "/api/v1/org/flags/k/overrides", query,
+                     body: #"{"device_key_id":"\#(keyID)","forced_value":true}"#)
+        }
+        let (status, body) = post(foreignKey)
+        let (unknownStatus, unknownBody) = post(unknownKey)
+        #expect(status == 404 && unknownStatus == 404)
+        #expect(!body.jsonText.contains(victim.deviceID),
+                "another organization's deviceId in the answer: \(body.jsonText)")
+        let reasons = "\(body["reason"] ?? .null) vs \(unknownBody["reason"] ?? .null)"
+        #expect(body["reason"] == unknownBody["reason"],
+                "a foreign keyId reads differently from an unknown one: \(reasons)")
+
+        // DELETE names the key id in the query, %-encoded.
+        func delete(_ keyID: String) -> (Int, JSONValue) {
+            api.call("DELETE", "/api/v1/org/flags/k/overrides", query + "&device_key_id=" + Self.escaped(keyID))
+        }
+        let (deleteStatus, deleted) = delete(foreignKey)
+        let (_, deletedUnknown) = delete(unknownKey)
+        #expect(deleteStatus == 404 && !deleted.jsonText.contains(victim.deviceID), "DELETE: \(deleted.jsonText)")
+        #expect(deleted["reason"] == deletedUnknown["reason"], "DELETE: \(deleted.jsonText)")
+    }
+
     /// `text` %-encoded for a query (everything but unreserved characters).
     static func escaped(_ text: String) -> String {
         let hex = Array("0123456789ABCDEF")

@@ -153,7 +153,7 @@ public enum FlagsAdminEndpoint {
         case ("flags", "POST", 2, "overrides"):
             let b = body!
             let subject = try subject(try b.string("device_key_id"), try b.string("device_id"),
-                                      try b.string("sdk_device_id"), ctx)
+                                      try b.string("sdk_device_id"), appID: appID, ctx)
             guard let value = b.json("forced_value") else {
                 throw ServiceError(.badRequest, "forced_value is required.")
             }
@@ -170,7 +170,7 @@ public enum FlagsAdminEndpoint {
             return created(json(record))
         case ("flags", "DELETE", 2, "overrides"):
             let subject = try subject(try query(request, "device_key_id"), try query(request, "device_id"),
-                                      try query(request, "sdk_device_id"), ctx)
+                                      try query(request, "sdk_device_id"), appID: appID, ctx)
             try change { a, t in ((), try a.removeOverride(key: parts[0], subject: subject, in: t)) }
             return ServiceContext.json(["deleted": true])
         case ("environments", "GET", 0, _):
@@ -330,14 +330,16 @@ public enum FlagsAdminEndpoint {
         return decoded
     }
 
-    /// An override's subject: a device of the app (by keyId in base64, or deviceId) or an SDK id.
-    private static func subject(_ keyID: String?, _ deviceID: String?, _ sdk: String?,
+    /// An override's subject: a device of THIS app (by keyId in base64, or deviceId) or an SDK
+    /// id. A keyId of another app's device (of any organization) reads exactly as an unknown
+    /// one, and no answer names a device the caller did not name.
+    private static func subject(_ keyID: String?, _ deviceID: String?, _ sdk: String?, appID: String,
                                 _ ctx: ServiceContext) throws -> FeatureFlagOverrideSubject {
         switch (keyID, deviceID, sdk) {
         case (let k?, nil, nil):
             guard let bytes = Base64.decode(k), bytes.count == 32,
-                  let device = try ctx.store.read({ try $0.device(keyID: bytes) }) else {
-                throw ServiceError(.notFound, "No device with that device_key_id.")
+                  let device = try ctx.store.read({ try $0.device(keyID: bytes) }), device.appID == appID else {
+                throw ServiceError(.notFound, "No device of \(appID) with that device_key_id.")
             }
             return .device(device.deviceID)
         case (nil, let d?, nil): return .device(d)
