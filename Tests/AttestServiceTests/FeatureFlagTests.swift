@@ -113,6 +113,36 @@ import Testing
                 "a bare version keeps its digits")
     }
 
+    /// The CLI's `--when` and the API's JSON make one condition: a numeric operand of a
+    /// `custom.<key>` is a number on both, so ordering compares numbers (10.5 > 10.25; as
+    /// versions 10.5 < 10.25). Before, the CLI kept it as text and compared versions.
+    @Test func cliConditionOnACustomNumberComparesNumbersAsNumbers() throws {
+        let cli = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: "custom.score gt 10.25")))
+        let api = try #require(CompiledCondition(try FeatureFlagConditions.parse(
+            json: .object([("attribute", "custom.score"), ("operator", "gt"), ("value", .double(10.25))]))))
+        #expect(api.holds(.string("10.5")), "the API's condition: 10.5 > 10.25")
+        #expect(cli.holds(.string("10.5")), "the CLI's condition on the same header: 10.5 > 10.25 as numbers")
+        #expect(cli.source == api.source, "one condition, two forms")
+        let lte = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: "custom.ratio lte 2.25")))
+        #expect(!lte.holds(.string("2.5")), "2.5 is not <= 2.25")
+        // Quoted, the operand is text, and a version still compares as a version.
+        let quoted = try #require(CompiledCondition(try FeatureFlagConditions.parse(text: #"custom.build gt "2.10""#)))
+        #expect(quoted.holds(.string("2.10.1")) && !quoted.holds(.string("2.9")))
+    }
+
+    /// `--when 'custom.delta gt -5'` was the text "-5" (neither a JSON number nor a version:
+    /// 400); the API takes -5, so the CLI does too.
+    @Test func cliTakesANegativeNumberOnACustomAttribute() throws {
+        let api = try FeatureFlagConditions.parse(
+            json: .object([("attribute", "custom.delta"), ("operator", "gt"), ("value", .int(-5))]))
+        #expect(api.operandJSON == "-5")
+        #expect(throws: Never.self, "the --when form of the same condition") {
+            _ = try FeatureFlagConditions.parse(text: "custom.delta gt -5")
+        }
+        #expect(try FeatureFlagConditions.parse(text: "custom.delta gt -5") == api)
+        #expect(try Self.cond("custom.delta gt -5").holds(.string("-4")))
+    }
+
     @Test func valuesAreTypedAndStoredCompact() throws {
         #expect(try FeatureFlagValueType.check("true", type: .bool) == "true")
         #expect(try FeatureFlagValueType.check("2.0", type: .int) == "2")
@@ -411,6 +441,107 @@ import Testing
         }
         #expect(api.call("GET", "/api/v1/org/flags", "app_id=A&app_id=B").0 == 400)
         #expect(api.call("PATCH", "/api/v1/org/flags").0 == 405)
+    }
+
+    /// The attacker: an organization with its own app, API key of scope `all`, sets and removes
+    /// overrides naming another organization's device by its keyId. Before, `device_key_id`
+    /// was resolved across every organization and the 404 named the victim's deviceId; now a
+    /// foreign keyId reads exactly as one attested nowhere, on both verbs.
+    @Test func anotherOrganizationsDeviceKeyIDRevealsNothing() throws {
+        let pool = try FlagsPoolTests.Pool()  // acme: an enrolled device
+        let victim = try #require(try pool.flow.storedDevice())
+        let fixture = pool.flow.fixture
+        let now = fixture.clock.now()
+        let evilApp = "ZZZZZ99999.com.evil.app"
+        try fixture.context.store.write([.durable]) { txn in
+            try txn.put(OrgRecord(name: "evil", tier: .pro, createdAt: now))
+            try txn.put(AppRecord(teamID: "ZZZZZ99999", bundleID: "com.evil.app", org: "evil", policy: .production,
+                                  createdAt: now))
+        }
+        let api = API(fixture: fixture, key: try WebhooksAPITests.API.makeKey(fixture, org: "evil"))
+        let query = "app_id=" + evilApp
+        let created = api.call("POST", "/api/v1/org/flags", "",
+                               body: #"{"app_id":"\#(evilApp)","key":"k","type":"bool","value":false}"#)
+        #expect(created.0 == 201, "\(created)")
+
+        let foreignKey = Base64.encode(pool.flow.device.keyID)
+        let unknownKey = Base64.encode([UInt8](repeating: 7, count: 32))
+        func post(_ keyID: String) -> (Int, JSONValue) {
+            api.call("POST", "/api/v1/org/flags/k/overrides", query,
+                     body: #"{"device_key_id":"\#(keyID)","forced_value":true}"#)
+        }
+        let (status, body) = post(foreignKey)
+        let (unknownStatus, unknownBody) = post(unknownKey)
+        #expect(status == 404 && unknownStatus == 404)
+        #expect(!body.jsonText.contains(victim.deviceID),
+                "another organization's deviceId in the answer: \(body.jsonText)")
+        let reasons = "\(body["reason"] ?? .null) vs \(unknownBody["reason"] ?? .null)"
+        #expect(body["reason"] == unknownBody["reason"],
+                "a foreign keyId reads differently from an unknown one: \(reasons)")
+
+        // DELETE names the key id in the query, %-encoded.
+        func delete(_ keyID: String) -> (Int, JSONValue) {
+            api.call("DELETE", "/api/v1/org/flags/k/overrides", query + "&device_key_id=" + Self.escaped(keyID))
+        }
+        let (deleteStatus, deleted) = delete(foreignKey)
+        let (_, deletedUnknown) = delete(unknownKey)
+        #expect(deleteStatus == 404 && !deleted.jsonText.contains(victim.deviceID), "DELETE: \(deleted.jsonText)")
+        #expect(deleted["reason"] == deletedUnknown["reason"], "DELETE: \(deleted.jsonText)")
+    }
+
+    /// `text` %-encoded for a query (everything but unreserved characters).
+    static func escaped(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF")
+        return text.utf8.map { b in
+            let c = Character(UnicodeScalar(b))
+            return c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) ? String(c)
+                : "%" + String(hex[Int(b >> 4)]) + String(hex[Int(b & 15)])
+        }.joined()
+    }
+
+    /// POST takes the subject in the JSON body (any text); DELETE names it in the query, which
+    /// is %-decoded strictly. Before, the query refused "+" and every %-escape, so "qa+1" (and
+    /// a base64 keyId with "+") could be set through the API and never removed through it.
+    @Test func anOverrideTheAPISetsTheAPICanRemove() throws {
+        let api = try API()
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"\#(Fixture.appID)","key":"k","type":"bool","value":false}"#).0 == 201)
+        let set = api.call("POST", "/api/v1/org/flags/k/overrides",
+                           body: #"{"sdk_device_id":"qa+1","forced_value":true}"#)
+        #expect(set.0 == 201, "\(set)")
+        let plain = api.call("DELETE", "/api/v1/org/flags/k/overrides", "app_id=\(Fixture.appID)&sdk_device_id=qa+1")
+        let escaped = api.call("DELETE", "/api/v1/org/flags/k/overrides",
+                               "app_id=\(Fixture.appID)&sdk_device_id=qa%2B1")
+        #expect(plain.0 == 200 || escaped.0 == 200, "neither form removes it: \(plain.0) \(escaped.0) \(escaped.1)")
+        #expect(plain.0 == 400 && "\(plain.1["reason"] ?? .null)".contains("%2B"), "a bare + is ambiguous: \(plain)")
+        #expect(escaped.0 == 200, "\(escaped)")
+        for bad in ["qa%2", "qa%zz1", "%FF"] {
+            let r = api.call("DELETE", "/api/v1/org/flags/k/overrides", "app_id=\(Fixture.appID)&sdk_device_id=" + bad)
+            #expect(r.0 == 400 && r.1["code"] == "bad_request", "\(bad): \(r)")
+        }
+    }
+
+    /// A keyId whose base64 has "+" and "/" (about half of all keyIds have a "+"): set by the
+    /// body, removed by the %-encoded query.
+    @Test func anOverrideOnAKeyIDWithPlusAndSlashIsRemovedThroughTheQuery() throws {
+        let api = try API()
+        let keyID = [0xFB, 0xFF, 0xBF] + [UInt8](repeating: 1, count: 29)
+        let text = Base64.encode(keyID)
+        #expect(text.contains("+") && text.contains("/"), "\(text)")
+        try api.fixture.context.store.write([.durable]) { txn in
+            try txn.put(DeviceRecord(keyID: keyID, deviceID: "d-plus", appID: Fixture.appID, publicKey: [4],
+                                     environment: .production, createdAt: api.fixture.clock.now()))
+        }
+        #expect(api.call("POST", "/api/v1/org/flags", "",
+                         body: #"{"app_id":"\#(Fixture.appID)","key":"k","type":"bool","value":false}"#).0 == 201)
+        let set = api.call("POST", "/api/v1/org/flags/k/overrides",
+                           body: #"{"device_key_id":"\#(text)","forced_value":true}"#)
+        #expect(set.0 == 201 && set.1["subject"] == "device:d-plus", "\(set)")
+        let removed = api.call("DELETE", "/api/v1/org/flags/k/overrides",
+                               "app_id=\(Fixture.appID)&device_key_id=" + Self.escaped(text))
+        #expect(removed.0 == 200, "\(removed)")
+        let left = api.call("GET", "/api/v1/org/flags/k/overrides")
+        #expect(left.1["overrides"]?.arrayValue?.isEmpty == true, "\(left)")
     }
 
     @Test func tierLimitsAreForbiddenNamingTheLimit() throws {

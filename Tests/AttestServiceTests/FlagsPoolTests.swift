@@ -237,6 +237,43 @@ import Testing
         #expect(pool.streamAuth(query: "environment=a&environment=b").status == 400)
     }
 
+    /// A device raising `X-App-Version` on every read (3.0.1, 3.0.2, …) once made each
+    /// `GET /api/v1/flags` a durable write (on LMDB each also moved `Store.durableVersion`, so
+    /// every worker's caches of every tenant revalidated). The flags call now raises the
+    /// lineage's latest version at most once an hour.
+    @Test func aDeviceCannotTurnEveryFlagReadIntoADurableWrite() throws {
+        let pool = try Pool()
+        _ = try pool.admin { a, txn in
+            try a.addFlag(key: "beta", type: .bool, value: "false", environment: nil, description: "", in: txn)
+        }
+        #expect(pool.flags().status == 200)
+        let before = pool.context.store.durableVersion
+        for i in 1...50 {
+            #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.\(i)"])).status == 200)
+        }
+        let writes = pool.context.store.durableVersion - before
+        let device = try #require(try pool.flow.storedDevice())
+        let latest = { try pool.context.store.read { try $0.deviceVersions(lineage: LineageKey.of(device))?.latest } }
+        let stored = try latest() ?? "-"
+        #expect(writes <= 2, "50 flag reads by one device made \(writes) durable commits (latest now \(stored))")
+        // Once the stored latest is an hour old (the token would expire before: age the record),
+        // the next read raises it, once.
+        try Self.ageVersions(pool, device)
+        let again = pool.context.store.durableVersion
+        #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.51"])).status == 200)
+        #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.52"])).status == 200)
+        #expect(try latest() == "3.0.51" && pool.context.store.durableVersion - again == 1)
+    }
+
+    /// Moves the device's stored latest version `FlagsEndpoint.versionRaiseInterval` into the past.
+    static func ageVersions(_ pool: Pool, _ device: DeviceRecord) throws {
+        try pool.context.store.write([.durable]) { txn in
+            var versions = try #require(try txn.deviceVersions(lineage: LineageKey.of(device)))
+            versions.latestAt = versions.latestAt - FlagsEndpoint.versionRaiseInterval
+            try txn.put(versions, lineage: LineageKey.of(device))
+        }
+    }
+
     // MARK: What's New
 
     @Test func whatsNewListsTheNotesBetweenTheFirstAndLatestVersionOnce() throws {
@@ -255,6 +292,9 @@ import Testing
         pool.flow.fixture.clock.advance(10)
         let list = { try Self.sdkNotes(pool.call(Self.request(WhatsNewEndpoint.path, headers: pool.headers())).body) }
         #expect(try list().isEmpty, "still on the version it installed")
+        _ = pool.flags(headers: pool.headers(["X-App-Version": "2.0"]))
+        #expect(try list().isEmpty, "the flags call raises the latest version at most once an hour")
+        try Self.ageVersions(pool, device)
         _ = pool.flags(headers: pool.headers(["X-App-Version": "2.0"]))
         let shown = try list()
         #expect(shown.map(\.version) == ["2.0", "1.1"])

@@ -15,8 +15,9 @@ through `attestctl serve`, real nginx with Debian's nchan, and software devices 
   headers → the defaults (item 5).
 - An unknown environment: GET → {"flags":{}}; the stream → {"flags":{}} (channel ~empty);
   creating it moves new streams to its own channel (item 7).
-- What's New: notes 1.0 1.1 2.0 2.1 for a device enrolled with appVersion 1.0, reporting 2.0
-  → [2.0, 1.1], decoded strictly like the SDK (upper-case UUIDs, second-precision dates); seen
+- What's New: notes 1.0 1.1 2.0 2.1 for a device enrolled with appVersion 1.0: X-App-Version
+  2.0 on the flags call within the hour → [] (it raises at most hourly); a new key of the same
+  fingerprint validated with 2.0 → [2.0, 1.1], decoded strictly like the SDK (upper-case UUIDs, second-precision dates); seen
   with a lower-case id → 200, a repeat → the same seenAt; unknown id → 404 (item 8).
 - Hostile: a token of app A with app B's headers → 401 on the stream; a repeated or %-encoded
   environment → 400 on GET, 500 on the stream (item 10).
@@ -350,18 +351,23 @@ def unknown_environment(s):
 
 
 def whats_new(s):
-    d = enroll(s, "d5", "--app-version", "1.0")
+    d = enroll(s, "d5", "--app-version", "1.0", "--fingerprint", "fp-d5")
     for v in ["1.0", "1.1", "2.0", "2.1"]:
         s.ctl("notes", "add", "--app", APP, "--version", v, "--title", f"Version {v}", "--body", f"* new in **{v}**")
     time.sleep(1.1)
     get_flags(s, d["token"], extra={"X-App-Version": "2.0"})
+    r = s.http("GET", "/api/v1/whats-new", headers=auth(d["token"]))
+    T.check("X-App-Version 2.0 a second after validate's 1.0: no raise within the hour (no backlog yet)",
+            r.status == 200 and sdk_notes(r.body) == [], repr(r))
+    # Validate raises the lineage's latest at once: a new key on the same fingerprint, app 2.0.
+    d = enroll(s, "d5", "--app-version", "2.0", "--fingerprint", "fp-d5")
     r = s.http("GET", "/api/v1/whats-new", headers=auth(d["token"]))
     try:
         notes = sdk_notes(r.body)
     except (ValueError, KeyError, TypeError) as e:
         notes = None
         print(f"NOTE: the SDK would refuse {r.body!r}: {e}")
-    T.check("What's New after reporting 2.0 (installed 1.0): [2.0, 1.1], decoded strictly like the SDK",
+    T.check("What's New after validating 2.0 (installed 1.0): [2.0, 1.1], decoded strictly like the SDK",
             notes is not None and [n["version"] for n in notes] == ["2.0", "1.1"], repr(r))
     T.check("ids are upper-case UUIDs", notes is not None and all(n["id"] == n["id"].upper() for n in notes), repr(notes))
     if not notes:

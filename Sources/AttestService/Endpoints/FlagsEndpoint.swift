@@ -12,9 +12,14 @@ import FastCGI
 /// never %-encoded (400 otherwise); an environment the app does not have answers
 /// `{"flags":{}}`. Evaluation is `CompiledFeatureFlags.answer`: override, first matching rule,
 /// rollout, default. No monthly counting; the one write is raising the lineage's latest app
-/// version when `X-App-Version` is above the stored one (What's New reads it).
+/// version when `X-App-Version` is above the stored one and the stored one is at least
+/// `versionRaiseInterval` old (What's New reads it): a device cannot turn its flag reads into
+/// a durable write each (every durable commit also revalidates every worker's caches).
 enum FlagsEndpoint {
     static let path = "/api/v1/flags"
+    /// The least time between two raises of a lineage's latest version by `X-App-Version`
+    /// (validate raises it at once). One hour: an upgrade shows its notes within the hour.
+    static let versionRaiseInterval: Int64 = 3_600
 
     static func flags(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         try requireGET(request)
@@ -47,7 +52,8 @@ enum FlagsEndpoint {
         if let (lineage, raised) = raise {
             try ctx.store.write([.durable]) { txn in
                 let stored = try txn.deviceVersions(lineage: lineage)
-                if stored.map({ (Versions.compare(raised.latest, $0.latest) ?? 0) > 0 }) ?? true {
+                if stored.map({ (Versions.compare(raised.latest, $0.latest) ?? 0) > 0
+                                && now.seconds - $0.latestAt.seconds >= versionRaiseInterval }) ?? true {
                     try txn.put(raised, lineage: lineage)
                 }
             }
@@ -57,8 +63,9 @@ enum FlagsEndpoint {
     }
 
     /// The lineage's versions record raised to `reported` (X-App-Version) when that is a valid
-    /// version above the stored latest; a lineage without a record (attested before What's New)
-    /// starts at `reported`, so it sees no backlog until its next upgrade. `nil`: no write.
+    /// version above the stored latest and the stored latest is at least `versionRaiseInterval`
+    /// old; a lineage without a record (attested before What's New) starts at `reported`, so it
+    /// sees no backlog until its next upgrade. `nil`: no write.
     static func versionRaise(_ device: DeviceRecord, reported: String?, now: Timestamp,
                              in txn: Transaction) throws -> (LineageKey, DeviceVersionsRecord)? {
         guard let reported, Versions.isVersion(reported) else { return nil }
@@ -66,7 +73,8 @@ enum FlagsEndpoint {
         guard var stored = try txn.deviceVersions(lineage: lineage) else {
             return (lineage, DeviceVersionsRecord(first: reported, firstAt: now, latest: reported, latestAt: now))
         }
-        guard (Versions.compare(reported, stored.latest) ?? 1) > 0 else { return nil }
+        guard (Versions.compare(reported, stored.latest) ?? 1) > 0,
+              now.seconds - stored.latestAt.seconds >= versionRaiseInterval else { return nil }
         stored.latest = reported
         stored.latestAt = now
         return (lineage, stored)

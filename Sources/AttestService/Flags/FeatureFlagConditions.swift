@@ -6,8 +6,10 @@ import AttestStore
 ///
 /// Written `ATTR OP VALUE` on the command line (`attestctl flags rule add --when 'riskScore lte 20'`,
 /// `'custom.plan in ["pro","team"]'`, `'app_version gte 2.1'`): VALUE is JSON, or bare text when
-/// it is not JSON; a version written bare keeps its digits ("2.10" is not the number 2.1). The
-/// API sends `{"attribute", "operator", "value"}`.
+/// it is not JSON, so the condition is the one the API's `{"attribute", "operator", "value"}`
+/// with that JSON makes (`custom.score gt 10.25` compares numbers; `custom.build gt "2.10"`
+/// versions). The one exception: on a version attribute (`appVersion`, `app_version`, …) a bare
+/// version keeps its digits ("2.10" is not the number 2.1), as the API takes only text there.
 ///
 /// Semantics (docs/flags.md): `eq`/`neq` exact; `gt gte lt lte` numbers as numbers, versions as
 /// versions; `in`/`not_in` take a JSON array of at most 100 items (a single value counts as a
@@ -28,9 +30,10 @@ public enum FeatureFlagConditions {
         }
         let raw = String(words[2])
         var operand = (try? JSONParser.parse(raw)) ?? .string(raw)
-        if let attribute = FeatureFlagAttribute(name: String(words[0])),
-           attribute.kind == .version || attribute.kind == .claimedText, operand.doubleValue != nil {
-            operand = .string(raw)  // "2.10" stays 2.10
+        // A version attribute takes only text, so "2.10" there stays 2.10. Elsewhere (custom.<key>
+        // included) a JSON number is a number, as the API's JSON sends it: one condition, two forms.
+        if FeatureFlagAttribute(name: String(words[0]))?.kind == .version, operand.doubleValue != nil {
+            operand = .string(raw)
         }
         return try make(attribute: String(words[0]), op: String(words[1]), operand: operand)
     }

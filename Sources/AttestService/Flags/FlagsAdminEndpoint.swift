@@ -23,7 +23,8 @@ import FastCGI
 /// GET    /api/v1/org/flags/:key/overrides?app_id=  ← {"overrides": [override…]}
 /// POST   /api/v1/org/flags/:key/overrides?app_id=  → {device_key_id | device_id | sdk_device_id, forced_value,
 ///                                                     expires_at?, note?} ← 201 override
-/// DELETE /api/v1/org/flags/:key/overrides?app_id=&device_id= | &sdk_device_id= ← {"deleted": true}
+/// DELETE /api/v1/org/flags/:key/overrides?app_id=&device_key_id= | &device_id= | &sdk_device_id=
+///                                                  ← {"deleted": true}   (query members %-decoded, `query`)
 /// GET    /api/v1/org/flag-environments?app_id=     ← {"environments": [{name, created_at}]}
 /// POST   /api/v1/org/flag-environments             → {app_id, name} ← 201 {name, created_at}
 /// DELETE /api/v1/org/flag-environments/:name?app_id= ← {"name", "deleted": true}
@@ -152,7 +153,7 @@ public enum FlagsAdminEndpoint {
         case ("flags", "POST", 2, "overrides"):
             let b = body!
             let subject = try subject(try b.string("device_key_id"), try b.string("device_id"),
-                                      try b.string("sdk_device_id"), ctx)
+                                      try b.string("sdk_device_id"), appID: appID, ctx)
             guard let value = b.json("forced_value") else {
                 throw ServiceError(.badRequest, "forced_value is required.")
             }
@@ -169,7 +170,7 @@ public enum FlagsAdminEndpoint {
             return created(json(record))
         case ("flags", "DELETE", 2, "overrides"):
             let subject = try subject(try query(request, "device_key_id"), try query(request, "device_id"),
-                                      try query(request, "sdk_device_id"), ctx)
+                                      try query(request, "sdk_device_id"), appID: appID, ctx)
             try change { a, t in ((), try a.removeOverride(key: parts[0], subject: subject, in: t)) }
             return ServiceContext.json(["deleted": true])
         case ("environments", "GET", 0, _):
@@ -280,29 +281,65 @@ public enum FlagsAdminEndpoint {
         return path.dropFirst(prefix.count).split(separator: "/").map(String.init)
     }
 
-    /// A query member given at most once, with no %-encoding (App IDs, device ids and notes'
-    /// ids need none). - Throws: `bad_request` for a repeat or a `%`.
+    /// A query member given at most once, %-decoded strictly (RFC 3986): `%XX` is a byte, the
+    /// bytes must be UTF-8; a bare `+` is refused because forms read it as a space and URLs as a
+    /// plus (send `%2B` for a plus, `%20` for a space). So an override's subject set through the
+    /// body ("qa+1", a base64 keyId with `+` and `/`) can be named in DELETE's query.
+    /// - Throws: `bad_request` for a repeat, a bare `+`, a malformed escape or bytes not UTF-8.
     static func query(_ request: Request, _ name: String) throws -> String? {
         var found: String?
         for pair in request.query.split(separator: "&") where pair.hasPrefix(name + "=") {
             guard found == nil else { throw ServiceError(.badRequest, "\(name) appears more than once.") }
-            let value = String(pair.dropFirst(name.count + 1))
-            guard !value.contains("%"), !value.contains("+") else {
-                throw ServiceError(.badRequest, "\(name) must not be %-encoded.")
-            }
-            found = value
+            found = try percentDecoded(pair.utf8.dropFirst(name.utf8.count + 1), name)
         }
         return found
     }
 
-    /// An override's subject: a device of the app (by keyId in base64, or deviceId) or an SDK id.
-    private static func subject(_ keyID: String?, _ deviceID: String?, _ sdk: String?,
+    /// `text` with its `%XX` escapes decoded. - Throws: `bad_request` naming `name`.
+    static func percentDecoded(_ text: some Sequence<UInt8>, _ name: String) throws -> String {
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        let raw = [UInt8](text)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(raw.count)
+        var i = 0
+        while i < raw.count {
+            switch raw[i] {
+            case UInt8(ascii: "+"):
+                throw ServiceError(.badRequest, "\(name): a bare + is ambiguous; send %2B for a plus, %20 for a space.")
+            case UInt8(ascii: "%"):
+                guard i + 2 < raw.count, let high = hex(raw[i + 1]), let low = hex(raw[i + 2]) else {
+                    throw ServiceError(.badRequest, "\(name) has a malformed %-escape (each % takes two hex digits).")
+                }
+                bytes.append(high << 4 | low)
+                i += 3
+            case let c:
+                bytes.append(c)
+                i += 1
+            }
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw ServiceError(.badRequest, "\(name) is not UTF-8 once %-decoded.")
+        }
+        return decoded
+    }
+
+    /// An override's subject: a device of THIS app (by keyId in base64, or deviceId) or an SDK
+    /// id. A keyId of another app's device (of any organization) reads exactly as an unknown
+    /// one, and no answer names a device the caller did not name.
+    private static func subject(_ keyID: String?, _ deviceID: String?, _ sdk: String?, appID: String,
                                 _ ctx: ServiceContext) throws -> FeatureFlagOverrideSubject {
         switch (keyID, deviceID, sdk) {
         case (let k?, nil, nil):
             guard let bytes = Base64.decode(k), bytes.count == 32,
-                  let device = try ctx.store.read({ try $0.device(keyID: bytes) }) else {
-                throw ServiceError(.notFound, "No device with that device_key_id.")
+                  let device = try ctx.store.read({ try $0.device(keyID: bytes) }), device.appID == appID else {
+                throw ServiceError(.notFound, "No device of \(appID) with that device_key_id.")
             }
             return .device(device.deviceID)
         case (nil, let d?, nil): return .device(d)
