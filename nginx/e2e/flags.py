@@ -5,6 +5,9 @@ through `attestctl serve`, real nginx with Debian's nchan, and software devices 
 - Rules on attested properties: a trusted device gets the rule's value; after `device flag
   --jailbroken` (risk 80) it gets the default; forged X-Risk-Score / X-Custom-* headers change
   nothing (item 1).
+- A 50% rollout over 24 devices: each gets bucket(lineage, key) < 50, the bucket computed by the
+  suite itself; an override for one device wins over the rollout and over a matching rule, for
+  that device alone, and stops applying once its --until has passed (items 2, 3).
 - The stream, read by a raw-bytes SSE client (events split on blank lines, chunked encoding
   undone by hand): the first `event: flags` within 1 s with the defaults only; `flags set` → the
   next event within 1 s (time printed); `: keepalive` (flags.keepaliveSeconds 5); `nginx -s
@@ -262,6 +265,61 @@ def rules_on_attested_properties(s):
             repr(forged))
 
 
+
+def settle():
+    """On PostgreSQL a worker sees another process's change within a second (it checks the
+    app's generation once a second, as it does the app itself): wait that second there."""
+    if os.environ.get("ATTEST_E2E_STORE") == "postgres":
+        time.sleep(1.1)
+
+
+def bucket(fingerprint, key):
+    """The rollout bucket computed here, independently of the server (design §0.9): the
+    lineage digest is SHA-256(appID ‖ 0x00 ‖ fingerprint)[0..<16]."""
+    import hashlib
+    digest = hashlib.sha256(APP.encode() + b"\0" + fingerprint.encode()).digest()[:16]
+    return int.from_bytes(hashlib.sha256(digest + b"\0" + key.encode()).digest()[:8], "big") % 100
+
+
+def rollout_and_override(s):
+    s.ctl("flags", "add", "--app", APP, "--key", "wave", "--type", "bool", "--value", "false")
+    s.ctl("flags", "rollout", "--app", APP, "--key", "wave", "--percent", "50", "--value", "true")
+    settle()
+    devices, wrong, admitted = [], [], 0
+    for i in range(24):
+        fp = f"e2e-rollout-{i}"
+        d = enroll(s, f"r{i}", "--fingerprint", fp)
+        got = sdk_flags(get_flags(s, d["token"]).body) or {}
+        expect = bucket(fp, "wave") < 50
+        admitted += expect
+        if got.get("wave") != ("boolean", expect):
+            wrong.append((fp, bucket(fp, "wave"), got.get("wave")))
+        devices.append((d, expect))
+    T.check("a 50% rollout: each of 24 devices gets bucket(lineage, key) < 50, the bucket computed here",
+            not wrong, repr(wrong))
+    T.check("the rollout admits some devices and not others", 0 < admitted < 24, f"{admitted} of 24 admitted")
+    d, expect = next(x for x in devices if x[1])
+    s.ctl("flags", "override", "set", "--app", APP, "--key", "wave", "--device", d["deviceId"], "--value", "false")
+    settle()
+    got = sdk_flags(get_flags(s, d["token"]).body) or {}
+    T.check("an override for an admitted device wins over the rollout (false)", got.get("wave") == ("boolean", False),
+            repr(got))
+    other = next(x for x in devices if x[1] and x[0] is not d)[0]
+    T.check("the override applies to that device alone",
+            (sdk_flags(get_flags(s, other["token"]).body) or {}).get("wave") == ("boolean", True))
+    s.ctl("flags", "rule", "add", "--app", APP, "--key", "wave", "--value", "true", "--when", "riskScore lte 100")
+    settle()
+    got = sdk_flags(get_flags(s, d["token"]).body) or {}
+    T.check("the override also wins over a rule that matches", got.get("wave") == ("boolean", False), repr(got))
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3))
+    s.ctl("flags", "override", "set", "--app", APP, "--key", "wave", "--device", d["deviceId"], "--value", "false",
+          "--until", until)
+    time.sleep(4.2)
+    got = sdk_flags(get_flags(s, d["token"]).body) or {}
+    T.check("once its --until has passed, the override no longer applies (the rule's true)",
+            got.get("wave") == ("boolean", True), repr(got))
+    s.ctl("flags", "remove", "--app", APP, "--key", "wave")  # the later checks compare whole answers
+
 def stream(s):
     d = enroll(s, "d2")
     c = SSE(s.port, auth(d["token"]), "?environment=production")
@@ -328,6 +386,7 @@ def statuses(s):
     T.check("app headers alone on the stream → 401", c.status == 401, str(c.status))
     c.close()
     key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+    settle()  # the stream check's last `flags set`
     r = s.http("GET", "/api/v1/flags", headers=auth(key))
     T.check("an API key with app headers → the defaults (no device: the rule's riskScore is missing)",
             r.status == 200 and sdk_flags(r.body) == {"beta": ("boolean", False)}, repr(r))
@@ -343,6 +402,7 @@ def unknown_environment(s):
     c.close()
     s.ctl("flags", "env", "add", "--app", APP, "staging")
     s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true", "--env", "staging")
+    settle()
     c = SSE(s.port, auth(d["token"]), "?environment=staging")
     ev = c.event(1.0)
     T.check("once staging exists, new streams get its own channel", ev is not None
@@ -557,7 +617,7 @@ def publisher_is_ours_only(s):
 def main():
     s = Stack(setup=setup)
     os.chmod(s.dir, 0o755)  # the data directory where every account may enter, like /var/lib or /srv
-    return run_suite(T, "flags", s, [rules_on_attested_properties, stream, statuses, unknown_environment, whats_new,
+    return run_suite(T, "flags", s, [rules_on_attested_properties, rollout_and_override, stream, statuses, unknown_environment, whats_new,
                                      hostile, revoked_device_loses_its_stream, a_missed_publish_is_repaired_at_connect,
                                      publisher_is_ours_only, fault])
 
