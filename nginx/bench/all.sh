@@ -16,7 +16,8 @@
 #   - refresh at 2 workers again with the default per-IP rate limit (interval, PostgreSQL), the
 #     bodies spread over LIMITED_CLIENTS client addresses;
 #   - scaling: validate and refresh against stores preloaded with N devices (bench store load);
-#   - where a refresh's cost goes: nginx/bench/ablate.sh for each store.sync in ABLATIONS.
+#   - where a refresh's cost goes: nginx/bench/ablate.sh for each store.sync in ABLATIONS;
+#   - flags and What's New against heartbeat, and the flag stream (nginx/bench/flags.sh; FLAGS_BENCH=0 skips it).
 # Ratios are against floors measured in this run. Not part of the test suite (minutes).
 #   bash nginx/bench/all.sh
 #   WORKERS_LIST="1 2 4" SYNCS="commit interval" SCALES="10000 100000 1000000" DURATION=5 \
@@ -514,3 +515,5 @@ STOLEN=$(awk -v s=$((STEAL1 - STEAL0)) -v t=$((TOTAL1 - TOTAL0)) 'BEGIN { printf
   done
 } > "$OUT"
 echo "==> wrote $OUT"
+# Flags and What's New against heartbeat, and the flag stream's capacity: their own section.
+if [ "${FLAGS_BENCH:-1}" != 0 ]; then OUT=$OUT bash nginx/bench/flags.sh; fi

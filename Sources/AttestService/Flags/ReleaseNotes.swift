@@ -72,11 +72,16 @@ public enum ReleaseNotes {
 
     /// The upper-case UUID text of a 16-byte id (as Swift's `uuidString`).
     public static func idText(_ id: [UInt8]) -> String {
-        let h = Hex.encode(id).uppercased()
-        guard h.count == 32 else { return h }
-        let c = Array(h)
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20])
-            + "-" + String(c[20..<32])
+        // Byte by byte: What's New writes one for every note it lists.
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, byte) in id.enumerated() {
+            if id.count == 16, i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// A new random (version 4) id.
