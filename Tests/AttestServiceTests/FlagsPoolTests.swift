@@ -145,6 +145,9 @@ import Testing
         #expect(Self.sdkParse(pool.flags().body) == ["beta": .boolean(false)])
         #expect(pool.context.caches.featureFlags[Fixture.appID]?.flags === cached, "unchanged: kept")
         _ = try pool.admin { a, txn in try a.setValue(key: "beta", value: "true", environment: nil, in: txn) }
+        // On PostgreSQL a worker looks at the generation again once a second (`durableVersion`
+        // counts seconds there, as for the apps it caches): the change is seen within it.
+        if Fixture.onPostgres { Thread.sleep(forTimeInterval: 1.1) }
         #expect(Self.sdkParse(pool.flags().body) == ["beta": .boolean(true)])
         #expect(pool.context.caches.featureFlags[Fixture.appID]?.flags !== cached, "a new generation: rebuilt")
     }
@@ -251,7 +254,8 @@ import Testing
         for i in 1...50 {
             #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.\(i)"])).status == 200)
         }
-        let writes = pool.context.store.durableVersion - before
+        // LMDB's `durableVersion` counts commits; PostgreSQL's counts seconds (and tenancy writes).
+        let writes = Fixture.onPostgres ? 0 : pool.context.store.durableVersion - before
         let device = try #require(try pool.flow.storedDevice())
         let latest = { try pool.context.store.read { try $0.deviceVersions(lineage: LineageKey.of(device))?.latest } }
         let stored = try latest() ?? "-"
@@ -262,7 +266,8 @@ import Testing
         let again = pool.context.store.durableVersion
         #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.51"])).status == 200)
         #expect(pool.flags(headers: pool.headers(["X-App-Version": "3.0.52"])).status == 200)
-        #expect(try latest() == "3.0.51" && pool.context.store.durableVersion - again == 1)
+        #expect(try latest() == "3.0.51")
+        if !Fixture.onPostgres { #expect(pool.context.store.durableVersion - again == 1, "one raise, one commit") }
     }
 
     /// Moves the device's stored latest version `FlagsEndpoint.versionRaiseInterval` into the past.
