@@ -79,6 +79,7 @@ let apiKeyCommand = Command(
                 key.revokedAt = now()
                 try txn.put(key)
             }
+            closeFlagStreams([FlagChannel.holder(apiKeyID: id)], data: dataDirectory(args))
             Output.out("revoked API key \(id)")
         }
         return 0

@@ -14,7 +14,8 @@ let deviceCommand = Command(
                attestctl device flag KEY --jailbroken | --block | --clear [--reason TEXT] [--data DIR]
 
         KEY is the keyId exactly as the device sends it (base64) or the deviceId. A revoked
-        device's refreshes answer 403 forbidden; it must attest a new key.
+        device's refreshes answer 403 forbidden; it must attest a new key. revoke and --block
+        also end the device's open flag streams on this host (their reconnects get 403).
         show adds the risk score's factors, the attestation history of the device's fingerprint,
         its flag changes and the key's receipt (what validate's check found, its fields, its
         redemption with Apple and the risk metrics received). flag applies to the device and to
@@ -57,6 +58,9 @@ let deviceCommand = Command(
                 try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store,
                                       random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
             }
+            if change.flags.contains(.blocked) {
+                closeFlagStreams(change.deviceIDs.map(FlagChannel.holder(deviceID:)), data: dataDirectory(args))
+            }
             Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → "
                        + "\(change.flags.names) on \(change.keys) key(s)"
                        + "\(device.fingerprint.isEmpty ? "" : " of fingerprint \(device.fingerprint)")")
@@ -70,6 +74,7 @@ let deviceCommand = Command(
                 current.status = .revoked
                 try txn.put(current)
             }
+            closeFlagStreams([FlagChannel.holder(deviceID: device.deviceID)], data: dataDirectory(args))
             Output.out("revoked device \(device.deviceID) (\(device.appID)): its refreshes now answer 403")
         }
         return 0

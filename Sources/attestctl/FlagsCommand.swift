@@ -355,3 +355,13 @@ func publishFlagChanges(_ changes: [FeatureFlagChange], data: DataDirectory, sto
         Output.err("attestctl: warning: \(warning)")
     }
 }
+
+/// Ends this host's flag streams held by `holders` (a device revoked or blocked, an API key
+/// revoked: `FlagStream.close`), so that their clients are authorised again now, not at the
+/// stream's `flags.streamMaxSeconds`. No publisher socket: no stream runs here. A failure is a
+/// warning; the change itself is stored.
+func closeFlagStreams(_ holders: [String], data: DataDirectory) {
+    for warning in FlagStream.close(holders: holders, socketDirectory: Doctor.socketDirectory(data)) {
+        Output.err("attestctl: warning: \(warning)")
+    }
+}

@@ -240,6 +240,23 @@ import Testing
         #expect(pool.streamAuth(query: "environment=a&environment=b").status == 400)
     }
 
+    /// The holder channel names the stream's own credential, so that a revoke can end exactly
+    /// that stream: the device's server id for a token, the key's id (hex) for an API key;
+    /// never anything the client chose (an `X-Device-ID` does not name it).
+    @Test func streamAuthNamesTheCredentialsHolderChannel() throws {
+        let pool = try Pool()
+        func holder(_ r: Response) -> String? { r.headers.first { $0.name == FlagsStreamAuth.holderHeader }?.value }
+        let device = try #require(try pool.flow.storedDevice())
+        let r = pool.streamAuth(headers: pool.headers(["X-Device-ID": "ffffffffffffffffffffffffffffffff"]))
+        #expect(r.status == 204 && holder(r) == "~device/" + device.deviceID)
+        let key = try pool.apiKey()
+        let k = pool.streamAuth(headers: pool.headers(token: key))
+        #expect(k.status == 204 && holder(k) == "~key/" + Hex.encode(Array(key.prefix(12).utf8)))
+        for h in [holder(r), holder(k)].compactMap({ $0 }) {
+            #expect(h.wholeMatch(of: /~(device|key)\/[0-9a-f]{2,64}/) != nil, "site.conf's publisher grammar: \(h)")
+        }
+    }
+
     /// A device raising `X-App-Version` on every read (3.0.1, 3.0.2, …) once made each
     /// `GET /api/v1/flags` a durable write (on LMDB each also moved `Store.durableVersion`, so
     /// every worker's caches of every tenant revalidated). The flags call now raises the

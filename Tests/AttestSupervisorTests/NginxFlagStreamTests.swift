@@ -19,7 +19,8 @@ import Testing
         let block = Self.site[start.upperBound...].prefix { $0 != "}" }
         #expect(block.contains("auth_request /.attestedge/flags-auth;"))
         #expect(block.contains("auth_request_set $attestedge_flags_channel $upstream_http_x_attestedge_channel;"))
-        #expect(block.contains("nchan_channel_id $attestedge_flags_channel;"))
+        #expect(block.contains("auth_request_set $attestedge_flags_holder $upstream_http_x_attestedge_holder;"))
+        #expect(block.contains("nchan_channel_id $attestedge_flags_channel $attestedge_flags_holder;"))
         #expect(!Self.site.contains("\n        nchan_authorize_request"), "nchan's own auth crashes workers")
         #expect(Self.site.contains("error_page 401 /.attestedge/error/401;"))
     }
@@ -30,7 +31,7 @@ import Testing
         let server = Self.site[start.lowerBound...]
         #expect(server.contains("allow unix:;"))
         #expect(server.contains("deny all;"))
-        let regex = #"location ~ "^/pub/([A-Z0-9]{10}\.[A-Za-z0-9.-]+/([a-z0-9][a-z0-9_-]{0,31}|~empty))$""#
+        let regex = #"location ~ "^/pub/([A-Z0-9]{10}\.[A-Za-z0-9.-]+/([a-z0-9][a-z0-9_-]{0,31}|~empty)|~(device|key)/[0-9a-f]{2,64})$""#
         #expect(server.contains(regex))
         let listens = Self.site.components(separatedBy: "\n").filter { $0.contains("listen ") && !$0.contains("#") }
         #expect(listens.count == 3, "the site, the metrics server and the publisher: \(listens)")

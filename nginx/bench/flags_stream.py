@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """The flag stream's capacity on this host (docs/flag-stream.md, "Capacity"): `attestctl serve`
-with real nginx + nchan, one enrolled software device, N idle EventSource subscribers on one
-channel (asyncio, paced so the auth subrequests are not what is measured).
+with real nginx + nchan, N idle EventSource subscribers on one environment channel, each with
+its own API key and so its own holder channel as N devices would have (`--shared`: all on one
+enrolled device's token, one holder channel), asyncio, paced so the auth subrequests are not
+what is measured.
 
 Prints: the connect rate; nginx's workers' RSS and PSS before and after (÷ N = bytes per
 stream); nchan's shared memory in use; then one publish, sent from this process over the
 publisher socket (no process start in the timing), and each subscriber's receipt of the event
 on a monotonic clock: first, p50, p99, last.
 
-    python3 nginx/bench/flags_stream.py [N]      (default 1000; needs the release build)
+    python3 nginx/bench/flags_stream.py [N] [--shared]     (default 1000; needs the release build)
 """
 import asyncio
 import json
@@ -24,7 +26,8 @@ from stack import Stack, app_headers  # noqa: E402
 
 A = app_headers()
 APP = f"{A['X-Team-ID']}.{A['X-Bundle-ID']}"
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 1000
+SHARED = "--shared" in sys.argv  # every stream on one device's token: one holder channel for all
 
 
 def setup(s):
@@ -58,7 +61,7 @@ def unix_http(path, request):
     return out
 
 
-async def subscriber(port, token, opened, received, marker):
+async def subscriber(port, token, opened, received, marker):  # token: a device's, or an API key
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write((f"GET /api/v1/flags/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n"
                   f"X-Team-ID: {A['X-Team-ID']}\r\nX-Bundle-ID: {A['X-Bundle-ID']}\r\n"
@@ -78,7 +81,7 @@ async def subscriber(port, token, opened, received, marker):
     writer.close()
 
 
-async def run(s, token):
+async def run(s, tokens):
     master = int(open(os.path.join(s.data, "run", "nginx.pid")).read())
     workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(master)], capture_output=True,
                                               text=True).stdout.split()]
@@ -88,7 +91,7 @@ async def run(s, token):
     t0 = time.monotonic()
     tasks = []
     for i in range(N):
-        tasks.append(asyncio.create_task(subscriber(s.port, token, opened, received, marker)))
+        tasks.append(asyncio.create_task(subscriber(s.port, tokens[i % len(tokens)], opened, received, marker)))
         if i % 100 == 99:
             await asyncio.sleep(0.2)  # paced: 500 connects/s at most
     while len(opened) < N and time.monotonic() - t0 < 120:
@@ -128,12 +131,19 @@ async def run(s, token):
 def main():
     s = Stack(setup=setup)
     try:
-        p = s.device(s.state("bench"), "enroll")
-        if p.returncode != 0:
-            raise RuntimeError(p.stdout + p.stderr)
-        token = json.loads(open(s.state("bench")).read().replace("\n", ""))
-        token = re.search(r'"token"\s*:\s*"([^"]+)"', json.dumps(token)).group(1)
-        asyncio.run(run(s, token))
+        if SHARED:
+            p = s.device(s.state("bench"), "enroll")
+            if p.returncode != 0:
+                raise RuntimeError(p.stdout + p.stderr)
+            tokens = [re.search(r'"token"\s*:\s*"([^"]+)"', open(s.state("bench")).read()).group(1)]
+        else:
+            # Each stream its own credential, so its own holder channel (~key/<hex>), as N
+            # devices would have: API keys, since making one is a row, not an attestation.
+            t0 = time.monotonic()
+            tokens = [re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+                      for _ in range(N)]
+            print(f"{N} API keys made in {time.monotonic() - t0:.1f} s (one holder channel per stream)")
+        asyncio.run(run(s, tokens))
     finally:
         s.stop()
         s.remove()

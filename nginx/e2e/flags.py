@@ -26,10 +26,12 @@ through `attestctl serve`, real nginx with Debian's nchan, and software devices 
   environment → 400 on GET, 500 on the stream (item 10).
 - Fault: the flags pool unreachable (its socket moved away; then its master killed) → streams
   get the 500 envelope and no nginx worker exits (the regression test for nchan's auth crash).
-- Revocation on an open stream (review of #41): auth_request runs at connect only, so nginx
-  closes every stream after flags.streamMaxSeconds (10 here): a device revoked while its stream
-  is open sees it end within that bound (`:408: 408 Request Timeout`), its reconnect gets 403,
-  and a change made after the close never reaches it.
+- Losing standing on an open stream: auth_request runs at connect only, so each stream also
+  holds its credential's holder channel. A device revoked, blocked or invalidated (a replayed
+  counter through refresh), or an API key revoked, has that channel deleted: its stream ends
+  within 1 s (`:410`), the reconnect gets 403 (401 for the key), a bystander's stream on the
+  same channel carries on. A revoke this nginx does not hear of (its publisher socket moved
+  away, as on another host) still ends the stream within flags.streamMaxSeconds (10 here).
 - A missed publish (review of #41): a change made while the publisher socket is unreachable
   (moved away) warns, and a stream opened afterwards is told the new defaults on connect (the
   auth handler republishes a channel whose message predates the app's changedAt).
@@ -491,41 +493,104 @@ def fault(s):
             f"{workers} → {workers2}")
 
 
-def revoked_device_loses_its_stream(s):
-    """The issue: "a revoked device gets no flags". nginx's auth_request runs at connect only,
-    so nchan_subscriber_timeout (flags.streamMaxSeconds) closes every stream; the SDK
-    reconnects after 1 s on a clean close, and the reconnect is authorised again."""
-    d = enroll(s, "revoked")
-    c = SSE(s.port, auth(d["token"]))
-    first = c.event(2.0)
-    T.check("the device's stream starts", c.status == 200 and first is not None, f"{c.status} {first!r}")
-    s.ctl("device", "revoke", d["deviceId"])
+def read_until_closed(c, limit):
+    """The blocks a stream sends until nginx ends it (or `limit` s pass); the seconds it took."""
     t0 = time.monotonic()
-    r = get_flags(s, d["token"])
-    T.check("once revoked, GET /api/v1/flags refuses it at once (403)", r.status == 403, repr(r))
     tail = []
-    while not c.closed and time.monotonic() - t0 < STREAM_MAX + 3:
-        b = c.block(0.5)
+    while not c.closed and time.monotonic() - t0 < limit:
+        b = c.block(0.25)
         if b is not None:
             tail.append(b)
-    took = time.monotonic() - t0
-    print(f"NOTE: revoked device: its open stream ended {took:.1f} s after the revocation; last blocks {tail[-2:]!r}")
-    T.check(f"a revoked device's open stream is closed within flags.streamMaxSeconds ({STREAM_MAX} s)",
-            c.closed and took <= STREAM_MAX + 0.5, f"closed={c.closed} after {took:.1f}s")
-    T.check("the close is nchan's ':408: 408 Request Timeout' and a clean end of the response",
-            ":408: 408 Request Timeout" in tail, repr(tail))
+    return tail, time.monotonic() - t0
+
+
+def open_stream(s, headers, what):
+    c = SSE(s.port, headers)
+    first = c.event(2.0)
+    T.check(f"{what}: its stream starts", c.status == 200 and first is not None, f"{c.status} {first!r}")
+    return c
+
+
+def replayed_refresh(s, name):
+    """A refresh signed by the device's own key at the counter the server already holds (the
+    counter of its last accepted assertion): a replay, which invalidates the device."""
+    counter = json.loads(open(s.state(name)).read()).get("counter", 0)
+    c = s.http("GET", "/api/v1/attestation/challenge", A).json["challenge"]
+    p = s.device(s.state(name), "body", "refresh", "--challenge", c, "--counter", str(counter))
+    return s.http("POST", "/api/v1/attestation/refresh", A, json.loads(p.stdout))
+
+
+def streams_end_when_standing_is_lost(s):
+    """The issue: "a revoked device gets no flags". auth_request runs at connect only, so each
+    stream also holds its own holder channel (~device/<deviceId>, ~key/<hex>): revoking, blocking
+    or invalidating the device, or revoking the API key, deletes it and nchan ends that stream at
+    once (`:410`); the SDK reconnects 1 s after a clean close and is refused. Another device's
+    stream on the same environment channel carries on and still gets changes."""
+    bystander = enroll(s, "bystander")
+    b = open_stream(s, auth(bystander["token"]), "a bystander")
+    key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "acme").stdout).group(0)
+    cases = [
+        ("revoked", lambda d: s.ctl("device", "revoke", d["deviceId"]), 403),
+        ("blocked", lambda d: s.ctl("device", "flag", d["deviceId"], "--block", "--reason", "e2e"), 403),
+        ("invalidated by a replayed counter", lambda d: replayed_refresh(s, d["name"]), 403),
+        ("an API key revoked", lambda d: s.ctl("apikey", "revoke", key[:12]), 401),
+    ]
+    for what, act, refusal in cases:
+        if what.startswith("an API key"):
+            d, headers = {"name": "key"}, auth(key)
+        else:
+            d = dict(enroll(s, what.split()[0]), name=what.split()[0])
+            headers = auth(d["token"])
+        c = open_stream(s, headers, what)
+        out = act(d)
+        if isinstance(out, subprocess.CompletedProcess):
+            T.check(f"{what}: the command succeeds without a warning", out.returncode == 0 and "warning" not in out.stderr,
+                    out.stdout + out.stderr)
+        else:
+            T.check(f"{what}: the replayed refresh is refused (409 reattest)", out.status == 409, repr(out))
+        tail, took = read_until_closed(c, STREAM_MAX + 3)
+        print(f"NOTE: {what}: its open stream ended {took * 1000:.0f} ms after the change; last blocks {tail[-1:]!r}")
+        T.check(f"{what}: its open stream ends at once (within 1 s: nchan's ':410' as the holder channel goes)",
+                c.closed and took < 1.0 and any(":410" in x for x in tail), f"closed={c.closed} {took:.2f}s {tail!r}")
+        time.sleep(1)  # the SDK reconnects 1 s after a clean close
+        again = SSE(s.port, headers)
+        body = again.body + again.raw
+        T.check(f"{what}: its reconnect is refused ({refusal}, JSON envelope)", again.status == refusal
+                and envelope(body, "forbidden" if refusal == 403 else "unauthorized"), f"{again.status} {body!r}")
+        again.close()
+        if refusal == 403:
+            r = get_flags(s, d["token"])
+            T.check(f"{what}: GET /api/v1/flags refuses it too (403)", r.status == 403, repr(r))
+    T.check("the bystander's stream on the same channel is still open", not b.closed)
     s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "true")
-    after = c.event(2.0)
-    c.close()
-    T.check("no flags event with a change made after the close reaches it",
-            after is None and not any("event: flags" in b for b in tail), f"{after!r} {tail!r}")
-    time.sleep(1)  # the SDK reconnects 1 s after a clean close
-    again = SSE(s.port, auth(d["token"]))
-    body = again.body + again.raw
-    T.check("its reconnect gets 403 with the JSON envelope", again.status == 403 and envelope(body, "forbidden"),
-            f"{again.status} {body!r}")
-    again.close()
+    ev = b.event(1.5)
+    T.check("and it still gets the next change", sdk_flags(ev or "") == {"beta": ("boolean", True)}, repr(ev))
+    b.close()
     s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "false")
+
+
+def a_revoke_nginx_does_not_hear_of_still_ends_the_stream(s):
+    """A revoke made where this nginx's publisher is out of reach (on another host sharing the
+    database; here the socket moved away meanwhile): nchan_subscriber_timeout
+    (flags.streamMaxSeconds) still ends the stream (`:408`), and the reconnect gets 403."""
+    d = enroll(s, "elsewhere")
+    c = open_stream(s, auth(d["token"]), "a device revoked elsewhere")
+    t0 = time.monotonic()
+    sock = os.path.join(s.data, "run", "flags-publish.sock")
+    os.rename(sock, sock + ".away")
+    try:
+        s.ctl("device", "revoke", d["deviceId"])
+    finally:
+        os.rename(sock + ".away", sock)
+    tail, _ = read_until_closed(c, STREAM_MAX + 3)
+    took = time.monotonic() - t0
+    print(f"NOTE: revoked where nginx did not hear of it: the stream ended {took:.1f} s later")
+    T.check(f"its stream still ends within flags.streamMaxSeconds ({STREAM_MAX} s), with nchan's ':408'",
+            c.closed and took <= STREAM_MAX + 0.5 and any(":408" in x for x in tail), f"{took:.1f}s {tail!r}")
+    time.sleep(1)
+    again = SSE(s.port, auth(d["token"]))
+    T.check("its reconnect gets 403", again.status == 403, str(again.status))
+    again.close()
 
 
 def a_missed_publish_is_repaired_at_connect(s):
@@ -618,7 +683,8 @@ def main():
     s = Stack(setup=setup)
     os.chmod(s.dir, 0o755)  # the data directory where every account may enter, like /var/lib or /srv
     return run_suite(T, "flags", s, [rules_on_attested_properties, rollout_and_override, stream, statuses, unknown_environment, whats_new,
-                                     hostile, revoked_device_loses_its_stream, a_missed_publish_is_repaired_at_connect,
+                                     hostile, streams_end_when_standing_is_lost,
+                                     a_revoke_nginx_does_not_hear_of_still_ends_the_stream, a_missed_publish_is_repaired_at_connect,
                                      publisher_is_ours_only, fault])
 
 

@@ -295,9 +295,10 @@ public struct ConfigurationKey: Sendable {
             """),
         .int("flags.streamMaxSeconds", 5...3_600, \.flagStreamMaxSeconds, """
             Seconds a flag stream stays open before nginx closes it (nchan_subscriber_timeout, rendered into \
-            site.conf). The SDK reconnects after 1 s and the reconnect is authorised again, so a device revoked, \
-            blocked or whose token expired loses its open stream within this time (GET /api/v1/flags refuses it \
-            at once). Each stream costs one auth subrequest per period.
+            site.conf). The SDK reconnects after 1 s and the reconnect is authorised again, so an expired token, or \
+            a revocation this host's nginx did not hear of (made on another host), loses its open stream within \
+            this time; a revoke, block or invalidation on this host ends the stream at once. Each stream costs one \
+            auth subrequest per period.
             """),
         .int("flags.streamMemoryMiB", 8...4096, \.flagStreamMemoryMiB, """
             nchan's shared memory for the flag stream's channels and their stored message, in MiB \

@@ -22,7 +22,8 @@ enum FlagsAuth {
     /// read transaction (`device`), with whatever else the handler reads.
     enum Credential {
         case token(VerifiedTokens.Claims)
-        case apiKey(sdkDeviceID: String?)
+        /// `id`: the key's id (`APIKeyRecord.id`), which names its streams' holder channel.
+        case apiKey(id: String, sdkDeviceID: String?)
     }
 
     struct Caller {
@@ -38,7 +39,7 @@ enum FlagsAuth {
         if credential.hasPrefix(APIKeys.prefix) {
             let org = try APIKeys.organization(apiKey: credential, for: .heartbeat, ctx)
             let sdkDeviceID = FeatureFlagTargeting(params: request.params).sdkDeviceID
-            return Caller(app: try app(forAPIKeyOf: org, request, ctx), credential: .apiKey(sdkDeviceID: sdkDeviceID))
+            return Caller(app: try app(forAPIKeyOf: org, request, ctx), credential: .apiKey(id: String(credential.prefix(APIKeys.idLength)), sdkDeviceID: sdkDeviceID))
         }
         let app = try AppLookup.app(for: request, ctx)!
         return Caller(app: app, credential: .token(try HeartbeatEndpoint.tokenClaims(credential, app: app.app,

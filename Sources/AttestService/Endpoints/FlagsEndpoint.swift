@@ -31,7 +31,7 @@ enum FlagsEndpoint {
         let (answer, raise) = try ctx.store.read { txn -> ([UInt8], (LineageKey, DeviceVersionsRecord)?) in
             let flags = try FeatureFlagsCache.flags(caller.app, version: version, in: txn, ctx)
             switch caller.credential {
-            case .apiKey(let sdkDeviceID):
+            case .apiKey(_, let sdkDeviceID):
                 let overrides = flags.hasOverrides
                     ? try overridesOf(FlagsAuth.overrideSubjects(device: nil, sdkDeviceID: sdkDeviceID),
                                       app: caller.app.app.appID, in: txn) : []

@@ -9,10 +9,12 @@ import FastCGI
 /// GET /.attestedge/flags-auth   (the client's headers; REQUEST_URI = /api/v1/flags/stream?environment=…)
 /// ← 204, X-AttestEdge-Channel: TEAMID.bundle/<env>   an environment the app has
 /// ← 204, X-AttestEdge-Channel: TEAMID.bundle/~empty  any other valid name: {"flags":{}}
+///        X-AttestEdge-Holder: ~device/<deviceId> | ~key/<hex key id>   (with either)
 /// ← 401 / 403 as FlagsAuth; 400 (bad environment), 503 … reach the client as nginx's 500
 /// ```
-/// nginx subscribes to the channel this names (`auth_request_set`), so every 2xx carries the
-/// header: without it nchan would wait on an empty channel id. The environment comes from
+/// nginx subscribes to both channels this names (`auth_request_set`), so every 2xx carries both
+/// headers: without them nchan would wait on an empty channel id. The holder is the stream's
+/// own (`FlagChannel.holder`): deleting it ends the stream when its device or key loses standing. The environment comes from
 /// `REQUEST_URI` (the subrequest's own query string is empty), parsed like the flags GET's.
 /// Before answering, the channel is **primed**: when nchan holds no message for it (a fresh
 /// channel, or any channel after `nginx -s reload`, which empties nchan's memory), or one
@@ -24,6 +26,8 @@ enum FlagsStreamAuth {
     static let path = "/.attestedge/flags-auth"
     /// The header naming the channel to nginx.
     static let channelHeader = "X-AttestEdge-Channel"
+    /// The header naming the stream's holder channel to nginx.
+    static let holderHeader = "X-AttestEdge-Holder"
 
     static func authorize(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         try FlagsEndpoint.requireGET(request)
@@ -47,7 +51,13 @@ enum FlagsStreamAuth {
             prime(channel, environment: known ? environment : nil, flags: flags, changedAt: changedAt,
                   app: caller.app, socket: FlagChannel.publishSocket(socketDirectory: sockets), ctx)
         }
-        return Response(status: 204, headers: [Header(channelHeader, channel), Header("Cache-Control", "no-store")])
+        let holder: String
+        switch caller.credential {
+        case .token(let claims): holder = FlagChannel.holder(deviceID: claims.deviceID)
+        case .apiKey(let id, _): holder = FlagChannel.holder(apiKeyID: id)
+        }
+        return Response(status: 204, headers: [Header(channelHeader, channel), Header(holderHeader, holder),
+                                               Header("Cache-Control", "no-store")])
     }
 
     /// Publishes the channel's payload (`environment`'s defaults; `{"flags":{}}` for `~empty`,

@@ -29,8 +29,9 @@ import FastCGI
 public enum RefreshEndpoint {
     enum Outcome {
         case advanced(DeviceRecord, DeviceAssessment)
-        /// A refusal, and its `attestedge_refresh_outcomes_total` outcome if it has one.
-        case failed(ServiceError, outcome: String?)
+        /// A refusal, and its `attestedge_refresh_outcomes_total` outcome if it has one;
+        /// `invalidated`: the server id of a device this write invalidated (its flag streams end).
+        case failed(ServiceError, outcome: String?, invalidated: String? = nil)
     }
 
     /// The body, decoded and checked before the challenge is looked at.
@@ -163,7 +164,8 @@ public enum RefreshEndpoint {
             // The signature verified: a key registered for another app presented here is the
             // device's own doing (or a stolen key), and invalidates.
             guard current.appID == app.app.appID, verified.counter > current.counter else {
-                if try invalidate(&current, in: txn, now: now) {
+                let invalidated = try invalidate(&current, in: txn, now: now)
+                if invalidated {
                     try queueAnomaly(current.appID != app.app.appID ? .wrongApp : .counterReplayed, device: current,
                                      org: app.org.name, in: txn, now: now, ctx,
                                      extra: [("stored_counter", .int(Int64(current.counter))),
@@ -172,7 +174,8 @@ public enum RefreshEndpoint {
                 return .failed(reattest(current.appID != app.app.appID
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"),
-                    outcome: current.appID == app.app.appID ? "replay" : nil)
+                    outcome: current.appID == app.app.appID ? "replay" : nil,
+                    invalidated: invalidated ? current.deviceID : nil)
             }
             // A device not yet counted this month is admitted (or refused) before it advances.
             if !ablated("no-write"), case .refused(let limit, let current) = try MonthlyCounter.countActive(
@@ -199,7 +202,8 @@ public enum RefreshEndpoint {
             return .advanced(current, assessment)
         }, then: { outcome in
             switch outcome {
-            case .failed(let failure, let kind):
+            case .failed(let failure, let kind, let invalidated):
+                if let invalidated { closeFlagStreams(deviceID: invalidated, ctx) }
                 ctx.refreshOutcome = kind
                 throw failure
             case .advanced(let device, let assessment):
@@ -262,14 +266,24 @@ public enum RefreshEndpoint {
     }
 
     /// Invalidates an active device in its own write (a failure found outside the final one),
-    /// with its `attestation.anomaly` event.
+    /// with its `attestation.anomaly` event, then ends its flag streams.
     static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, org: String, now: Timestamp,
                            kind: WebhookEvent.Anomaly, extra: [(String, JSONValue)]) throws {
-        try ctx.store.write([.durable]) { txn in
-            guard var device = try txn.device(keyID: keyID) else { return }
-            if try invalidate(&device, in: txn, now: now) {
-                try queueAnomaly(kind, device: device, org: org, in: txn, now: now, ctx, extra: extra)
-            }
+        let invalidated = try ctx.store.write([.durable]) { txn -> String? in
+            guard var device = try txn.device(keyID: keyID) else { return nil }
+            guard try invalidate(&device, in: txn, now: now) else { return nil }
+            try queueAnomaly(kind, device: device, org: org, in: txn, now: now, ctx, extra: extra)
+            return device.deviceID
+        }
+        if let invalidated { closeFlagStreams(deviceID: invalidated, ctx) }
+    }
+
+    /// Ends this host's flag streams of a device just invalidated (after the commit): its
+    /// client reconnects and is refused (`FlagStream.close`). Failures are logged.
+    static func closeFlagStreams(deviceID: String, _ ctx: ServiceContext) {
+        guard let sockets = ctx.poolSockets else { return }
+        for warning in FlagStream.close(holders: [FlagChannel.holder(deviceID: deviceID)], socketDirectory: sockets) {
+            ctx.log("refresh: \(warning)")
         }
     }
 

@@ -1,3 +1,5 @@
+import AttestCore
+
 /// A change to an app's feature flags that the flag stream must carry: the defaults of
 /// `environment` (or of every environment of the app when `nil`) changed.
 ///
@@ -21,6 +23,14 @@ public struct FeatureFlagChange: Hashable, Sendable {
 /// environment the app does not have (it always holds `{"flags":{}}`). Channels live in nchan
 /// group `attestedge`. The pool chooses the channel and returns it to nginx in the auth
 /// answer's `X-AttestEdge-Channel` header; nothing the client sends names a channel.
+///
+/// Each stream also holds a **holder** channel of its own credential, named in the auth
+/// answer's `X-AttestEdge-Holder`: `~device/<deviceId>` for a device token, `~key/<hex of the
+/// API key's id>` for an API key. Nothing is ever published there; deleting it (`DELETE
+/// /pub/<holder>`, `FlagStream.close`) makes nchan end every stream holding it at once, and
+/// the client's reconnect is authorised again. That is how a device revoked, blocked or
+/// invalidated, or an API key revoked, loses an open stream (on the host that made the change;
+/// other hosts' streams end within `flags.streamMaxSeconds`).
 public enum FlagChannel {
     /// The file name of nginx's publisher socket, beside the pools' sockets (`attestctl serve`:
     /// DATA/run; the systemd units: /run/attestedge).
@@ -31,6 +41,12 @@ public enum FlagChannel {
 
     /// The channel of every environment `appID` does not have.
     public static func empty(appID: String) -> String { appID + "/~empty" }
+
+    /// The holder channel of the streams of the device with server id `deviceID` (hex).
+    public static func holder(deviceID: String) -> String { "~device/" + deviceID }
+
+    /// The holder channel of the streams opened with the API key whose id is `apiKeyID`.
+    public static func holder(apiKeyID: String) -> String { "~key/" + Hex.encode(Array(apiKeyID.utf8)) }
 
     /// The publisher socket in the directory holding the pools' sockets.
     public static func publishSocket(socketDirectory: String) -> String {

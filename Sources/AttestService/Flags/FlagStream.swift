@@ -1,4 +1,7 @@
 import AttestStore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Publishes feature-flag changes to this host's flag stream (nginx's nchan, through its
 /// publisher socket), right after the change committed.
@@ -71,6 +74,30 @@ public enum FlagStream {
                 } catch {
                     warnings.append("flag stream: \(error.description) (the stream catches up at its next connect)")
                 }
+            }
+        }
+        return warnings
+    }
+
+    /// Ends this host's open streams held by `holders` (`FlagChannel.holder`): a device that is
+    /// now revoked, blocked or invalidated, an API key now revoked. Their clients reconnect and
+    /// are authorised again (refused now). Best effort like `publish`: no publisher socket means
+    /// no stream runs here; failures come back as warnings (such a stream still ends within
+    /// `flags.streamMaxSeconds`).
+    public static func close(holders: [String], socketDirectory: String) -> [String] {
+        let socket = FlagChannel.publishSocket(socketDirectory: socketDirectory)
+        guard !holders.isEmpty, access(socket, F_OK) == 0 else { return [] }
+        return close(holders: holders, socket: socket)
+    }
+
+    /// `close` through `delete` (a test passes a recorder).
+    static func close(holders: [String], socket: String,
+                      delete: (String, String) throws(NchanPublisher.Failure) -> Void = NchanPublisher.delete)
+        -> [String] {
+        var warnings: [String] = []
+        for holder in holders {
+            do { try delete(socket, holder) } catch {
+                warnings.append("flag stream: \(error.description) (that stream ends within flags.streamMaxSeconds)")
             }
         }
         return warnings

@@ -13,7 +13,9 @@ import Glibc
 /// - `GET /pub/<channel>` with `Accept: application/json` → 200 `{"messages": n, "requested": …,
 ///   "subscribers": …, "last_message_id": "<unix seconds>:<n>"}`, or 404 when nchan holds no
 ///   such channel (after `nginx -s reload` nchan's memory store is empty).
-/// A channel is `TEAMID.bundle/env` (see `FlagChannel`): it goes into the path as is; the
+/// - `DELETE /pub/<channel>` → 200 (deleted: every subscriber's stream ends, nchan writes a
+///   `:410` comment first), or 404 when no stream holds it.
+/// A channel is `TEAMID.bundle/env` or a holder `~device/<id>` (see `FlagChannel`): it goes into the path as is; the
 /// publisher location's regex refuses anything else.
 public enum NchanPublisher {
     /// Why a request to the publisher failed; `description` is for logs and warnings.
@@ -35,6 +37,16 @@ public enum NchanPublisher {
         let answer = try exchange(socket: socket, request: Array(head.utf8) + body)
         guard (200..<300).contains(answer.status) else {
             throw Failure("publishing to \(channel) on \(socket): nginx answered \(answer.status)")
+        }
+    }
+
+    /// Deletes `channel`, ending every stream subscribed to it. A channel nchan does not hold
+    /// (404: no stream holds it) counts as done. Throws `Failure` for anything else.
+    public static func delete(socket: String, channel: String) throws(Failure) {
+        let head = "DELETE /pub/\(channel) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        let answer = try exchange(socket: socket, request: Array(head.utf8))
+        guard (200..<300).contains(answer.status) || answer.status == 404 else {
+            throw Failure("deleting \(channel) on \(socket): nginx answered \(answer.status)")
         }
     }
 
