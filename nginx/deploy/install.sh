@@ -265,6 +265,17 @@ fi
 render "${DOMAIN_ARGS[@]}"
 install_site
 
+# Every open flag stream holds a connection in an nginx worker; Debian's nginx.conf allows 768
+# per worker. Not edited here (the distribution's file): said, with the line to set.
+NGINX_CONF=$SYSCONF/nginx/nginx.conf
+if [ -f "$NGINX_CONF" ]; then
+  WC=$(sed -n 's/^[[:space:]]*worker_connections[[:space:]]\{1,\}\([0-9]\{1,\}\);.*/\1/p' "$NGINX_CONF" | head -n 1)
+  if [ -z "$WC" ] || [ "$WC" -lt 4096 ]; then
+    echo "install.sh: warning: $NGINX_CONF allows ${WC:-512 (the default)} worker_connections per worker and each" >&2
+    echo "    open flag stream holds one: set 'worker_connections 16384;' in its events block (docs/flag-stream.md)" >&2
+  fi
+fi
+
 echo "==> systemd units"
 for unit in attestedge@.service attestedge-deliver.service attestedge-receipts.service attestedge.target; do
   sed -e "s|/usr/local/bin|$PREFIX/bin|g" -e "s|/usr/local/share|$PREFIX/share|g" \

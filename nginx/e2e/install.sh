@@ -11,7 +11,13 @@ P=$(mktemp -d /tmp/attestedge-install.XXXXXX)
 trap 'rm -rf "$P"' EXIT
 chmod 755 "$P"
 
+# As Debian's nginx.conf: 768 worker_connections, too few for the flag streams.
+mkdir -p "$P/etc/nginx"
+printf 'events {\n\tworker_connections 768;\n}\n' > "$P/etc/nginx/nginx.conf"
 out1=$(bash nginx/deploy/install.sh --prefix "$P" --data "$P/data" --no-build 2>&1); rc1=$?
+check "install.sh warns that Debian's 768 worker_connections are too few for flag streams" \
+  'grep -q "allows 768 worker_connections" <<< "$out1"' "$(grep -i worker_conn <<< "$out1")"
+rm -f "$P/etc/nginx/nginx.conf"
 check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1" | tail -20
 for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks bin/attest-monitor \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
@@ -40,6 +46,8 @@ RUN_MADE=""
 [ -e /run/attestedge ] || { install -d -m 0750 /run/attestedge 2>/dev/null && RUN_MADE=1; }
 check "nginx -t passes on the written site" "nginx -t -q -c '$P/nginx-test.conf' -p '$P' 2>/dev/null"
 [ -z "$RUN_MADE" ] || rm -rf /run/attestedge
+check "the nginx.service drop-in raises nginx's open-file limit for the flag streams (systemd's default soft limit is 1024)" \
+  "grep -q '^LimitNOFILE=65536$' '$P/etc/systemd/system/nginx.service.d/attestedge.conf'"
 check "the nginx.service drop-in makes /run/attestedge for the service user and removes a stale publisher socket" \
   "grep -q '^ExecStartPre=-/usr/bin/install -d -m 0750 -o attestedge -g www-data /run/attestedge$' '$P/etc/systemd/system/nginx.service.d/attestedge.conf' && grep -q 'flags-publish.sock -type s -delete$' '$P/etc/systemd/system/nginx.service.d/attestedge.conf'"
 if command -v systemd-analyze > /dev/null; then
