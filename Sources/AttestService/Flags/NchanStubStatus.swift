@@ -4,7 +4,7 @@ import AttestMetrics
 /// read by the monitor pool at each scrape for the `attestedge_flag_stream_*` gauges.
 ///
 /// Wire format (nchan 1.3.6, `text/plain`, one `name: value` per line; captured in
-/// NchanStubStatusTests):
+/// FlagStreamMetricsTests):
 /// ```
 /// total published messages: 3
 /// stored messages: 2
