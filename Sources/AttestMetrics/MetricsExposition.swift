@@ -33,6 +33,11 @@ public struct ScrapeGauges: Sendable {
     /// Whether the store answered the scrape's read; when not, the gauges read from it (the
     /// backlog, the organizations' devices) have no sample.
     public var storeUp: Bool
+    /// Whether nchan's status was read from the flag stream's publisher socket (`nil`: not
+    /// asked, in process with no nginx: no `flag_stream_up` sample).
+    public var flagStreamUp: Bool?
+    /// What nchan said (`nil` when it was not read: the flag stream's gauges have no sample).
+    public var flagStream: FlagStreamGauges?
 
     /// The most due receipts a scrape counts (a longer queue shows as this).
     public static let receiptBacklogCap = 10_000
@@ -40,7 +45,8 @@ public struct ScrapeGauges: Sendable {
     public init(storeMaps: [(environment: String, used: Int, size: Int)] = [], webhookBacklog: Int? = 0,
                 receiptBacklog: Int? = 0,
                 organizations: [(name: String, active: UInt32, limit: UInt32)] = [], time: Double = 0,
-                poolsUp: [(pool: String, up: Bool)] = [], storeUp: Bool = true) {
+                poolsUp: [(pool: String, up: Bool)] = [], storeUp: Bool = true, flagStreamUp: Bool? = nil,
+                flagStream: FlagStreamGauges? = nil) {
         self.storeMaps = storeMaps
         self.webhookBacklog = webhookBacklog
         self.receiptBacklog = receiptBacklog
@@ -48,6 +54,8 @@ public struct ScrapeGauges: Sendable {
         self.time = time
         self.poolsUp = poolsUp
         self.storeUp = storeUp
+        self.flagStreamUp = flagStreamUp
+        self.flagStream = flagStream
     }
 }
 
@@ -131,6 +139,11 @@ public enum MetricsExposition {
         if let backlog = gauges.receiptBacklog { sample(&out, "receipt_backlog", [], String(backlog)) }
         fixed(&out, "receipt_redemptions_total", "Receipt redemptions with Apple, by Apple's answer.", "status",
               L.receiptStatuses, sums, L.receiptRedemptions)
+        fixed(&out, "flag_stream_auth_total", "The flag stream's auth subrequests, by outcome.", "outcome",
+              L.flagStreamAuthOutcomes, sums, L.flagStreamAuths)
+        fixed(&out, "flag_publishes_total", "Publishes to the flag stream by the pools, by outcome.", "outcome",
+              L.flagPublishOutcomes, sums, L.flagPublishes)
+        flagStream(&out, gauges)
         family(&out, "monthly_active_devices", "gauge", "Billable devices active this month, by organization.")
         for org in gauges.organizations {
             sample(&out, "monthly_active_devices", [("org", org.name)], String(org.active))
@@ -142,6 +155,30 @@ public enum MetricsExposition {
         family(&out, "time_seconds", "gauge", "The host's clock at the scrape (Unix seconds).")
         sample(&out, "time_seconds", [], seconds(gauges.time))
         return out
+    }
+
+    /// nchan's gauges of the flag stream: `flag_stream_up`, and what was read when it is 1.
+    private static func flagStream(_ out: inout String, _ gauges: ScrapeGauges) {
+        let stream = gauges.flagStream
+        family(&out, "flag_stream_up", "gauge",
+               "Whether nchan's status was read from the flag stream's publisher socket (1) or not (0).")
+        if let up = gauges.flagStreamUp { sample(&out, "flag_stream_up", [], up ? "1" : "0") }
+        let values: [(String, String, String, UInt64?)] = [
+            ("flag_stream_subscribers", "gauge", "Flag streams connected now (nchan's subscribers).",
+             stream?.subscribers),
+            ("flag_stream_channels", "gauge", "Channels nchan holds now.", stream?.channels),
+            ("flag_stream_messages", "gauge", "Messages nchan stores now.", stream?.storedMessages),
+            ("flag_stream_published_messages_total", "counter",
+             "Messages nchan took from publishers since nginx started.", stream?.publishedMessages),
+            ("flag_stream_shared_memory_used_bytes", "gauge", "nchan's shared memory in use.",
+             stream?.sharedMemoryUsedBytes),
+            ("flag_stream_shared_memory_limit_bytes", "gauge", "nchan's shared memory size (flags.streamMemoryMiB).",
+             stream?.sharedMemoryLimitBytes),
+        ]
+        for (name, type, help, value) in values {
+            family(&out, name, type, help)
+            if let value { sample(&out, name, [], String(value)) }
+        }
     }
 
     private static func family(_ out: inout String, _ name: String, _ type: String, _ help: String) {

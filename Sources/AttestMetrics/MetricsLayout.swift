@@ -20,6 +20,8 @@
 /// webhookAttempts           webhookClasses: delivery attempts by answer class
 /// receiptVerifications      receiptResults: validate's checks of the attestation's receipt
 /// receiptRedemptions        receiptStatuses: attest-receipts' requests to Apple by answer
+/// flagStreamAuths           flagStreamAuthOutcomes: the flag stream's auth subrequests
+/// flagPublishes             flagPublishOutcomes: publishes to the flag stream (nchan)
 /// ```
 /// A change to any list is a new `MetricsSegment.version`: a segment of another layout is
 /// replaced, never read with this one.
@@ -65,6 +67,14 @@ public enum MetricsLayout {
     /// `error` (no answer), `other` for any other code.
     public static let receiptStatuses = ["200", "304", "400", "401", "404", "429", "500", "502", "503", "504",
                                          "error", "other"]
+    /// The flag stream's auth subrequests (`flags-stream-auth`) by the answer's status: 2xx
+    /// `allowed` (nchan subscribes the stream), 401 `unauthorized`, 403 `forbidden`, any other
+    /// 4xx `bad_request` (a bad environment, missing app headers, not a GET), else `error`
+    /// (5xx: the store did not answer).
+    public static let flagStreamAuthOutcomes = ["allowed", "unauthorized", "forbidden", "bad_request", "error"]
+    /// A publish to the flag stream's publisher socket: nginx answered 2xx, or not (no answer,
+    /// another status).
+    public static let flagPublishOutcomes = ["ok", "failed"]
 
     public static let poolWorkers = 0
     public static let poolRestarts = 1
@@ -81,7 +91,9 @@ public enum MetricsLayout {
     public static let webhookAttempts = syncDurations + syncBoundsMicroseconds.count + 3
     public static let receiptVerifications = webhookAttempts + webhookClasses.count
     public static let receiptRedemptions = receiptVerifications + receiptResults.count
-    public static let slotCount = receiptRedemptions + receiptStatuses.count
+    public static let flagStreamAuths = receiptRedemptions + receiptStatuses.count
+    public static let flagPublishes = flagStreamAuths + flagStreamAuthOutcomes.count
+    public static let slotCount = flagPublishes + flagPublishOutcomes.count
 
     /// The slot counting `status` answers of `endpoint` (an index into `endpoints`); `nil`
     /// for a status outside 100...599.

@@ -54,6 +54,25 @@ extension MetricsSegment {
         add(MetricsLayout.receiptRedemptions + Self.index(status, in: MetricsLayout.receiptStatuses))
     }
 
+    /// One answer of the flag stream's auth subrequest, by its HTTP status
+    /// (`MetricsLayout.flagStreamAuthOutcomes`).
+    public func recordFlagStreamAuth(status: Int) {
+        let outcome: Int
+        switch status {
+        case 200..<300: outcome = 0
+        case 401: outcome = 1
+        case 403: outcome = 2
+        case 400..<500: outcome = 3
+        default: outcome = 4
+        }
+        add(MetricsLayout.flagStreamAuths + outcome)
+    }
+
+    /// One publish to the flag stream: nginx answered 2xx (`ok`) or not (`failed`).
+    public func recordFlagPublish(ok: Bool) {
+        add(MetricsLayout.flagPublishes + (ok ? 0 : 1))
+    }
+
     /// A histogram at `base`: its bucket, its sum and its count.
     private func observe(base: Int, _ value: UInt64, _ bounds: [UInt64]) {
         add(base + MetricsLayout.bucket(value, bounds))

@@ -19,7 +19,9 @@ let doctorCommand = Command(
         Checks: the configuration loads; the challenge secret and signing keys exist with mode
         0600; a key signs now and jwks.json publishes what the key index says; the store opens
         with this build's schema and each map is under 90% full; the rendered nginx
-        configuration passes 'nginx -t'; every pool's socket accepts connections; the clock is
+        configuration passes 'nginx -t' and loads nchan (its module installed), nginx answers
+        nchan's status on the flag stream's publisher socket, worker_connections leaves room for
+        flag streams (a warning under 4096); every pool's socket accepts connections; the clock is
         not behind data already written; test roots trusted (a warning; --strict makes
         warnings count as problems). Exit status: 0 healthy, 1 problems (a numbered list, each
         with its fix), 2 bad usage. The pools' sockets are looked for in --run DIR, else in
@@ -60,7 +62,7 @@ struct Doctor {
         var warning = false
     }
 
-    static let checks = 8
+    static let checks = 9
     let data: DataDirectory
     /// Where the pools' sockets are.
     let sockets: String
@@ -92,6 +94,7 @@ struct Doctor {
         findings += store(config)
         findings += receipts(config)
         findings += nginx()
+        findings += flagStream()
         findings += pools()
         findings += clock(config)
         if !config.testRoots.isEmpty {

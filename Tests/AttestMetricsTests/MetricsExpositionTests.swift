@@ -30,9 +30,16 @@ import Testing
         sender[L.webhookAttempts + 0] = 2
         sender[L.webhookAttempts + 4] = 1
         sender[L.refreshOutcomeSlots + 0] = 1  // summed with the pools' (never so in practice)
+        refresh[L.flagStreamAuths + 0] = 5  // not a flags pool's, but any segment's counts are summed
+        refresh[L.flagStreamAuths + 1] = 2
+        refresh[L.flagPublishes + 1] = 1
         let gauges = ScrapeGauges(storeMaps: [("durable", 65536, 1_048_576), ("ephemeral", 8192, 1_048_576)],
                                   webhookBacklog: 3, organizations: [("acme", 5, 100), ("we\"ird\\", 0, 10)],
-                                  time: 1_764_917_000, poolsUp: [("refresh", false), ("monitor", true)])
+                                  time: 1_764_917_000, poolsUp: [("refresh", false), ("monitor", true)],
+                                  flagStreamUp: true,
+                                  flagStream: FlagStreamGauges(subscribers: 3, channels: 2, storedMessages: 2,
+                                                               publishedMessages: 7, sharedMemoryUsedBytes: 24576,
+                                                               sharedMemoryLimitBytes: 134_217_728))
         let text = MetricsExposition.render([MetricsSnapshot(name: "refresh", isPool: true, slots: refresh),
                                              MetricsSnapshot(name: "deliver", isPool: false, slots: sender)], gauges)
         let steps = L.verificationSteps.map { "attestedge_verification_failures_total{step=\"\($0)\"} 0\n" }.joined()
@@ -166,6 +173,40 @@ import Testing
             attestedge_receipt_redemptions_total{status="504"} 0
             attestedge_receipt_redemptions_total{status="error"} 0
             attestedge_receipt_redemptions_total{status="other"} 0
+            # HELP attestedge_flag_stream_auth_total The flag stream's auth subrequests, by outcome.
+            # TYPE attestedge_flag_stream_auth_total counter
+            attestedge_flag_stream_auth_total{outcome="allowed"} 5
+            attestedge_flag_stream_auth_total{outcome="unauthorized"} 2
+            attestedge_flag_stream_auth_total{outcome="forbidden"} 0
+            attestedge_flag_stream_auth_total{outcome="bad_request"} 0
+            attestedge_flag_stream_auth_total{outcome="error"} 0
+            # HELP attestedge_flag_publishes_total Publishes to the flag stream by the pools, by outcome.
+            # TYPE attestedge_flag_publishes_total counter
+            attestedge_flag_publishes_total{outcome="ok"} 0
+            attestedge_flag_publishes_total{outcome="failed"} 1
+            # HELP attestedge_flag_stream_up Whether nchan's status was read from the flag stream's publisher \
+            socket (1) or not (0).
+            # TYPE attestedge_flag_stream_up gauge
+            attestedge_flag_stream_up 1
+            # HELP attestedge_flag_stream_subscribers Flag streams connected now (nchan's subscribers).
+            # TYPE attestedge_flag_stream_subscribers gauge
+            attestedge_flag_stream_subscribers 3
+            # HELP attestedge_flag_stream_channels Channels nchan holds now.
+            # TYPE attestedge_flag_stream_channels gauge
+            attestedge_flag_stream_channels 2
+            # HELP attestedge_flag_stream_messages Messages nchan stores now.
+            # TYPE attestedge_flag_stream_messages gauge
+            attestedge_flag_stream_messages 2
+            # HELP attestedge_flag_stream_published_messages_total Messages nchan took from publishers since nginx \
+            started.
+            # TYPE attestedge_flag_stream_published_messages_total counter
+            attestedge_flag_stream_published_messages_total 7
+            # HELP attestedge_flag_stream_shared_memory_used_bytes nchan's shared memory in use.
+            # TYPE attestedge_flag_stream_shared_memory_used_bytes gauge
+            attestedge_flag_stream_shared_memory_used_bytes 24576
+            # HELP attestedge_flag_stream_shared_memory_limit_bytes nchan's shared memory size (flags.streamMemoryMiB).
+            # TYPE attestedge_flag_stream_shared_memory_limit_bytes gauge
+            attestedge_flag_stream_shared_memory_limit_bytes 134217728
             # HELP attestedge_monthly_active_devices Billable devices active this month, by organization.
             # TYPE attestedge_monthly_active_devices gauge
             attestedge_monthly_active_devices{org="acme"} 5
@@ -192,6 +233,9 @@ import Testing
                         "store_map_used_bytes",
                         "store_map_size_bytes", "webhook_backlog", "webhook_attempts_total",
                         "receipt_verifications_total", "receipt_backlog", "receipt_redemptions_total",
+                        "flag_stream_auth_total", "flag_publishes_total", "flag_stream_up", "flag_stream_subscribers",
+                        "flag_stream_channels", "flag_stream_messages", "flag_stream_published_messages_total",
+                        "flag_stream_shared_memory_used_bytes", "flag_stream_shared_memory_limit_bytes",
                         "monthly_active_devices", "monthly_active_devices_limit", "time_seconds"]
         for family in families {
             #expect(text.contains("# TYPE attestedge_\(family) "), "\(family)")
@@ -202,6 +246,24 @@ import Testing
         #expect(text.contains("attestedge_receipt_backlog 0\n"))
         #expect(text.contains("attestedge_receipt_redemptions_total{status=\"error\"} 0\n"))
         #expect(text.contains("attestedge_group_commit_size_count 0\n"))
+        #expect(text.contains("attestedge_flag_stream_auth_total{outcome=\"error\"} 0\n"))
+        #expect(!text.contains("\nattestedge_flag_stream_up "), "not asked (in process): no sample")
+    }
+
+    /// A flag stream whose nchan status could not be read: `flag_stream_up` 0 and no sample of
+    /// nchan's gauges (HELP and TYPE stay); a status without the optional lines leaves only
+    /// those out.
+    @Test func aFlagStreamThatIsDownHasNoGauges() {
+        let down = MetricsExposition.render([], ScrapeGauges(flagStreamUp: false))
+        #expect(down.contains("\nattestedge_flag_stream_up 0\n"))
+        #expect(down.contains("# TYPE attestedge_flag_stream_subscribers gauge\n"))
+        #expect(!down.contains("\nattestedge_flag_stream_subscribers "))
+        #expect(!down.contains("\nattestedge_flag_stream_channels "))
+        let idle = FlagStreamGauges(subscribers: 0, channels: 1)
+        let partial = MetricsExposition.render([], ScrapeGauges(flagStreamUp: true, flagStream: idle))
+        #expect(partial.contains("\nattestedge_flag_stream_subscribers 0\n"))
+        #expect(partial.contains("\nattestedge_flag_stream_channels 1\n"))
+        #expect(!partial.contains("\nattestedge_flag_stream_messages "))
     }
 
     @Test func labelValuesAreEscaped() {

@@ -25,7 +25,7 @@ import Testing
         #expect(bytes.count == 64 + MetricsLayout.slotCount * 8)
         #expect(MetricsSegment.fileBytes == bytes.count)
         #expect(Array(bytes[0..<8]) == Array("AEMETRIC".utf8))
-        #expect(Array(bytes[8..<12]) == [4, 0, 0, 0])
+        #expect(Array(bytes[8..<12]) == [5, 0, 0, 0])
         let count = UInt32(MetricsLayout.slotCount)
         #expect(Array(bytes[12..<16]) == [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), 0, 0])
         #expect(Array(bytes[16..<64]) == [UInt8](repeating: 0, count: 48))
@@ -51,7 +51,9 @@ import Testing
         #expect(L.webhookAttempts == L.syncDurations + 15)
         #expect(L.receiptVerifications == L.webhookAttempts + 5)
         #expect(L.receiptRedemptions == L.receiptVerifications + 3)
-        #expect(L.slotCount == L.receiptRedemptions + 12)
+        #expect(L.flagStreamAuths == L.receiptRedemptions + 12)
+        #expect(L.flagPublishes == L.flagStreamAuths + 5)
+        #expect(L.slotCount == L.flagPublishes + 2)
         #expect(L.requestSlot(endpoint: 0, status: 100) == 8)
         #expect(L.endpoints.count == 14)
         #expect(L.requestSlot(endpoint: 13, status: 599) == L.durations - 1)
@@ -141,6 +143,24 @@ import Testing
                                                           slots: try #require(MetricsSegment.read(path: path)))],
                                          ScrapeGauges())
                     .contains("attestedge_receipt_verifications_total{result=\"valid\"} 2\n"))
+    }
+
+    /// The stream auth's answers count by the outcome their status says (2xx allowed, 401, 403,
+    /// another 4xx bad_request, anything else error); publishes as ok or failed.
+    @Test func flagStreamAuthsAndPublishesAreCountedByOutcome() throws {
+        let segment = try MetricsSegment.open(path: path)
+        for status in [204, 204, 200, 401, 403, 400, 405, 500, 503, 302] {
+            segment.recordFlagStreamAuth(status: status)
+        }
+        for ok in [true, true, true, false] { segment.recordFlagPublish(ok: ok) }
+        let L = MetricsLayout.self
+        #expect(L.flagStreamAuthOutcomes.indices.map { segment.load(L.flagStreamAuths + $0) } == [3, 1, 1, 2, 3])
+        #expect(L.flagPublishOutcomes.indices.map { segment.load(L.flagPublishes + $0) } == [3, 1])
+        let text = MetricsExposition.render([MetricsSnapshot(name: "flags", isPool: true,
+                                                             slots: try #require(MetricsSegment.read(path: path)))],
+                                            ScrapeGauges())
+        #expect(text.contains("attestedge_flag_stream_auth_total{outcome=\"bad_request\"} 2\n"))
+        #expect(text.contains("attestedge_flag_publishes_total{outcome=\"failed\"} 1\n"))
     }
 
     /// Every block of the file is allocated, a new file's and a sparse one's found in place: a

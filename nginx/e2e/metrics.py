@@ -3,13 +3,17 @@
 `promtool check metrics`, every family of docs/metrics.md present, no device, key, address or
 app in it; then known traffic (challenges, enrollments, refreshes, a forged, a replayed, a
 revoked and a blocked refresh, a failed verification, an organization's rate limit, a killed
-worker, a reload) and the counters must move by exactly what was sent. Prints PASS/FAIL per
+worker, a reload) and the counters must move by exactly what was sent. The flag stream (#41):
+a stream connected and a refused one move the stream auth's outcomes by one each, a flag
+change's publishes count `ok` and match nchan's own count, and nchan's gauges show the
+subscriber while it is connected and none once it left. Prints PASS/FAIL per
 check and a summary; exits 1 on a failure."""
 import http.client
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +38,12 @@ FAMILIES = {
     "attestedge_webhook_backlog": "gauge", "attestedge_webhook_attempts_total": "counter",
     "attestedge_receipt_verifications_total": "counter", "attestedge_receipt_backlog": "gauge",
     "attestedge_receipt_redemptions_total": "counter",
+    "attestedge_flag_stream_auth_total": "counter", "attestedge_flag_publishes_total": "counter",
+    "attestedge_flag_stream_up": "gauge", "attestedge_flag_stream_subscribers": "gauge",
+    "attestedge_flag_stream_channels": "gauge", "attestedge_flag_stream_messages": "gauge",
+    "attestedge_flag_stream_published_messages_total": "counter",
+    "attestedge_flag_stream_shared_memory_used_bytes": "gauge",
+    "attestedge_flag_stream_shared_memory_limit_bytes": "gauge",
     "attestedge_monthly_active_devices": "gauge", "attestedge_monthly_active_devices_limit": "gauge",
     "attestedge_time_seconds": "gauge",
 }
@@ -145,6 +155,10 @@ def exposition(s):
         used = value(samples, "attestedge_store_map_used_bytes", environment=environment)
         size = value(samples, "attestedge_store_map_size_bytes", environment=environment)
         T.check(f"store map of the {environment} environment: 0 < used <= size", 0 < used <= size, f"{used} of {size}")
+    T.check("nchan's status is read from the flag stream's publisher: flag_stream_up 1",
+            samples.get(("attestedge_flag_stream_up", ())) == 1, str(samples.get(("attestedge_flag_stream_up", ()))))
+    memory = value(samples, "attestedge_flag_stream_shared_memory_limit_bytes")
+    T.check("nchan's shared memory size is flags.streamMemoryMiB's (32 MiB by default)", memory == 32 << 20, str(memory))
     clock = value(samples, "attestedge_time_seconds")
     T.check("attestedge_time_seconds is the host's clock", abs(clock - time.time()) < 5, f"{clock} vs {time.time()}")
     r = s.http("GET", "/metrics")
@@ -374,9 +388,86 @@ def status(s):
             and all(pool in text.stdout for pool in POOLS), text.stdout + text.stderr)
 
 
+class Stream:
+    """GET /api/v1/flags/stream held open on a raw socket; `read_until` collects its bytes."""
+
+    def __init__(self, s, headers):
+        self.sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        lines = ["GET /api/v1/flags/stream HTTP/1.1", "Host: 127.0.0.1", "Accept: text/event-stream"]
+        self.sock.sendall(("\r\n".join(lines + [f"{k}: {v}" for k, v in headers.items()]) + "\r\n\r\n").encode())
+        self.raw = b""
+
+    def read_until(self, needle, timeout=10):
+        deadline = time.time() + timeout
+        while needle not in self.raw and time.time() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.time()))
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            self.raw += chunk
+        return needle in self.raw
+
+    def status(self):
+        return int(self.raw.split(b" ", 2)[1]) if self.raw.startswith(b"HTTP/1.1 ") else 0
+
+    def close(self):
+        self.sock.close()
+
+
+def flag_stream(s):
+    """A stream connected (one `allowed`), one refused (one `unauthorized`), a flag change through
+    the org API (the flags pool publishes: `ok`, as many as nchan took), and nchan's subscriber
+    gauge while the stream is open and after it closed."""
+    key = s.ctl_json("apikey", "create", "--org", "acme")["key"]
+    auth = {"Authorization": "Bearer " + key}
+    before = metrics(s)
+    stream = Stream(s, dict(A, **auth))
+    T.check("a flag stream connects and gets its first event", stream.read_until(b"data: ") and stream.status() == 200,
+            stream.raw[:300])
+    refused = Stream(s, dict(A, Authorization="Bearer aat_nosuchkey00000000000000000000"))
+    refused.read_until(b"\r\n\r\n")
+    T.check("a stream with an unknown API key is refused: 401", refused.status() == 401, refused.raw[:200])
+    refused.close()
+    connected = metrics(s)
+    subscribers = value(connected, "attestedge_flag_stream_subscribers")
+    T.check("nchan's gauges show the open stream: subscribers >= 1, channels >= 1",
+            subscribers >= 1 and value(connected, "attestedge_flag_stream_channels") >= 1,
+            f"subscribers {subscribers}, channels {value(connected, 'attestedge_flag_stream_channels')}")
+    r = s.http("POST", "/api/v1/org/flags", auth, {"app_id": "ABCDE12345.com.example.app", "key": "metrics_beta",
+                                                  "type": "bool", "value": True})
+    T.check("a flag created through the org API: 201", r.status == 201, repr(r))
+    T.check("the open stream gets the change", stream.read_until(b"metrics_beta"), stream.raw[-300:])
+    after = metrics(s)
+
+    def delta(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    auths = {o: delta("attestedge_flag_stream_auth_total", outcome=o)
+             for o in ("allowed", "unauthorized", "forbidden", "bad_request", "error")}
+    T.check("stream auth outcomes moved by exactly one allowed and one unauthorized",
+            auths == {"allowed": 1, "unauthorized": 1, "forbidden": 0, "bad_request": 0, "error": 0}, str(auths))
+    ok, failed = (delta("attestedge_flag_publishes_total", outcome=o) for o in ("ok", "failed"))
+    nchan = delta("attestedge_flag_stream_published_messages_total")
+    print(f"NOTE: flag stream: {ok:.0f} publishes by the pools (the connect's prime, the change's channels), "
+          f"nchan took {nchan:.0f}")
+    T.check("the change's publishes count ok (its environment's channel and ~empty at least), none failed",
+            ok >= 2 and failed == 0, f"ok +{ok}, failed +{failed}")
+    T.check("nchan took exactly the publishes the pools counted", nchan == ok, f"nchan +{nchan}, pools +{ok}")
+    stream.close()
+    deadline = time.time() + 10
+    while time.time() < deadline and value(metrics(s), "attestedge_flag_stream_subscribers") != 0:
+        time.sleep(0.1)
+    left = value(metrics(s), "attestedge_flag_stream_subscribers")
+    T.check("the stream closed: nchan's subscribers back to 0", left == 0, str(left))
+
+
 def main():
     s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
-    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks, status, pool_down])
+    return run_suite(T, "metrics", s, [exposition, traffic, pool_events, webhooks, status, flag_stream,
+                                         pool_down])
 
 
 if __name__ == "__main__":

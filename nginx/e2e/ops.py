@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Issue #11 items 3 end to end: backup under write load, restore, serve the restored copy;
 `attestctl doctor` passes on a healthy stack and names each problem on a broken one (a missing
-key, a wrong mode, a stopped pool). Issue #12's prepared ES256 nonces: tokens signed by the
+key, a wrong mode, a stopped pool, a flag stream publisher it cannot reach; nothing about nchan
+on the healthy stack). Issue #12's prepared ES256 nonces: tokens signed by the
 workers at once all verify, and no two share a nonce; with store.sync=interval the workers'
 grouped writes keep every counter exact. Prints PASS/FAIL per check and a
 summary; exits 1 on a failure."""
@@ -156,6 +157,16 @@ def interval_groups(_):
 def doctor(s):
     d = s.ctl("doctor", check=False)
     T.check("doctor passes on the healthy stack", d.returncode == 0 and "healthy" in d.stdout, d.stdout + d.stderr)
+    T.check("doctor finds nchan loaded and answering and worker_connections enough: no finding about them",
+            not any(w in d.stdout for w in ("nchan", "flag stream", "worker_connections")), d.stdout)
+    publisher = os.path.join(s.data, "run", "flags-publish.sock")
+    os.rename(publisher, publisher + ".moved")  # nginx still listens on it, under the other name
+    try:
+        d = s.ctl("doctor", check=False)
+    finally:
+        os.rename(publisher + ".moved", publisher)
+    T.check("doctor names a flag stream publisher it cannot reach, and the fix", d.returncode == 1
+            and "flag stream publisher does not accept" in d.stdout and "error.log" in d.stdout, d.stdout)
     key = os.path.join(s.data, "secrets", "challenge.key")
     os.chmod(key, 0o644)
     d = s.ctl("doctor", check=False)

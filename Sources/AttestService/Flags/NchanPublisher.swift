@@ -31,13 +31,18 @@ public enum NchanPublisher {
 
     /// Stores `body` as `channel`'s one message (the publisher location keeps a buffer of 1),
     /// delivered at once to every subscriber. Throws `Failure` for anything but a 2xx.
+    /// Each call is counted in `attestedge_flag_publishes_total` (`ok` or `failed`) where the
+    /// process has a metrics segment (the pools; not attestctl).
     public static func publish(socket: String, channel: String, body: [UInt8]) throws(Failure) {
+        var ok = false
+        defer { ServiceMetrics.flagPublish(ok: ok) }
         let head = "POST /pub/\(channel) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         let answer = try exchange(socket: socket, request: Array(head.utf8) + body)
         guard (200..<300).contains(answer.status) else {
             throw Failure("publishing to \(channel) on \(socket): nginx answered \(answer.status)")
         }
+        ok = true
     }
 
     /// Deletes `channel`, ending every stream subscribed to it. A channel nchan does not hold
@@ -69,9 +74,7 @@ public enum NchanPublisher {
     /// nchan's info on `channel`: `messages` 0 when it does not exist (404). Throws `Failure`
     /// when the socket cannot be reached or the answer is not channel info.
     public static func channelInfo(socket: String, channel: String) throws(Failure) -> ChannelInfo {
-        let head = "GET /pub/\(channel) HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
-            + "Connection: close\r\n\r\n"
-        let answer = try exchange(socket: socket, request: Array(head.utf8))
+        let answer = try get(socket: socket, target: "/pub/\(channel)", accept: "application/json")
         if answer.status == 404 { return ChannelInfo(messages: 0, lastMessageSeconds: nil) }
         guard answer.status == 200, let count = messagesMember(answer.body) else {
             throw Failure("channel info for \(channel) on \(socket): nginx answered \(answer.status)")
@@ -141,6 +144,13 @@ public enum NchanPublisher {
         let separator = Array("\r\n\r\n".utf8)
         let body = bytes.firstRange(of: separator).map { bytes[$0.upperBound...] } ?? bytes[bytes.endIndex...]
         return Answer(status: status, body: body)
+    }
+
+    /// `GET target` on the publisher socket with `Accept: accept`: nginx's answer, whatever its
+    /// status (channel info; nchan's stub status at `/status`, `NchanStubStatus`).
+    static func get(socket: String, target: String, accept: String) throws(Failure) -> Answer {
+        let head = "GET \(target) HTTP/1.1\r\nHost: localhost\r\nAccept: \(accept)\r\nConnection: close\r\n\r\n"
+        return try exchange(socket: socket, request: Array(head.utf8))
     }
 
     /// Connects to `socket`, writes `request`, reads until nginx closes, within the deadline.

@@ -55,7 +55,15 @@ package enum ServiceMetrics {
         guard let segment = current, let index = MetricsLayout.endpoints.firstIndex(of: endpoint) else { return }
         let elapsed = ServiceContext.monotonicMicroseconds() - started
         segment.recordRequest(endpoint: index, status: status, microseconds: UInt64(max(0, elapsed)))
+        if index == flagStreamAuthIndex { segment.recordFlagStreamAuth(status: status) }
     }
+
+    /// The stream auth's endpoint (`FlagsRoute.streamAuth`): its answers also count by outcome,
+    /// once each, with the status that left the pool (a 503 after the answer included).
+    static let flagStreamAuthIndex = MetricsLayout.endpoints.firstIndex(of: FlagsRoute.streamAuth.logName)
+
+    /// One publish to the flag stream (`NchanPublisher.publish`): 2xx or not.
+    static func flagPublish(ok: Bool) { current?.recordFlagPublish(ok: ok) }
 
     static func verificationFailure(step: String) { current?.recordVerificationFailure(step: step) }
 
