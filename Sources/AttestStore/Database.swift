@@ -15,6 +15,9 @@ public enum Database: String, CaseIterable, Sendable {
     case featureFlagApps = "feature_flag_apps", featureFlags = "feature_flags"
     case featureFlagOverrides = "feature_flag_overrides", releaseNotes = "release_notes", notesSeen = "notes_seen"
     case deviceVersions = "device_versions"
+    case featureRequests = "feature_requests", featureVotes = "feature_votes", featureComments = "feature_comments"
+    case tickets, ticketMessages = "ticket_messages", ticketsByAuthor = "tickets_by_author"
+    case feedbackUsage = "feedback_usage"
     // ephemeral
     case challenges, rates
 

@@ -17,8 +17,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case open
         /// A record or key over its size bound was refused at writing (nothing was written).
         case tooLarge = "too_large"
-        /// A key the layout cannot hold: an empty App ID, or a 0x00 in an App ID, flag key or
-        /// override subject (0x00 ends them in the keys). Nothing was read or written.
+        /// A key the layout cannot hold: an empty App ID or organization name, a 0x00 in an App ID,
+        /// flag key or override subject (0x00 ends them in the keys), or an id or feedback author
+        /// digest that is not 16 bytes (notes, feature requests, tickets). Nothing was read or written.
         case invalidKey = "invalid_key"
         /// Any other LMDB or I/O error.
         case io

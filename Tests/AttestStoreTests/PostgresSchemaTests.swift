@@ -24,7 +24,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [3, 4, 5, 6, 7])
+        #expect(try backend.migrate() == [3, 4, 5, 6, 7, 8])
         try store.write([.durable]) { txn in try txn.enqueue(event) }
         #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
     }
@@ -46,7 +46,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [4, 5, 6, 7])
+        #expect(try backend.migrate() == [4, 5, 6, 7, 8])
         try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
         #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days
                     == [.init(newDevices: 0, activeDevices: 2)])
@@ -76,7 +76,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [5, 6, 7])
+        #expect(try backend.migrate() == [5, 6, 7, 8])
         #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4),
                 "3 deliveries and 1 queued test event")
         #expect(try store.check().isConsistent)
@@ -100,7 +100,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [6, 7])
+        #expect(try backend.migrate() == [6, 7, 8])
         let old = try #require(try store.read { try $0.receiptRecord(keyID: keyID) })
         #expect(old.check == .unchecked && old.receipt == [0x30, 0x80])
         try store.write([.durable]) { txn in
@@ -123,12 +123,12 @@ struct PostgresSchemaTests {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
         for db in PostgresSchema.version7 { try admin.command("DROP TABLE \(schema).\(PostgresSchema.table(db))") }
-        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 7")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 7")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [7])
+        #expect(try backend.migrate() == [7, 8])
         let lineage = LineageKey.fingerprint("fp", appID: "ABCDE12345.app")
         try store.write([.durable]) { txn in
             try txn.put(FeatureFlagRecord(key: "dark", type: .bool, description: "", createdAt: now, updatedAt: now),
@@ -137,5 +137,41 @@ struct PostgresSchemaTests {
         }
         #expect(try store.read { try $0.featureFlags(appID: "ABCDE12345.app") }.map(\.key) == ["dark"])
         #expect(try store.read { try $0.appleTeams() }.map(\.teamID) == ["ABCDE12345"], "what was there stays")
+    }
+
+    /// A version-7 database has none of the feedback tables: refused until migrated, then
+    /// they hold requests, votes and tickets as LMDB does, and what was there stays.
+    @Test func version8AddsFeatureRequestsAndTickets() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let now = Timestamp(seconds: 1_790_000_000), app = "ABCDE12345.app", author = FeedbackAuthor.admin
+        try f.open().write([.durable]) { txn in
+            try txn.put(FeatureFlagRecord(key: "dark", type: .bool, description: "", createdAt: now, updatedAt: now),
+                        appID: app)
+        }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        for db in PostgresSchema.version8 { try admin.command("DROP TABLE \(schema).\(PostgresSchema.table(db))") }
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 8")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [8])
+        let id = [UInt8](repeating: 1, count: 16)
+        try store.write([.durable]) { txn in
+            try txn.put(FeatureRequestRecord(id: id, title: "Dark mode", description: "Please", createdAt: now,
+                                             updatedAt: now, author: author, submitterID: "u1"), appID: app)
+            #expect(try txn.putVote(FeatureVoteRecord(voteID: id, voterID: "u1", createdAt: now), requestID: id,
+                                    author: author))
+            try txn.put(TicketRecord(id: id, subject: "Help", createdAt: now, updatedAt: now, author: author,
+                                     submitterID: "u1"), appID: app)
+            try txn.put(FeedbackUsageRecord(requests: 1, tickets: 1), org: "acme")
+        }
+        #expect(try store.read { try $0.featureRequests(appID: app) }.map(\.title) == ["Dark mode"])
+        #expect(try store.read { try $0.voteCount(requestID: id) } == 1)
+        #expect(try store.read { try $0.tickets(appID: app, author: author) }.map(\.subject) == ["Help"])
+        #expect(try store.read { try $0.feedbackUsage(org: "acme") } == FeedbackUsageRecord(requests: 1, tickets: 1))
+        #expect(try store.read { try $0.featureFlags(appID: app) }.map(\.key) == ["dark"], "what was there stays")
     }
 }

@@ -6,6 +6,9 @@
 /// and returns problems; a record that does not decode throws, which counts as a problem.
 enum RecordChecks {
     typealias Check = @Sendable (_ key: [UInt8], _ value: [UInt8], _ txn: Transaction) throws -> [String]
+    /// A check of a database as a whole, run once after its entries' checks (orphans whose
+    /// parent a key does not locate: a vote names its request's id, not its app).
+    typealias WholeCheck = @Sendable (_ txn: Transaction) throws -> [String]
 
     static let table: [Database: Check] = [
         .meta: { key, value, _ in
@@ -140,6 +143,13 @@ enum RecordChecks {
             }
             return problems
         },
+        .featureRequests: FeedbackChecks.request,
+        .featureVotes: FeedbackChecks.vote,
+        .featureComments: FeedbackChecks.comment,
+        .tickets: FeedbackChecks.ticket,
+        .ticketMessages: FeedbackChecks.message,
+        .ticketsByAuthor: FeedbackChecks.ticketByAuthor,
+        .feedbackUsage: FeedbackChecks.usage,
         .fingerprints: { key, value, _ in
             let lineage = try LineageRecord(encoded: value)
             var problems = [String]()
@@ -243,6 +253,13 @@ enum RecordChecks {
         return ["\(what) of app \(appID), which has no feature_flag_apps record"]
     }
 
+    static let wholeDatabase: [Database: WholeCheck] = [
+        .featureVotes: FeedbackChecks.orphans(.featureVotes, of: .featureRequests, "a vote", "feature request"),
+        .featureComments: FeedbackChecks.orphans(.featureComments, of: .featureRequests, "a comment",
+                                                 "feature request"),
+        .ticketMessages: FeedbackChecks.orphans(.ticketMessages, of: .tickets, "a message", "ticket"),
+    ]
+
     /// Databases whose entry counts must be equal (an index and what it indexes).
-    static let equalCounts: [(Database, Database)] = [(.devices, .deviceIDs)]
+    static let equalCounts: [(Database, Database)] = [(.devices, .deviceIDs), (.tickets, .ticketsByAuthor)]
 }

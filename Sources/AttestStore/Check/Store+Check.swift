@@ -3,7 +3,8 @@
 ///
 /// In one read snapshot of both environments, for every database in `Database.allCases`:
 /// the entries LMDB counts equal the entries a cursor visits; each record decodes and agrees
-/// with the indexes that point at it (`RecordChecks.table`); index and indexed database
+/// with the indexes that point at it (`RecordChecks.table`, then `RecordChecks.wholeDatabase`
+/// for what one entry cannot look up); index and indexed database
 /// have equal counts (`RecordChecks.equalCounts`).
 public struct StoreCheckReport: Sendable {
     public struct DatabaseResult: Sendable {
@@ -49,6 +50,9 @@ extension Store {
                     return true
                 }
                 if visited != entries { note(["LMDB counts \(entries) entries, a cursor visits \(visited)"]) }
+                if let whole = RecordChecks.wholeDatabase[db] {
+                    do { note(try whole(txn)) } catch { note(["cannot be checked: \(error)"]) }
+                }
                 counted[db] = entries
                 results.append(.init(database: db, entries: entries, recordsChecked: check != nil, problems: problems,
                                      problemCount: problemCount))

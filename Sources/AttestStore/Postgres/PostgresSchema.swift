@@ -11,6 +11,9 @@
 /// ae_receipt_due, ae_apple_teams (as every ae_<database>)            version 6: receipts to redeem, Apple teams
 /// ae_feature_flag_apps, ae_feature_flags, ae_feature_flag_overrides,
 ///   ae_release_notes, ae_notes_seen, ae_device_versions              version 7: feature flags, What's New
+/// ae_feature_requests, ae_feature_votes, ae_feature_comments,
+///   ae_tickets, ae_ticket_messages, ae_tickets_by_author,
+///   ae_feedback_usage                                                version 8: feature requests, support tickets
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -46,14 +49,20 @@ public enum PostgresSchema {
         (5, [createTable(.webhookCounts)]),
         (6, [createTable(.receiptDue), createTable(.appleTeams)]),
         (7, version7.map(createTable)),
+        (8, version8.map(createTable)),
     ]
 
     /// Feature flags and What's New (issue 41).
     static let version7: [Database] = [.featureFlagApps, .featureFlags, .featureFlagOverrides, .releaseNotes,
                                        .notesSeen, .deviceVersions]
 
+    /// Feature requests and support tickets (issue 42).
+    static let version8: [Database] = [.featureRequests, .featureVotes, .featureComments, .tickets, .ticketMessages,
+                                       .ticketsByAuthor, .feedbackUsage]
+
     /// The databases a migration after version 1 adds (each creates its own table).
-    static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7)
+    static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7
+                                               + version8)
 
     static func createTable(_ db: Database) -> String {
         "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
