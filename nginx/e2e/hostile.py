@@ -6,7 +6,14 @@ missing, duplicated and control-byte headers, slow bodies and many concurrent co
 Every answer must be the JSON error envelope {"error","code","requestId","reason"} with the
 documented status; no pool worker may die (worker pids before and after); the store must be
 unchanged (`attestctl store stats`) and consistent (`attestctl store check`). Rate limits are
-off so that each input meets the check it targets. Ends with `hostile: N passed, M failed`."""
+off so that each input meets the check it targets.
+
+The flags pool (issue #41), after those checks: a flags GET and a stream connect with 800 and
+1,000 random X-Custom-* headers and a 20 KB one (a clean 4xx or 200 with the flags, never a
+5xx; 800 must reach the pool and get the flags; no pool or nginx worker lost), and the flags
+workers SIGKILLed while 20 stream auth subrequests are in flight (each worker held in one by a
+publisher socket that never answers): clean 500 envelopes or the stream, new workers, the
+next stream gets its first event. Ends with `hostile: N passed, M failed`."""
 import concurrent.futures
 import json
 import os

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end for webhooks (issue #10) through real nginx, attest-webhooks and its deliver
-worker, with a local receiver. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+worker, with a local receiver; `flag.changed` (issue #41) for changes through attestctl and
+the org flags API. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
 import hashlib
 import hmac
 import json
