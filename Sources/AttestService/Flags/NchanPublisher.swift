@@ -46,15 +46,11 @@ public enum NchanPublisher {
         /// stored the message); nil when nchan names no message.
         public let lastMessageSeconds: Int64?
 
-        /// Whether a subscriber would get no message, or one stored before or in `changedAt`'s
-        /// second (a change whose publish failed, or that another host made: it publishes only
-        /// to its own nginx): the channel must be published again. Both sides have whole
-        /// seconds, so a message of the change's own second may predate it (this host primed
-        /// the channel, then another host changed the flags, in one second) and counts as
-        /// stale: the first connect after each change republishes once.
+        /// Whether a subscriber would get no message, or one stored before `changedAt`'s second
+        /// (a change whose publish failed): the channel must be published again.
         public func isStale(changedAt: Int64) -> Bool {
             guard messages > 0, let seconds = lastMessageSeconds else { return true }
-            return seconds <= changedAt
+            return seconds < changedAt
         }
     }
 
