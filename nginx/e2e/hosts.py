@@ -442,6 +442,7 @@ def flags_across_hosts(a, b, rx):
     # second ends. nchan's message id has whole seconds, like changedAt.
     outcome = None
     for attempt in range(4):
+        time.sleep(1.1)  # after the second of host B's last publish
         value = "false" if sdk_flags(b.http("GET", "/api/v1/flags", h).body) == beta[True] else "true"
         set_beta(value, "api")  # host B's channel is now older than changedAt
         time.sleep(1.1)
