@@ -6,10 +6,19 @@ missing, duplicated and control-byte headers, slow bodies and many concurrent co
 Every answer must be the JSON error envelope {"error","code","requestId","reason"} with the
 documented status; no pool worker may die (worker pids before and after); the store must be
 unchanged (`attestctl store stats`) and consistent (`attestctl store check`). Rate limits are
-off so that each input meets the check it targets. Ends with `hostile: N passed, M failed`."""
+off so that each input meets the check it targets.
+
+The flags pool (issue #41), after those checks: a flags GET and a stream connect with 800 and
+1,000 random X-Custom-* headers and a 20 KB one (a clean 4xx or 200 with the flags, never a
+5xx; 800 must reach the pool and get the flags; no pool or nginx worker lost), and the flags
+workers SIGKILLed while 20 stream auth subrequests are in flight (each worker held in one by a
+publisher socket that never answers): clean 500 envelopes or the stream, new workers, the
+next stream gets its first event. Ends with `hostile: N passed, M failed`."""
 import concurrent.futures
 import json
 import os
+import random
+import signal
 import sys
 import threading
 import time
@@ -18,6 +27,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 import raw_http  # noqa: E402
 from check import Tally  # noqa: E402
 from stack import Stack, app_headers, b64, cbor_map_of_bytes, sha256  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from flags import SSE, error_log, nginx_workers, sdk_flags  # noqa: E402  the flags suite's SSE client and helpers
 
 T = Tally()
 A = app_headers()
@@ -227,6 +239,162 @@ def many_connections(s, refresh):
     T.check(f"300 concurrent connections: every answer as documented", not wrong, str(wrong[:3]))
 
 
+# --- the flags pool (issue #41) -------------------------------------------------------------
+
+FLAGS_APP = "ABCDE12345.com.example.app"
+BETA = {"beta": ("boolean", True)}  # the defaults set up by `flag_setup`: no rules, so every caller gets them
+
+
+def flag_setup(s):
+    """A flag and a device token (after the store checks: it writes)."""
+    s.ctl("flags", "add", "--app", FLAGS_APP, "--key", "beta", "--type", "bool", "--value", "true")
+    p = s.device(s.state("flagdev"), "enroll")
+    if p.returncode != 0:
+        raise RuntimeError(f"enroll: {p.stdout}{p.stderr}")
+    return {**A, "Authorization": "Bearer " + json.load(open(s.state("flagdev")))["fields"]["token"]}
+
+
+def flags_answer(r):
+    """(status, flags as the SDK reads them) of a RawResponse."""
+    return r.status, sdk_flags(r.body) if r.status == 200 else None
+
+
+def stream_answer(port, headers):
+    """(status, first event's flags or None, body of a refusal) of a stream connect."""
+    c = SSE(port, headers)
+    ev = c.event(2.0) if c.status == 200 else None
+    body = c.body + c.raw
+    c.close()
+    return c.status, sdk_flags(ev) if ev else None, body
+
+
+def random_custom_headers(rng, count, longest):
+    """`count` X-Custom-* headers with random names and values of up to `longest` characters
+    (each name begins with its index: no two alike)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+    return [(f"X-Custom-{i}-{''.join(rng.choice(alphabet) for _ in range(rng.randint(0, longest)))}",
+             "".join(rng.choice(alphabet + " .:/") for _ in range(rng.randint(0, longest)))) for i in range(count)]
+
+
+def flags_many_headers(s, auth):
+    """1,000 random X-Custom-* headers (nginx passes each to the pool as a FastCGI param, on the
+    GET and on the stream's auth subrequest; the rules never read them), and one oversize
+    header: a clean 4xx, or 200 with the flags; never a 5xx, no worker lost. nginx refuses
+    1,000 headers itself (its 494, our 400 envelope), so 800 (about 18 KB, within its header
+    buffers) must reach the pool and get the flags."""
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    fits, many, long = (random_custom_headers(rng, n, longest) for n, longest in ((800, 4), (1000, 4), (1000, 12)))
+
+    def size(hs):
+        return sum(len(k) + len(v) + 4 for k, v in hs)
+    workers = s.pool_workers("flags")
+    master, nginx = nginx_workers(s)
+    outcomes = {}
+    for name, extra, must_pass in (
+            (f"800 random X-Custom-* headers of {size(fits)} bytes (seed {seed})", fits, True),
+            (f"1,000 random X-Custom-* headers of {size(many)} bytes", many, False),
+            (f"1,000 random X-Custom-* headers of {size(long)} bytes", long, False),
+            ("one 20 KB X-Custom-big header", [("X-Custom-big", "b" * 20_000)], False),
+            ("800 X-Custom-* headers and a 20 KB one", fits + [("X-Custom-big", "b" * 20_000)], False)):
+        tried["inputs"] += 2
+        hs = [*auth.items(), *extra]
+        got = flags_answer(raw_http.request(s.port, raw_http.build("GET", "/api/v1/flags", hs, None)))
+        status, first, body = stream_answer(s.port, dict(hs))
+        outcomes[name] = (got[0], status)
+        if must_pass:  # the pool gets all 800 as params
+            T.check(f"flags GET with {name}: 200 with the flags", got == (200, BETA), repr(got))
+            T.check(f"flag stream with {name}: 200 with the flags as its first event", (status, first) == (200, BETA),
+                    f"{status} {first!r} {body[:200]!r}")
+            continue
+        T.check(f"flags GET with {name}: a clean 4xx or 200 with the flags, never 5xx",
+                got == (200, BETA) or 400 <= got[0] < 500, repr(got))
+        T.check(f"flag stream with {name}: a clean 4xx (JSON envelope) or 200 with the flags first, never 5xx",
+                (status, first) == (200, BETA) or (400 <= status < 500 and b"requestId" in body), f"{status} {first!r} {body[:200]!r}")
+    print(f"INFO: flags with hostile headers (GET status, stream status): {outcomes}", flush=True)
+    T.check("after them the pool answers a plain GET with the flags", flags_answer(
+        raw_http.request(s.port, raw_http.build("GET", "/api/v1/flags", list(auth.items()), None))) == (200, BETA))
+    T.check("no flags pool worker died (same pids)", s.pool_workers("flags") == workers, f"{workers} → {s.pool_workers('flags')}")
+    T.check("no nginx worker exited (same workers, no 'exited on signal' in error.log)",
+            nginx_workers(s) == (master, nginx) and "exited on signal" not in error_log(s), f"{nginx} → {nginx_workers(s)[1]}")
+
+
+class StalledPublisher:
+    """Stands in for nginx's publisher socket: accepts and never answers, so every stream
+    auth holds its worker for NchanPublisher's 1 s deadline (the prime's channel check)."""
+
+    def __init__(self, path):
+        import socket
+        self.path, self.away = path, path + ".away"
+        os.rename(path, self.away)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o666)  # the pools run as another account (attestedge), as nginx's own socket allows
+        self.sock.listen(64)
+        self.held = []
+        threading.Thread(target=self._hold, daemon=True).start()
+
+    def _hold(self):
+        try:
+            while True:
+                self.held.append(self.sock.accept()[0])
+        except OSError:
+            pass
+
+    def restore(self):
+        self.sock.close()
+        os.unlink(self.path)
+        os.rename(self.away, self.path)
+        for c in self.held:
+            c.close()
+
+
+def flags_worker_killed(s, auth):
+    """The flags pool's workers SIGKILLed while stream auth subrequests are in flight (each
+    worker held inside one by a stalled publisher socket, the rest queued): every client gets
+    a clean answer (the 500/502/503 envelope, or the stream from a new worker), the pool starts
+    new workers, the next stream works."""
+    status, first, _ = stream_answer(s.port, auth)
+    T.check("a stream before the kill gets the flags first", (status, first) == (200, BETA), f"{status} {first!r}")
+    killed = s.pool_workers("flags")
+    master, nginx = nginx_workers(s)
+    stall = StalledPublisher(os.path.join(s.data, "run", "flags-publish.sock"))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            futures = [pool.submit(stream_answer, s.port, auth) for _ in range(20)]
+            time.sleep(0.5)
+            waiting, inside = sum(1 for f in futures if not f.done()), len(stall.held)
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            stall.restore()
+            stall = None
+            answers = [f.result() for f in futures]
+    finally:
+        if stall:
+            stall.restore()
+    tried["inputs"] += 20
+    statuses = sorted(st for st, _, _ in answers)
+    print(f"INFO: flags workers {killed} SIGKILLed with {waiting} stream connects waiting, {inside} of them inside a worker: "
+          f"statuses {statuses}", flush=True)
+    T.check("20 stream connects wait, one inside each flags worker (its auth subrequest in flight)",
+            waiting == 20 and inside == len(killed) > 0, f"{waiting} waiting, {inside} inside {len(killed)} workers")
+    T.check("each gets a clean answer: the 500/502/503 envelope, or 200 with the flags first",
+            all((st, first) == (200, BETA) or (st in (500, 502, 503) and b"requestId" in body) for st, first, body in answers),
+            repr([(st, first, body[:80]) for st, first, body in answers]))
+    T.check("those inside a killed worker got the error", sum(1 for st in statuses if st != 200) >= inside, repr(statuses))
+    deadline = time.time() + 15
+    while time.time() < deadline and (not s.pool_workers("flags") or set(s.pool_workers("flags")) & set(killed)):
+        time.sleep(0.1)
+    T.check("the pool runs new workers", s.pool_workers("flags") and not set(s.pool_workers("flags")) & set(killed),
+            f"{killed} → {s.pool_workers('flags')}")
+    t0 = time.monotonic()
+    status, first, _ = stream_answer(s.port, auth)
+    T.check("the next stream connect gets 200 and the flags as its first event", (status, first) == (200, BETA),
+            f"{status} {first!r} in {time.monotonic() - t0:.2f}s")
+    T.check("no nginx worker exited", nginx_workers(s) == (master, nginx) and "exited on signal" not in error_log(s),
+            f"{nginx} → {nginx_workers(s)[1]}")
+
+
 def main():
     s = Stack(setup=setup)
     started = time.time()
@@ -245,6 +413,9 @@ def main():
         T.check("the store is unchanged (attestctl store stats)", before == after, f"{before} -> {after}")
         check = s.ctl("store", "check", check=False)
         T.check("attestctl store check: consistent", check.returncode == 0, check.stdout[-1500:])
+        auth = flag_setup(s)
+        flags_many_headers(s, auth)
+        flags_worker_killed(s, auth)
     except Exception as e:  # noqa: BLE001 - report, then fail
         import traceback
         traceback.print_exc()

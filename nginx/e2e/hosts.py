@@ -7,7 +7,11 @@ Checks what the issue's "Done when" lists: a device enrolled on A refreshes on B
 presented to both hosts at once succeeds exactly once (validate and refresh); 20 refreshes with
 one counter split across the hosts succeed exactly once; 50 new devices racing at an
 organization's MAD limit across both hosts admit exactly the limit; webhooks are delivered once
-per event with a delivery worker on each host; killing host A (SIGKILL, everything under its
+per event with a delivery worker on each host; feature flags (issue #41): a change through
+host A's attestctl reaches host A's stream within 1 s, a stream on host B reconnecting after it
+gets the new defaults as its first event (also when host B primed its channel in the very
+second host A changed the flag), host B's GET sees it within 2 s, and each change's
+`flag.changed` is delivered once across both hosts' workers; killing host A (SIGKILL, everything under its
 `attestctl serve`) mid refresh load loses no acknowledged counter advance.
 
 The database: ATTEST_TEST_POSTGRES_URL (nginx/scripts/test.sh exports it), else a throwaway cluster
@@ -32,6 +36,9 @@ from check import Tally  # noqa: E402
 from stack import ROOT, BIN, Stack, app_headers  # noqa: E402
 from load import assertion_counter, post  # noqa: E402
 from receiver import Handler, Receiver  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from flags import SSE, sdk_flags  # noqa: E402  the flags suite's raw-bytes SSE client and the SDK's parser
 
 import jwt  # noqa: E402  PyJWT: tokens one host issues verify with the keys the other publishes
 
@@ -362,6 +369,167 @@ def webhooks(a, b, rx):
             json.dumps(entries)[:300])
 
 
+def flags_across_hosts(a, b, rx):
+    """Issue #41 on two hosts: a change is published to the nginx of the host that made it;
+    host B's streams catch up when they (re)connect (its auth handler republishes a channel
+    whose message predates the app's changedAt); host B's GET sees the change within the
+    PostgreSQL durableVersion's second; `flag.changed` goes out once, not once per host."""
+    app_id = ".".join(HOOKS)
+    flag_events = {"before": len(events_of(rx, "flag.changed"))}
+    made = []  # (actor, action) of each change, in order
+
+    def set_beta(value, how):
+        t0 = time.monotonic()
+        if how == "cli":
+            a.ctl("flags", "set", "--app", app_id, "--key", "beta", "--value", value)
+        else:
+            r = a.http("PUT", f"/api/v1/org/flags/beta?app_id={app_id}", {"Authorization": "Bearer " + key}, {"value": value == "true"})
+            if r.status != 200:
+                raise RuntimeError(f"PUT flag through host A: {r!r}")
+        made.append((how, "updated"))
+        return t0
+
+    a.ctl("flags", "add", "--app", app_id, "--key", "beta", "--type", "bool", "--value", "false")
+    made.append(("cli", "created"))
+    key = a.ctl_json("apikey", "create", "--org", HOOKORG)["key"]
+    st = a.state("flagdev")
+    p = dev(a, st, "enroll", app=HOOKS)
+    T.check("flags: a device enrolls on host A", p.returncode == 0, p.stderr)
+    token = json.load(open(st))["fields"]["token"]
+    h = {**app_headers(*HOOKS), "Authorization": "Bearer " + token}
+    beta = {True: {"beta": ("boolean", True)}, False: {"beta": ("boolean", False)}}
+
+    on_a, on_b = SSE(a.port, h), SSE(b.port, h)
+    first = (on_a.event(1.0), on_b.event(1.0))
+    T.check("flags: a stream on each host starts with beta=false", on_a.status == on_b.status == 200
+            and [sdk_flags(e or "") for e in first] == [beta[False]] * 2, f"{on_a.status} {on_b.status} {first!r}")
+    gets = [sdk_flags(b.http("GET", "/api/v1/flags", h).body) for _ in range(4)]  # host B's workers compile the flags
+    T.check("flags: GET on host B answers beta=false", gets == [beta[False]] * 4, repr(gets))
+    time.sleep(1.1)  # the change in a later second than host B's stored message
+
+    seen = []  # when host B's GET first answered the change, polled every 50 ms meanwhile
+
+    def poll_b():
+        while time.monotonic() - t0 < 4 and not seen:
+            if sdk_flags(b.http("GET", "/api/v1/flags", h).body) == beta[True]:
+                seen.append(time.monotonic() - t0)
+            time.sleep(0.05)
+    t0 = time.monotonic()
+    poller = threading.Thread(target=poll_b)
+    poller.start()
+    set_beta("true", "cli")
+    ev = on_a.event(3.0)
+    took = time.monotonic() - t0
+    print(f"INFO: flags: attestctl flags set on host A → event on host A's stream in {took * 1000:.0f} ms (attestctl start included)", flush=True)
+    T.check("flags: a change through host A's attestctl reaches host A's stream within 1 s",
+            sdk_flags(ev or "") == beta[True] and took < 1.0, f"{ev!r} after {took:.3f}s")
+    on_b.close()
+    poller.join()
+    print(f"INFO: flags: GET on host B answered beta=true {round(seen[0] * 1000) if seen else None} ms after the change "
+          "was started on host A", flush=True)
+    T.check("flags: GET on host B reflects the change within 2 s", seen and seen[0] < 2.0, f"{seen}")
+    # Host B's workers see the change within PostgreSQL's durableVersion second; its channel
+    # still holds the old defaults (the change was published to host A's nginx only).
+    time.sleep(max(0.0, 1.1 - (time.monotonic() - t0)))
+    again = SSE(b.port, h)
+    ev, more = again.event(1.0), again.event(0.5)
+    T.check("flags: a stream on host B reconnecting after the change gets beta=true as its first event",
+            again.status == 200 and sdk_flags(ev or "") == beta[True], f"{again.status} {ev!r}")
+    T.check("flags: and no stale event after it", more is None or sdk_flags(more) == beta[True], repr(more))
+    again.close()
+
+    # The same second: host B's channel is primed, then host A changes the flag before that
+    # second ends. nchan's message id has whole seconds, like changedAt.
+    outcome = None
+    for attempt in range(4):
+        time.sleep(1.1)  # after the second of host B's last publish
+        value = "false" if sdk_flags(b.http("GET", "/api/v1/flags", h).body) == beta[True] else "true"
+        set_beta(value, "api")  # host B's channel is now older than changedAt
+        time.sleep(1.1)
+        second = start_of_second()
+        primer = SSE(b.port, h)  # republishes the stale channel (in this second)
+        primed = primer.event(1.0)
+        primer.close()
+        back = "true" if value == "false" else "false"
+        set_beta(back, "api")
+        if int(time.time()) != second:
+            print(f"INFO: flags: same-second attempt {attempt + 1} spilled into the next second; again", flush=True)
+            continue
+        time.sleep(1.1)  # host B's cache sees the change
+        late = SSE(b.port, h)
+        outcome = (primed, late.event(1.0), back)
+        late.close()
+        break
+    if outcome is None:
+        T.check("flags: a change on host A in the second host B's channel was primed (ran)", False, "never fitted in one second")
+    else:
+        primed, ev, back = outcome
+        T.check("flags: host B primed its channel then host A changed the flag in that same second: "
+                f"a later stream on host B gets the change (beta={back}) first",
+                sdk_flags(primed or "") == beta[back != "true"] and sdk_flags(ev or "") == beta[back == "true"],
+                f"primed {primed!r}, then {ev!r}")
+
+    # The same second, host B's cache: host B's flags workers check their compiled flags in
+    # second S (GETs), host A changes the flag in S, a stream on host B connects in S. Its
+    # auth reads the change's changedAt from the store, so it republishes the channel, and
+    # must do so with the changed defaults (it reads the generation again after publishing).
+    outcome = None
+    for attempt in range(4):
+        time.sleep(1.1)
+        value = "false" if sdk_flags(b.http("GET", "/api/v1/flags", h).body) == beta[True] else "true"
+        second = start_of_second()
+        for _ in range(8):
+            b.http("GET", "/api/v1/flags", h)  # each of host B's flags workers validates its cache in this second
+        set_beta(value, "api")
+        late = SSE(b.port, h)
+        connected = int(time.time())
+        outcome = (late.event(1.0), value)
+        late.close()
+        if connected == second:
+            break
+        print(f"INFO: flags: cache same-second attempt {attempt + 1} spilled into the next second; again", flush=True)
+        outcome = None
+    if outcome is None:
+        T.check("flags: a stream on host B connecting in the second of host A's change (ran)", False, "never fitted in one second")
+    else:
+        ev, value = outcome
+        T.check(f"flags: host B's workers checked their flags, host A changed the flag and a stream connected on host B, "
+                f"all in one second: its first event has the change (beta={value})",
+                sdk_flags(ev or "") == beta[value == "true"], f"first event {ev!r}")
+        time.sleep(1.1)
+        later = SSE(b.port, h)
+        ev = later.event(1.0)
+        later.close()
+        T.check("flags: a stream on host B connecting a second later has it", sdk_flags(ev or "") == beta[value == "true"],
+                f"first event {ev!r}")
+    on_a.close()
+
+    want = len(made)
+    deadline = time.time() + 20
+    while time.time() < deadline and len(events_of(rx, "flag.changed")) - flag_events["before"] < want:
+        time.sleep(0.1)
+    time.sleep(3)  # time enough for a second delivery by the other host's worker to show
+    got = events_of(rx, "flag.changed")[flag_events["before"]:]
+    ids = [e["id"] for e in got]
+    T.check(f"flags: each of the {want} changes queues one flag.changed, delivered once across the two hosts' workers",
+            len(ids) == len(set(ids)) == want, f"{len(ids)} deliveries, {len(set(ids))} distinct, {want} changes")
+    T.check("flags: their actor and action are the changes' (cli/api, created/updated)",
+            sorted((e["data"]["actor"], e["data"]["action"]) for e in got) == sorted(made),
+            f"{sorted((e['data'].get('actor'), e['data'].get('action')) for e in got)} vs {sorted(made)}")
+
+
+def start_of_second():
+    """Waits for the first 50 ms of a second; returns that second."""
+    while time.time() % 1 > 0.05:
+        time.sleep(0.005)
+    return int(time.time())
+
+
+def events_of(rx, kind):
+    """The events of type `kind` the receiver got on /slow (host A and B's hook), in order."""
+    return [e for e in (json.loads(g[2]) for g in rx.on("/slow")) if e["event"] == kind]
+
+
 def kill_host_a(a, b):
     work = tempfile.mkdtemp(prefix="attestedge-hosts-load.")
     out = os.path.join(work, "refresh.jsonl")
@@ -456,6 +624,7 @@ def main():
         for name, step in (("shared set-up", shared_setup), ("cross-host refresh", cross_host_refresh),
                            ("one challenge on both hosts", challenge_once), ("one counter split", counter_split),
                            ("MAD race", mad_race), ("webhooks", lambda a, b: webhooks(a, b, rx)),
+                           ("flags", lambda a, b: flags_across_hosts(a, b, rx)),
                            ("host A killed under load", kill_host_a)):
             started = time.time()
             try:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end for webhooks (issue #10) through real nginx, attest-webhooks and its deliver
-worker, with a local receiver. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
+worker, with a local receiver; `flag.changed` (issue #41) for changes through attestctl and
+the org flags API. Prints PASS/FAIL per check and a summary; exits 1 on a failure."""
 import hashlib
 import hmac
 import json
@@ -35,6 +36,58 @@ def setup(s):
 
 
 QUOTA = 600
+APP = "ABCDE12345.com.example.app"
+# docs/webhooks.md, flag.changed: the members of `data`.
+FLAG_CHANGED = {"organization", "app_id", "team_id", "bundle_id", "flag_key", "environment", "action", "actor"}
+
+
+def flag_changed(s, rx, url, acme):
+    """Issue #41: `flag.changed` for a change through attestctl and for ones through the org
+    flags API, each delivered once to an endpoint subscribed to it alone, with the documented
+    `data` members, both signatures verified."""
+    r = api(s, acme, "POST", body={"url": url + "/flags", "events": ["flag.changed"]})
+    T.check("an endpoint subscribed to flag.changed alone", r.status == 201, repr(r))
+    hook, secret = r.json["id"], r.json["secret"]
+    s.ctl("flags", "add", "--app", APP, "--key", "beta", "--type", "bool", "--value", "false")
+    auth = {"Authorization": "Bearer " + acme}
+    put = s.http("PUT", f"/api/v1/org/flags/beta?app_id={APP}", auth, {"value": True})
+    env = s.http("POST", "/api/v1/org/flag-environments", auth, {"app_id": APP, "name": "staging"})
+    gone = s.http("DELETE", f"/api/v1/org/flags/beta?app_id={APP}", auth)
+    T.check("the org flags API changes a flag, adds an environment, deletes the flag",
+            (put.status, env.status, gone.status) == (200, 201, 200), f"{put!r} {env!r} {gone!r}")
+    want = [("cli", "created", "beta", "production"), ("api", "updated", "beta", "production"),
+            ("api", "environment_added", None, "staging"), ("api", "deleted", "beta", None)]
+    got = rx.wait("/flags", len(want), 15)
+    time.sleep(1.5)  # a duplicate would show by now
+    got = rx.on("/flags")
+    events = [json.loads(g[2]) for g in got]
+    print(f"INFO: flag.changed data as delivered: {[e['data'] for e in events]}", flush=True)
+    T.check("each change is delivered once as flag.changed", [e["event"] for e in events] == ["flag.changed"] * len(want)
+            and len({e["id"] for e in events}) == len(want), repr([(e["event"], e["id"]) for e in events]))
+    T.check("data has exactly the documented members", all(set(e["data"]) == FLAG_CHANGED for e in events),
+            repr([sorted(e["data"]) for e in events]))
+    seen = [(e["data"].get("actor"), e["data"].get("action"), e["data"].get("flag_key"), e["data"].get("environment")) for e in events]
+    T.check("actor, action, flag_key, environment: cli created beta production; api updated beta production, "
+            "environment_added staging (flag_key null), deleted beta (environment null)",
+            sorted(seen, key=str) == sorted(want, key=str), repr(seen))
+    T.check("organization, app_id, team_id and bundle_id name acme's app",
+            all((e["data"]["organization"], e["data"]["app_id"], e["data"]["team_id"], e["data"]["bundle_id"])
+                == ("acme", APP, "ABCDE12345", "com.example.app") for e in events), repr([e["data"] for e in events]))
+    wh = Webhook(secret)
+    try:
+        for g in got:
+            wh.verify(g[2], {k: g[1][k] for k in ("webhook-id", "webhook-timestamp", "webhook-signature")})
+        T.check("standardwebhooks verifies every flag.changed delivery", len(got) == len(want))
+    except Exception as e:  # noqa: BLE001
+        T.check("standardwebhooks verifies every flag.changed delivery", False, repr(e))
+    T.check("X-Grantiva-Signature is HMAC-SHA256(secret, raw body) on each",
+            got and all(g[1].get("x-grantiva-signature") == "sha256=" + hmac.new(secret.encode(), g[2], hashlib.sha256).hexdigest()
+                        for g in got))
+    T.check("the endpoint subscribed to all events got them too (flag.changed is an event like the others)",
+            sum(1 for g in rx.on("/ok") if json.loads(g[2])["event"] == "flag.changed") == len(want),
+            repr([json.loads(g[2])["event"] for g in rx.on("/ok")]))
+    gone = api(s, acme, "DELETE", "/" + hook)  # the endpoint limit checked below counts acme's endpoints
+    T.check("the flag.changed endpoint is deleted", gone.status == 200, repr(gone))
 
 
 def api(s, key, method, path="", body=None):
@@ -156,6 +209,7 @@ def main():
             T.check("a tampered body fails standardwebhooks verification", False)
         except Exception:  # noqa: BLE001
             T.check("a tampered body fails standardwebhooks verification", True)
+        flag_changed(s, rx, url, acme)
 
         r = api(s, acme, "POST", f"/{flaky}/test")
         T.check("POST /:id/test answers 202 with the queued event", r.status == 202 and r.json["event"] == "webhook.test", repr(r))
