@@ -59,7 +59,7 @@ let deviceCommand = Command(
                                       random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
             }
             if change.flags.contains(.blocked) {
-                closeFlagStreams(change.deviceIDs.map(FlagChannel.holder(deviceID:)), data: dataDirectory(args))
+                closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(change.device))], data: dataDirectory(args))
             }
             Output.out("device \(device.deviceID) (\(device.appID)): flags \(change.previous.names) → "
                        + "\(change.flags.names) on \(change.keys) key(s)"
@@ -74,7 +74,7 @@ let deviceCommand = Command(
                 current.status = .revoked
                 try txn.put(current)
             }
-            closeFlagStreams([FlagChannel.holder(deviceID: device.deviceID)], data: dataDirectory(args))
+            closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(device))], data: dataDirectory(args))
             Output.out("revoked device \(device.deviceID) (\(device.appID)): its refreshes now answer 403")
         }
         return 0

@@ -344,8 +344,7 @@ func publishFlagChanges(_ changes: [FeatureFlagChange], data: DataDirectory, sto
     let socket = FlagChannel.publishSocket(socketDirectory: directory)
     guard !changes.isEmpty else { return }
     guard access(socket, F_OK) == 0 else {
-        let served = Endpoint.allCases.contains { FileIO.exists(directory + "/\($0.rawValue).sock") }
-        if served || FileIO.exists(Doctor.systemdSockets) {
+        if poolsRunFrom(directory) {
             Output.err("attestctl: warning: flag stream: \(socket) is missing (is nginx running?): the change is "
                        + "stored; open streams do not get it, new streams get it when they connect")
         }
@@ -358,10 +357,32 @@ func publishFlagChanges(_ changes: [FeatureFlagChange], data: DataDirectory, sto
 
 /// Ends this host's flag streams held by `holders` (a device revoked or blocked, an API key
 /// revoked: `FlagStream.close`), so that their clients are authorised again now, not at the
-/// stream's `flags.streamMaxSeconds`. No publisher socket: no stream runs here. A failure is a
-/// warning; the change itself is stored.
+/// stream's `flags.streamMaxSeconds`. Twice, `closeAgainAfter` apart: a stream whose auth read
+/// the old standing just before the commit may subscribe after the first delete (the auth
+/// handler reads the standing again as its last step, so this covers nginx's own delay). No
+/// publisher socket where the pools run is a warning, as for `flags set`; none at all: no
+/// stream runs here. The change itself is stored either way.
 func closeFlagStreams(_ holders: [String], data: DataDirectory) {
-    for warning in FlagStream.close(holders: holders, socketDirectory: Doctor.socketDirectory(data)) {
-        Output.err("attestctl: warning: \(warning)")
+    let directory = Doctor.socketDirectory(data)
+    guard access(FlagChannel.publishSocket(socketDirectory: directory), F_OK) == 0 else {
+        if poolsRunFrom(directory) {
+            Output.err("attestctl: warning: flag stream: \(FlagChannel.publishSocket(socketDirectory: directory)) is "
+                       + "missing (is nginx running?): open streams end within flags.streamMaxSeconds")
+        }
+        return
     }
+    var warnings = FlagStream.close(holders: holders, socketDirectory: directory)
+    usleep(closeAgainAfterMicroseconds)
+    warnings += FlagStream.close(holders: holders, socketDirectory: directory)
+    for warning in Set(warnings).sorted() { Output.err("attestctl: warning: \(warning)") }
+}
+
+/// The pause between `closeFlagStreams`' two deletes.
+let closeAgainAfterMicroseconds: UInt32 = 300_000
+
+/// Whether pools run with their sockets in `directory` (serve's), or the units' sockets exist:
+/// then a missing publisher socket means nginx is down, not that no stream runs here.
+func poolsRunFrom(_ directory: String) -> Bool {
+    Endpoint.allCases.contains { FileIO.exists(directory + "/\($0.rawValue).sock") }
+        || FileIO.exists(Doctor.systemdSockets)
 }

@@ -68,6 +68,7 @@ let orgCommand = Command(
             return 0
         }
         if sub == "set" {
+            var retiered: [FeatureFlagChange] = []
             let changed = try store.write([.durable]) { txn -> OrgRecord in
                 guard var org = try txn.org(named: name) else {
                     throw CommandFailure(.notFound, "no organization \"\(name)\" (see 'attestctl org list')")
@@ -79,6 +80,7 @@ let orgCommand = Command(
                     // Limits still at the old tier's defaults follow the tier; ones set by hand stay.
                     if org.madLimit == org.tier.defaultMADLimit { org.madLimit = t.defaultMADLimit }
                     if org.ratePerMinute == org.tier.defaultRatePerMinute { org.ratePerMinute = t.defaultRatePerMinute }
+                    if t != org.tier { retiered = try touchFeatureFlags(org: name, at: now(), in: txn) }
                     org.tier = t
                 }
                 if args.value("mad-limit") != nil {
@@ -101,6 +103,7 @@ let orgCommand = Command(
                 try txn.put(org)
                 return org
             }
+            publishFlagChanges(retiered, data: dataDirectory(args), store: store)
             Output.out("organization \(name): \(changed.tier.rawValue), "
                        + "MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), "
                        + "grace \(changed.graceDays)d, "
@@ -139,4 +142,20 @@ func orgJSON(_ o: OrgRecord) -> JSONValue {
      "graceDays": .int(Int64(o.graceDays)), "upgradeUrl": .string(o.upgradeURL),
      "ratePerMinute": .int(Int64(o.ratePerMinute)), "subjectLinks": .string(o.subjectLinks.rawValue),
      "createdAt": .string(o.createdAt.iso8601)]
+}
+
+/// A tier decides which flags, environments and rules are served (`FeatureFlagLimits`), so a
+/// tier change is a change to each of the organization's apps' flags: their generation and
+/// `changedAt` move in the tier's transaction (workers rebuild; a stream's auth on any host
+/// republishes a channel older than that), and the caller publishes every environment.
+func touchFeatureFlags(org: String, at now: Timestamp, in txn: Transaction) throws -> [FeatureFlagChange] {
+    var changes: [FeatureFlagChange] = []
+    for app in try txn.apps() where app.org == org {
+        guard var state = try txn.featureFlagApp(appID: app.appID) else { continue }
+        state.generation &+= 1
+        state.changedAt = now
+        try txn.put(state, appID: app.appID)
+        changes.append(FeatureFlagChange(appID: app.appID, environment: nil))
+    }
+    return changes
 }

@@ -241,19 +241,19 @@ import Testing
     }
 
     /// The holder channel names the stream's own credential, so that a revoke can end exactly
-    /// that stream: the device's server id for a token, the key's id (hex) for an API key;
-    /// never anything the client chose (an `X-Device-ID` does not name it).
+    /// its streams: the device's lineage for a token (a block applies to the lineage), the key's
+    /// id (hex) for an API key; never anything the client chose (`X-Device-ID` does not name it).
     @Test func streamAuthNamesTheCredentialsHolderChannel() throws {
         let pool = try Pool()
         func holder(_ r: Response) -> String? { r.headers.first { $0.name == FlagsStreamAuth.holderHeader }?.value }
         let device = try #require(try pool.flow.storedDevice())
         let r = pool.streamAuth(headers: pool.headers(["X-Device-ID": "ffffffffffffffffffffffffffffffff"]))
-        #expect(r.status == 204 && holder(r) == "~device/" + device.deviceID)
+        #expect(r.status == 204 && holder(r) == "~lineage/" + Hex.encode(LineageKey.of(device).digest))
         let key = try pool.apiKey()
         let k = pool.streamAuth(headers: pool.headers(token: key))
         #expect(k.status == 204 && holder(k) == "~key/" + Hex.encode(Array(key.prefix(12).utf8)))
         for h in [holder(r), holder(k)].compactMap({ $0 }) {
-            #expect(h.wholeMatch(of: /~(device|key)\/[0-9a-f]{2,64}/) != nil, "site.conf's publisher grammar: \(h)")
+            #expect(h.wholeMatch(of: /~(lineage|key)\/[0-9a-f]{2,64}/) != nil, "site.conf's publisher grammar: \(h)")
         }
     }
 

@@ -31,7 +31,7 @@ import Testing
         let server = Self.site[start.lowerBound...]
         #expect(server.contains("allow unix:;"))
         #expect(server.contains("deny all;"))
-        let regex = #"location ~ "^/pub/([A-Z0-9]{10}\.[A-Za-z0-9.-]+/([a-z0-9][a-z0-9_-]{0,31}|~empty)|~(device|key)/[0-9a-f]{2,64})$""#
+        let regex = #"location ~ "^/pub/([A-Z0-9]{10}\.[A-Za-z0-9.-]+/([a-z0-9][a-z0-9_-]{0,31}|~empty)|~(lineage|key)/[0-9a-f]{2,64})$""#
         #expect(server.contains(regex))
         let listens = Self.site.components(separatedBy: "\n").filter { $0.contains("listen ") && !$0.contains("#") }
         #expect(listens.count == 3, "the site, the metrics server and the publisher: \(listens)")

@@ -31,7 +31,10 @@ through `attestctl serve`, real nginx with Debian's nchan, and software devices 
   counter through refresh), or an API key revoked, has that channel deleted: its stream ends
   within 1 s (`:410`), the reconnect gets 403 (401 for the key), a bystander's stream on the
   same channel carries on. A revoke this nginx does not hear of (its publisher socket moved
-  away, as on another host) still ends the stream within flags.streamMaxSeconds (10 here).
+  away, as on another host) still ends the stream within flags.streamMaxSeconds (10 here). A
+  device invalidated while its stream's auth is priming (a proxy holds the publisher) gets no
+  stream (403). A tier downgrade reaches an open stream and later ones (the free tier's 10 of
+  12 flags).
 - A missed publish (review of #41): a change made while the publisher socket is unreachable
   (moved away) warns, and a stream opened afterwards is told the new defaults on connect (the
   auth handler republishes a channel whose message predates the app's changedAt).
@@ -46,6 +49,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -58,6 +62,8 @@ T = Tally()
 A = app_headers()
 APP = f"{A['X-Team-ID']}.{A['X-Bundle-ID']}"
 OTHER = app_headers(bundle="com.example.other")
+TIER = app_headers(bundle="com.example.tier")  # org tiny (pro, then free): a_tier_change_reaches_the_stream
+TIER_APP = f"{TIER['X-Team-ID']}.{TIER['X-Bundle-ID']}"
 STREAM_MAX = 10  # flags.streamMaxSeconds here: longer than the stream check's keepalive wait
 NOBODY = 65534
 
@@ -66,6 +72,8 @@ def setup(s):
     s.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
     s.ctl("app", "add", "--org", "acme", "--team", A["X-Team-ID"], "--bundle", A["X-Bundle-ID"], "--env", "both")
     s.ctl("app", "add", "--org", "acme", "--team", OTHER["X-Team-ID"], "--bundle", OTHER["X-Bundle-ID"], "--env", "both")
+    s.ctl("org", "add", "tiny", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("app", "add", "--org", "tiny", "--team", TIER["X-Team-ID"], "--bundle", TIER["X-Bundle-ID"])
     s.ctl("config", "set", "flags.keepaliveSeconds", "5")
     s.ctl("config", "set", "flags.streamMaxSeconds", str(STREAM_MAX))
     s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
@@ -522,7 +530,7 @@ def replayed_refresh(s, name):
 
 def streams_end_when_standing_is_lost(s):
     """The issue: "a revoked device gets no flags". auth_request runs at connect only, so each
-    stream also holds its own holder channel (~device/<deviceId>, ~key/<hex>): revoking, blocking
+    stream also holds its own holder channel (~lineage/<hex>, ~key/<hex>): revoking, blocking
     or invalidating the device, or revoking the API key, deletes it and nchan ends that stream at
     once (`:410`); the SDK reconnects 1 s after a clean close and is refused. Another device's
     stream on the same environment channel carries on and still gets changes."""
@@ -567,6 +575,147 @@ def streams_end_when_standing_is_lost(s):
     T.check("and it still gets the next change", sdk_flags(ev or "") == {"beta": ("boolean", True)}, repr(ev))
     b.close()
     s.ctl("flags", "set", "--app", APP, "--key", "beta", "--value", "false")
+
+
+class HoldingProxy:
+    """A unix-socket proxy at nginx's publisher path that forwards each request to nginx's real
+    socket; `hold()` makes it keep the next GET (the prime's channel info) until `released` is
+    set (from the review of #41)."""
+
+    def __init__(self, path, real):
+        self.path, self.real = path, real
+        self.holding = False
+        self.held = threading.Event()
+        self.released = threading.Event()
+        self.log = []
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        os.chmod(path, 0o666)
+        self.srv.listen(64)
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def hold(self):
+        self.held.clear()
+        self.released.clear()
+        self.holding = True
+
+    def close(self):
+        self.released.set()
+        self.srv.close()
+        os.unlink(self.path)
+
+    def _loop(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
+
+    def _handle(self, c):
+        c.settimeout(15)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        m = re.search(r"(?i)content-length:\s*(\d+)", head)
+        need = int(m.group(1)) if m else 0
+        while len(data) - len(head) - 4 < need:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        first = head.split("\r\n", 1)[0]
+        self.log.append((time.monotonic(), first))
+        if first.startswith("GET ") and self.holding:
+            self.holding = False
+            self.held.set()
+            self.released.wait(10)
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        u.connect(self.real)
+        u.sendall(data)
+        answer = b""
+        while True:
+            chunk = u.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        u.close()
+        try:
+            c.sendall(answer)
+        except OSError:
+            pass  # the pool gave up (NchanPublisher's 1 s deadline) and answered nginx anyway
+        c.close()
+
+
+def a_device_losing_standing_while_its_stream_connects_gets_no_stream(s):
+    """The race (review of #41): the auth subrequest reads the device, primes the channel, then
+    answers; nchan subscribes only after that. A device invalidated in between had its holder
+    deleted before its stream held it. A proxy in front of the publisher socket holds the
+    prime's channel-info GET while a replayed refresh invalidates the device; the auth reads
+    the standing again as its last step, so the stream is refused (403), or, if it was
+    authorised, it must end at once."""
+    d = enroll(s, "racer")
+    r = get_flags(s, d["token"])
+    T.check("race: the device is served before (GET 200)", r.status == 200, repr(r))
+    counter = json.loads(open(s.state("racer")).read()).get("counter", 0)
+    challenge = s.http("GET", "/api/v1/attestation/challenge", A).json["challenge"]
+    body = json.loads(s.device(s.state("racer"), "body", "refresh", "--challenge", challenge,
+                               "--counter", str(counter)).stdout)
+    sock = os.path.join(s.data, "run", "flags-publish.sock")
+    os.rename(sock, sock + ".real")
+    proxy = HoldingProxy(sock, sock + ".real")
+    try:
+        proxy.hold()
+        box = {}
+        opener = threading.Thread(target=lambda: box.setdefault("c", SSE(s.port, auth(d["token"]))))
+        opener.start()
+        T.check("race: the pool read the device and is priming (its channel-info GET is held)", proxy.held.wait(5))
+        out = s.http("POST", "/api/v1/attestation/refresh", A, body)
+        T.check("race: the replayed refresh invalidates the device (409) meanwhile", out.status == 409, repr(out))
+        proxy.released.set()
+        opener.join(10)
+        c = box.get("c")
+        if c is not None and c.status == 200:
+            tail, took = read_until_closed(c, 3.0)
+            T.check("race: the stream authorised before the invalidation ends at once", c.closed and took < 1.0,
+                    f"open after {took:.1f} s: {tail!r}")
+        else:
+            T.check("race: the stream is refused (403 with the JSON envelope)", c is not None and c.status == 403
+                    and envelope(c.body + c.raw, "forbidden"), repr(c and c.status))
+        if c is not None:
+            c.close()
+    finally:
+        proxy.close()
+        os.rename(sock + ".real", sock)
+
+
+def a_tier_change_reaches_the_stream(s):
+    """A tier decides which flags are served (free: the first 10). A downgrade is a change to
+    the organization's apps' flags (review of #41): an open stream gets the new defaults, and
+    one opened later gets what GET serves."""
+    keys = [f"f{i:02d}" for i in range(1, 13)]
+    for k in keys:
+        s.ctl("flags", "add", "--app", TIER_APP, "--key", k, "--type", "bool", "--value", "true")
+    key = re.search(r"aat_[A-Za-z0-9_-]+", s.ctl("apikey", "create", "--org", "tiny").stdout).group(0)
+    c = SSE(s.port, auth(key, TIER))
+    before = json.loads(c.event(2.0) or "{}").get("flags", {})
+    T.check("tier: under pro the stream carries the 12 flags", sorted(before) == keys, repr(before))
+    s.ctl("org", "set", "tiny", "--tier", "free")
+    changed = json.loads(c.event(1.5) or "{}").get("flags", {})
+    c.close()
+    r = s.http("GET", "/api/v1/flags", auth(key, TIER))
+    served = sorted(json.loads(r.body).get("flags", {}))
+    T.check("tier: after the downgrade to free GET serves the first 10", served == keys[:10], repr(served))
+    T.check("tier: the open stream is sent them within 1.5 s", sorted(changed) == served, repr(sorted(changed)))
+    time.sleep(1.1)  # past the second of the downgrade
+    c = SSE(s.port, auth(key, TIER))
+    after = json.loads(c.event(2.0) or "{}").get("flags", {})
+    c.close()
+    T.check("tier: a stream opened later carries what GET serves", sorted(after) == served, repr(sorted(after)))
 
 
 def a_revoke_nginx_does_not_hear_of_still_ends_the_stream(s):
@@ -684,6 +833,8 @@ def main():
     os.chmod(s.dir, 0o755)  # the data directory where every account may enter, like /var/lib or /srv
     return run_suite(T, "flags", s, [rules_on_attested_properties, rollout_and_override, stream, statuses, unknown_environment, whats_new,
                                      hostile, streams_end_when_standing_is_lost,
+                                     a_device_losing_standing_while_its_stream_connects_gets_no_stream,
+                                     a_tier_change_reaches_the_stream,
                                      a_revoke_nginx_does_not_hear_of_still_ends_the_stream, a_missed_publish_is_repaired_at_connect,
                                      publisher_is_ours_only, fault])
 

@@ -27,8 +27,6 @@ public enum DeviceFlags {
         public let flags: DeviceRecord.OperatorFlags
         /// Keys whose records now carry the flags.
         public let keys: Int
-        /// The server ids of those keys' devices (their flag streams end when `flags` blocks).
-        public let deviceIDs: [String]
     }
 
     /// Longest reason kept, in UTF-8 bytes.
@@ -52,13 +50,13 @@ public enum DeviceFlags {
             case .clear: lineage.flags = []
             }
             try txn.put(lineage, key)
-            var mirrored: [String] = []
+            var mirrored = 0
             var seen = Set<[UInt8]>()
             for k in lineage.history.map(\.keyID) + [keyID] where seen.insert(k).inserted {
                 guard var d = try txn.device(keyID: k), d.appID == device.appID else { continue }
                 d.operatorFlags = lineage.flags
                 try txn.put(d)
-                mirrored.append(d.deviceID)
+                mirrored += 1
             }
             try txn.appendFlagChange(FlagChange(at: now, previous: previous, flags: lineage.flags, keyID: keyID,
                                                 deviceID: device.deviceID, reason: reason), key)
@@ -77,8 +75,7 @@ public enum DeviceFlags {
                                                 ("blocked_at", .string(now.iso8601)),
                                             ]).jsonText))
             }
-            return Change(device: device, previous: previous, flags: lineage.flags, keys: mirrored.count,
-                          deviceIDs: mirrored)
+            return Change(device: device, previous: previous, flags: lineage.flags, keys: mirrored)
         }
     }
 }

@@ -68,15 +68,26 @@ enum FlagsAuth {
     /// The token's device, read in `txn`: 401 when the app does not have it (a renewal finds
     /// out), 403 when it may not be served (`HeartbeatEndpoint.standing`; the log says why).
     static func device(_ claims: VerifiedTokens.Claims, app: AppRecord, in txn: Transaction) throws -> DeviceRecord {
+        try standing(claims, app: app, in: txn).device
+    }
+
+    /// As `device`, with the device's lineage, which is judged too: a block applies to every
+    /// key of a fingerprint, but `DeviceFlags` mirrors it only onto the keys the lineage's
+    /// history keeps (the latest 32), so an older key's own record may not show it.
+    static func standing(_ claims: VerifiedTokens.Claims, app: AppRecord,
+                         in txn: Transaction) throws -> (device: DeviceRecord, lineage: LineageRecord) {
         guard let device = try txn.device(deviceID: claims.deviceID), device.appID == app.appID else {
             throw HeartbeatEndpoint.unauthorized("token for a device this app does not have")
         }
-        if let refusal = HeartbeatEndpoint.standing(device) {
+        let lineage = try txn.lineage(of: device)
+        let blocked = lineage.flags.contains(.blocked)
+        if let refusal = HeartbeatEndpoint.standing(device)
+            ?? (blocked ? "device \(device.deviceID)'s fingerprint is blocked by an operator" : nil) {
             throw ServiceError(.forbidden, "This device is not served: it is revoked, invalidated or blocked.",
                                hint: "An invalidated device attests again; ask the operator about the others.",
                                log: refusal)
         }
-        return device
+        return (device, lineage)
     }
 
     /// The override subjects of a caller: its device (server id) and its SDK device id

@@ -38,9 +38,9 @@ enum FlagsEndpoint {
                 return (flags.answer(environment: environment, caller: .apiKey(sdkDeviceID: sdkDeviceID),
                                      targeting: targeting, overrides: overrides, now: now), nil)
             case .token(let claims):
-                let device = try FlagsAuth.device(claims, app: caller.app.app, in: txn)
-                let who = try FeatureFlagDevice.read(device, app: caller.app.app, org: caller.app.org, now: now,
-                                                     in: txn, ctx)
+                let (device, lineage) = try FlagsAuth.standing(claims, app: caller.app.app, in: txn)
+                let who = try FeatureFlagDevice.read(device, lineage: lineage, app: caller.app.app,
+                                                     org: caller.app.org, now: now, in: txn, ctx)
                 let overrides = flags.hasOverrides
                     ? try overridesOf(FlagsAuth.overrideSubjects(device: device, sdkDeviceID: targeting.sdkDeviceID),
                                       app: caller.app.app.appID, in: txn) : []

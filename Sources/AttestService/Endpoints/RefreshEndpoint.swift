@@ -30,8 +30,8 @@ public enum RefreshEndpoint {
     enum Outcome {
         case advanced(DeviceRecord, DeviceAssessment)
         /// A refusal, and its `attestedge_refresh_outcomes_total` outcome if it has one;
-        /// `invalidated`: the server id of a device this write invalidated (its flag streams end).
-        case failed(ServiceError, outcome: String?, invalidated: String? = nil)
+        /// `invalidated`: the lineage of a device this write invalidated (its flag streams end).
+        case failed(ServiceError, outcome: String?, invalidated: LineageKey? = nil)
     }
 
     /// The body, decoded and checked before the challenge is looked at.
@@ -175,7 +175,7 @@ public enum RefreshEndpoint {
                     ? "key registered for \(current.appID), presented for \(app.app.appID)"
                     : "counter \(verified.counter) is not above the stored \(current.counter)"),
                     outcome: current.appID == app.app.appID ? "replay" : nil,
-                    invalidated: invalidated ? current.deviceID : nil)
+                    invalidated: invalidated ? LineageKey.of(current) : nil)
             }
             // A device not yet counted this month is admitted (or refused) before it advances.
             if !ablated("no-write"), case .refused(let limit, let current) = try MonthlyCounter.countActive(
@@ -203,7 +203,7 @@ public enum RefreshEndpoint {
         }, then: { outcome in
             switch outcome {
             case .failed(let failure, let kind, let invalidated):
-                if let invalidated { closeFlagStreams(deviceID: invalidated, ctx) }
+                if let invalidated { closeFlagStreams(lineage: invalidated, ctx) }
                 ctx.refreshOutcome = kind
                 throw failure
             case .advanced(let device, let assessment):
@@ -269,20 +269,21 @@ public enum RefreshEndpoint {
     /// with its `attestation.anomaly` event, then ends its flag streams.
     static func invalidate(_ keyID: [UInt8], ctx: ServiceContext, org: String, now: Timestamp,
                            kind: WebhookEvent.Anomaly, extra: [(String, JSONValue)]) throws {
-        let invalidated = try ctx.store.write([.durable]) { txn -> String? in
+        let invalidated = try ctx.store.write([.durable]) { txn -> LineageKey? in
             guard var device = try txn.device(keyID: keyID) else { return nil }
             guard try invalidate(&device, in: txn, now: now) else { return nil }
             try queueAnomaly(kind, device: device, org: org, in: txn, now: now, ctx, extra: extra)
-            return device.deviceID
+            return LineageKey.of(device)
         }
-        if let invalidated { closeFlagStreams(deviceID: invalidated, ctx) }
+        if let invalidated { closeFlagStreams(lineage: invalidated, ctx) }
     }
 
-    /// Ends this host's flag streams of a device just invalidated (after the commit): its
-    /// client reconnects and is refused (`FlagStream.close`). Failures are logged.
-    static func closeFlagStreams(deviceID: String, _ ctx: ServiceContext) {
+    /// Ends this host's flag streams of the lineage of a device just invalidated (after the
+    /// commit): its client reconnects and is refused (`FlagStream.close`; the lineage's other
+    /// keys reconnect and are served). Failures are logged.
+    static func closeFlagStreams(lineage: LineageKey, _ ctx: ServiceContext) {
         guard let sockets = ctx.poolSockets else { return }
-        for warning in FlagStream.close(holders: [FlagChannel.holder(deviceID: deviceID)], socketDirectory: sockets) {
+        for warning in FlagStream.close(holders: [FlagChannel.holder(lineage: lineage)], socketDirectory: sockets) {
             ctx.log("refresh: \(warning)")
         }
     }

@@ -29,15 +29,15 @@ public struct FeatureFlagDevice: Sendable {
     }
 
     /// Reads the device's lineage and subject in `txn` (two gets) and assesses it.
-    public static func read(_ device: DeviceRecord, app: AppRecord, org: OrgRecord, now: Timestamp,
-                            in txn: Transaction, _ ctx: ServiceContext) throws -> FeatureFlagDevice {
-        try read(device, app: app, org: org, now: now, in: txn)
+    public static func read(_ device: DeviceRecord, lineage: LineageRecord? = nil, app: AppRecord, org: OrgRecord,
+                            now: Timestamp, in txn: Transaction, _ ctx: ServiceContext) throws -> FeatureFlagDevice {
+        try read(device, lineage: lineage, app: app, org: org, now: now, in: txn)
     }
 
-    /// As above, without a service context (attestctl).
-    public static func read(_ device: DeviceRecord, app: AppRecord, org: OrgRecord, now: Timestamp,
-                            in txn: Transaction) throws -> FeatureFlagDevice {
-        let lineage = try txn.lineage(of: device)
+    /// As above, without a service context (attestctl); `lineage` when the caller has read it.
+    public static func read(_ device: DeviceRecord, lineage read: LineageRecord? = nil, app: AppRecord,
+                            org: OrgRecord, now: Timestamp, in txn: Transaction) throws -> FeatureFlagDevice {
+        let lineage = try read ?? txn.lineage(of: device)
         let subject = device.subjectID.isEmpty ? nil : try txn.subject(org: org.name, subjectID: device.subjectID)
         let profile = DeviceProfile(device: device, lineage: lineage, subject: subject, now: now)
         return FeatureFlagDevice(deviceID: device.deviceID, lineageDigest: LineageKey.of(device).digest,

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestStore
 
 /// A change to an app's feature flags that the flag stream must carry: the defaults of
 /// `environment` (or of every environment of the app when `nil`) changed.
@@ -25,8 +26,10 @@ public struct FeatureFlagChange: Hashable, Sendable {
 /// answer's `X-AttestEdge-Channel` header; nothing the client sends names a channel.
 ///
 /// Each stream also holds a **holder** channel of its own credential, named in the auth
-/// answer's `X-AttestEdge-Holder`: `~device/<deviceId>` for a device token, `~key/<hex of the
-/// API key's id>` for an API key. Nothing is ever published there; deleting it (`DELETE
+/// answer's `X-AttestEdge-Holder`: `~lineage/<hex of LineageKey.digest>` for a device token
+/// (every key of the device's fingerprint shares it, so a block, which applies to the whole
+/// lineage, reaches keys older than the lineage's kept history), `~key/<hex of the API key's
+/// id>` for an API key. Nothing is ever published there; deleting it (`DELETE
 /// /pub/<holder>`, `FlagStream.close`) makes nchan end every stream holding it at once, and
 /// the client's reconnect is authorised again. That is how a device revoked, blocked or
 /// invalidated, or an API key revoked, loses an open stream (on the host that made the change;
@@ -42,8 +45,8 @@ public enum FlagChannel {
     /// The channel of every environment `appID` does not have.
     public static func empty(appID: String) -> String { appID + "/~empty" }
 
-    /// The holder channel of the streams of the device with server id `deviceID` (hex).
-    public static func holder(deviceID: String) -> String { "~device/" + deviceID }
+    /// The holder channel of the streams of every key of the lineage `lineage`.
+    public static func holder(lineage: LineageKey) -> String { "~lineage/" + Hex.encode(lineage.digest) }
 
     /// The holder channel of the streams opened with the API key whose id is `apiKeyID`.
     public static func holder(apiKeyID: String) -> String { "~key/" + Hex.encode(Array(apiKeyID.utf8)) }

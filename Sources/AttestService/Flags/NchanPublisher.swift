@@ -15,7 +15,7 @@ import Glibc
 ///   such channel (after `nginx -s reload` nchan's memory store is empty).
 /// - `DELETE /pub/<channel>` → 200 (deleted: every subscriber's stream ends, nchan writes a
 ///   `:410` comment first), or 404 when no stream holds it.
-/// A channel is `TEAMID.bundle/env` or a holder `~device/<id>` (see `FlagChannel`): it goes into the path as is; the
+/// A channel is `TEAMID.bundle/env` or a holder `~lineage/<hex>` (see `FlagChannel`): it goes into the path as is; the
 /// publisher location's regex refuses anything else.
 public enum NchanPublisher {
     /// Why a request to the publisher failed; `description` is for logs and warnings.
@@ -63,11 +63,15 @@ public enum NchanPublisher {
         /// stored the message); nil when nchan names no message.
         public let lastMessageSeconds: Int64?
 
-        /// Whether a subscriber would get no message, or one stored before `changedAt`'s second
-        /// (a change whose publish failed): the channel must be published again.
+        /// Whether a subscriber would get no message, or one stored in or before `changedAt`'s
+        /// second: the channel must be published again. Before: a change whose publish failed.
+        /// In the same second: the message may predate the change (this host primed the channel,
+        /// then a change on another host, or one whose publish failed, in that second); whole
+        /// seconds cannot tell, so it is republished. The cost: the first connect after each
+        /// change (and any in the change's second) republishes the same defaults once.
         public func isStale(changedAt: Int64) -> Bool {
             guard messages > 0, let seconds = lastMessageSeconds else { return true }
-            return seconds < changedAt
+            return seconds <= changedAt
         }
     }
 
