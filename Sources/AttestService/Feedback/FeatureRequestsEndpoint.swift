@@ -45,8 +45,8 @@ enum FeatureRequestsEndpoint {
     }
 
     static func list(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
         let query = try FeedbackQuery(request)
-        let auth = try FlagsAuth.caller(request, now: ctx.clock.now(), ctx)
         let answer = try ctx.store.read { txn -> JSONValue in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             let (items, total) = query.page(try txn.featureRequests(appID: caller.appID))
@@ -58,7 +58,7 @@ enum FeatureRequestsEndpoint {
     }
 
     static func show(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let auth = try FlagsAuth.caller(request, now: ctx.clock.now(), ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
         return FeedbackWire.answer(try ctx.store.read { txn in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             let r = try existing(id, caller, in: txn)
@@ -68,7 +68,7 @@ enum FeatureRequestsEndpoint {
 
     static func create(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let body = try JSONBody(request)
         let title = try FeedbackInput.text(body, .title)
         let description = try FeedbackInput.text(body, .description)
@@ -93,7 +93,7 @@ enum FeatureRequestsEndpoint {
 
     static func vote(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let body = try JSONBody(request)
         let voter = try FeedbackInput.clientID(body, "voterId")
         _ = try FeedbackInput.clientID(body, "deviceHash")
@@ -119,7 +119,7 @@ enum FeatureRequestsEndpoint {
 
     static func unvote(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let caller = try ctx.store.read { txn -> FeedbackCaller in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             _ = try existing(id, caller, in: txn)
@@ -140,7 +140,7 @@ enum FeatureRequestsEndpoint {
     }
 
     static func comments(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let auth = try FlagsAuth.caller(request, now: ctx.clock.now(), ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
         return FeedbackWire.answer(try ctx.store.read { txn in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             _ = try existing(id, caller, in: txn)
@@ -150,7 +150,7 @@ enum FeatureRequestsEndpoint {
 
     static func comment(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let body = try JSONBody(request)
         let text = try FeedbackInput.text(body, .comment)
         let authorID = try FeedbackInput.clientID(body, "authorId")

@@ -22,10 +22,20 @@ struct FeedbackCaller {
 
     var appID: String { app.app.appID }
 
-    /// Authenticates `request` and reads its device in `txn` (the caller's read or write).
-    static func resolve(_ request: Request, now: Timestamp, _ ctx: ServiceContext,
-                        in txn: Transaction) throws -> FeedbackCaller {
-        try resolve(FlagsAuth.caller(request, now: now, ctx), in: txn)
+    /// `FlagsAuth.caller`, then the organization's switch: 401, 403, then 403
+    /// `feedback_not_available`, before the body is looked at.
+    static func authenticate(_ request: Request, now: Timestamp, _ ctx: ServiceContext) throws -> FlagsAuth.Caller {
+        let caller = try FlagsAuth.caller(request, now: now, ctx)
+        try requireEnabled(caller.app.org)
+        return caller
+    }
+
+    static func requireEnabled(_ org: OrgRecord) throws {
+        guard org.feedbackEnabled else {
+            throw ServiceError(.feedbackNotAvailable, "Feature requests and support tickets are not available "
+                                                      + "for this app.",
+                               log: "organization \(org.name) has feedback off")
+        }
     }
 
     static func resolve(_ caller: FlagsAuth.Caller, in txn: Transaction) throws -> FeedbackCaller {
@@ -39,11 +49,7 @@ struct FeedbackCaller {
             author = .apiKey(keyID: id, clientID: sdkDeviceID ?? "")
             subject = nil
         }
-        guard caller.app.org.feedbackEnabled else {
-            throw ServiceError(.feedbackNotAvailable, "Feature requests and support tickets are not available "
-                                                      + "for this app.",
-                               log: "organization \(caller.app.org.name) has feedback off")
-        }
+        try requireEnabled(caller.app.org)
         return FeedbackCaller(app: caller.app, author: author, subject: subject)
     }
 

@@ -42,7 +42,7 @@ enum TicketsEndpoint {
 
     static func create(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let body = try JSONBody(request)
         let subject = try FeedbackInput.text(body, .subject)
         let text = try FeedbackInput.text(body, .ticketBody)
@@ -72,8 +72,8 @@ enum TicketsEndpoint {
     }
 
     static func list(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
         let submitter = try FlagsAdminEndpoint.query(request, "submitter_id")
-        let auth = try FlagsAuth.caller(request, now: ctx.clock.now(), ctx)
         let tickets = try ctx.store.read { txn -> [TicketRecord] in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             var found = try txn.tickets(appID: caller.appID, author: caller.author)
@@ -91,7 +91,7 @@ enum TicketsEndpoint {
     }
 
     static func show(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let auth = try FlagsAuth.caller(request, now: ctx.clock.now(), ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
         return FeedbackWire.answer(try ctx.store.read { txn in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             let t = try readable(id, caller, in: txn)
@@ -101,7 +101,7 @@ enum TicketsEndpoint {
 
     static func reply(_ id: [UInt8], _ request: Request, _ ctx: ServiceContext) throws -> Response {
         let now = ctx.clock.now()
-        let auth = try FlagsAuth.caller(request, now: now, ctx)
+        let auth = try FeedbackCaller.authenticate(request, now: now, ctx)
         let body = try JSONBody(request)
         let text = try FeedbackInput.text(body, .ticketBody)
         let authorID = try FeedbackInput.clientID(body, "authorId")
