@@ -216,3 +216,29 @@ import Testing
                     && event["app_id"]?.stringValue == Fixture.appID)
     }
 }
+
+/// An API key has no device: its author is the key with the `X-Device-ID` it sends (simulator
+/// builds sharing one key are told apart only by that client-claimed id).
+@Suite struct FeedbackAPIKeyTests {
+    @Test func anAPIKeysAuthorIsTheKeyWithItsDeviceID() throws {
+        let pool = try FeedbackPool()
+        let (key, record) = APIKeys.generate(org: "acme", name: "sim", random: SystemRandom(), now: pool.now)
+        try pool.context.store.write([.durable]) { try $0.put(record) }
+        let id = try #require(FeedbackPool.json(pool.create())["id"]?.stringValue)
+        let path = FeedbackPool.features + "/\(id)/vote"
+        func vote(_ device: String) -> Int {
+            pool.call("POST", path, body: "{}", token: key, headers: ["X-Device-ID": device]).status
+        }
+        #expect(vote("sim-1") == 201)
+        #expect(vote("sim-1") == 409)
+        #expect(vote("sim-2") == 201, "another client-claimed id is another author")
+        let listed = try SDKFeedback.decode(SDKFeedback.Page.self,
+                                            pool.call("GET", FeedbackPool.features, token: key,
+                                                      headers: ["X-Device-ID": "sim-1"]))
+        #expect(listed.items.first?.hasVoted == true && listed.items.first?.voteCount == 2)
+        let ticket = pool.openTicket(token: key)
+        #expect(ticket.status == 201)
+        let tid = try #require(FeedbackPool.json(ticket)["id"]?.stringValue)
+        #expect(pool.call("GET", FeedbackPool.tickets + "/\(tid)").status == 404, "the device is not the key")
+    }
+}
