@@ -72,7 +72,6 @@ import Testing
         let comment = try SDKFeedback.decode(SDKFeedback.Comment.self, posted)
         #expect(comment.body == "Yes please" && comment.authorType == .user && comment.featureRequestId.uuidString == id)
         let other = try pool.device()
-        pool.flow.fixture.clock.advance(1)
         #expect(pool.call("POST", Self.features + "/\(id)/comments", body: #"{"authorId":"b","body":"Me too"}"#,
                           token: other).status == 201)
         let listed = pool.call("GET", Self.features + "/\(id)/comments", token: other)

@@ -44,6 +44,23 @@ import Testing
         #expect(try pool.events("ticket.message").count == 1)
     }
 
+    @Test func aThreadWrittenWithinOneSecondListsInTheOrderItWasWritten() throws {
+        let pool = try FeedbackPool()
+        let tid = try #require(FeedbackPool.json(pool.openTicket(body: "m0"))["id"]?.stringValue)
+        let rid = try #require(FeedbackPool.json(pool.create())["id"]?.stringValue)
+        let bodies = (1...24).map { "m\($0)" }
+        for body in bodies {
+            #expect(pool.call("POST", Self.tickets + "/\(tid)/messages", body: #"{"body":"\#(body)"}"#).status == 201)
+            #expect(pool.call("POST", FeedbackPool.features + "/\(rid)/comments", body: #"{"body":"\#(body)"}"#).status
+                        == 201)
+        }
+        let detail = try SDKFeedback.decode(SDKFeedback.TicketDetail.self, pool.call("GET", Self.tickets + "/\(tid)"))
+        #expect(detail.messages.map(\.body) == ["m0"] + bodies)
+        let comments = try SDKFeedback.decode([SDKFeedback.Comment].self,
+                                              pool.call("GET", FeedbackPool.features + "/\(rid)/comments"))
+        #expect(comments.map(\.body) == bodies)
+    }
+
     @Test func anotherDeviceSendingTheSameSubmitterIDGetsNothing() throws {
         let pool = try FeedbackPool()
         let id = try #require(FeedbackPool.json(pool.openTicket())["id"]?.stringValue)

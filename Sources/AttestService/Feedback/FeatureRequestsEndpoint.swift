@@ -163,7 +163,8 @@ enum FeatureRequestsEndpoint {
         try FeedbackRates.charge(.comment, author: caller.author, now: now, ctx)
         let comment = try ctx.store.write([.durable]) { txn -> FeedbackCommentRecord in
             var r = try existing(id, caller, in: txn)
-            let c = FeedbackCommentRecord(id: FeedbackPath.newID(ctx), createdAt: now, authorType: .user,
+            let last = try txn.lastTimedID(.featureComments, parent: id, at: now)
+            let c = FeedbackCommentRecord(id: FeedbackPath.newID(after: last, ctx), createdAt: now, authorType: .user,
                                           author: caller.author, authorID: authorID, body: text,
                                           pushToken: push.token, pushEnvironment: push.environment)
             try FeedbackUsage.add(FeedbackUsageRecord(comments: 1, bytes: c.countedBytes), caller, in: txn)

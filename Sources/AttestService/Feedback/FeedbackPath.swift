@@ -37,4 +37,22 @@ struct FeedbackPath {
         b[8] = b[8] & 0x3F | 0x80
         return b
     }
+
+    /// A new id above `previous` (the greatest of the same second in the thread, if any): a
+    /// random one when that is above it, else `previous` with its last 7 bytes plus a random
+    /// 1…2^16 (the version and variant bits stay; keys order comments and messages of one second
+    /// by id, so the thread reads in the order it was written).
+    static func newID(after previous: [UInt8]?, _ ctx: ServiceContext) -> [UInt8] {
+        let fresh = newID(ctx)
+        guard let previous, previous.count == 16, !previous.lexicographicallyPrecedes(fresh) else { return fresh }
+        var next = previous
+        let step = ctx.random.bytes(2)
+        var carry = (Int(step[0]) << 8 | Int(step[1])) + 1
+        for i in stride(from: 15, through: 9, by: -1) where carry > 0 {
+            let sum = Int(next[i]) + carry
+            next[i] = UInt8(sum & 0xFF)
+            carry = sum >> 8
+        }
+        return carry == 0 ? next : fresh
+    }
 }

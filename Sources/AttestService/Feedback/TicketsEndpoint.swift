@@ -113,7 +113,8 @@ enum TicketsEndpoint {
         try FeedbackRates.charge(.message, author: caller.author, now: now, ctx)
         let message = try ctx.store.write([.durable]) { txn -> TicketMessageRecord in
             var t = try readable(id, caller, in: txn)
-            let m = TicketMessageRecord(id: FeedbackPath.newID(ctx), createdAt: now, authorType: .user,
+            let last = try txn.lastTimedID(.ticketMessages, parent: id, at: now)
+            let m = TicketMessageRecord(id: FeedbackPath.newID(after: last, ctx), createdAt: now, authorType: .user,
                                         author: caller.author, authorID: authorID, body: text)
             try FeedbackUsage.add(FeedbackUsageRecord(messages: 1, bytes: m.countedBytes), caller, in: txn)
             try txn.put(m, ticketID: id)
