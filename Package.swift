@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "attest-monitor", targets: ["attest-monitor"]),
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-flags", targets: ["attest-flags"]),
+        .executable(name: "attest-feedback", targets: ["attest-feedback"]),
         .executable(name: "attest-receipts", targets: ["attest-receipts"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
@@ -85,6 +86,7 @@ let package = Package(
         .executableTarget(name: "attest-mad", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-monitor", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-flags", dependencies: ["AttestService"], swiftSettings: strict),
+        .executableTarget(name: "attest-feedback", dependencies: ["AttestService"], swiftSettings: strict),
         .executableTarget(name: "attest-webhooks", dependencies: [
             "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport",
             "FastCGI", "HTTPClient",

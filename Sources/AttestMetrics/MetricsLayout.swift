@@ -29,7 +29,8 @@ public enum MetricsLayout {
     /// The endpoints' names in the log (`endpoint` label): every name a pool answers under.
     public static let endpoints = ["challenge", "validate", "refresh", "heartbeat", "usage", "webhooks", "healthz",
                                    "metrics", "flags", "flags-stream-auth", "whats-new", "whats-new-seen", "org-flags",
-                                   "org-release-notes"]
+                                   "org-release-notes", "feature-requests", "feature-votes", "feature-comments",
+                                   "tickets", "ticket-messages"]
     /// HTTP statuses counted: 100...599, one slot each.
     public static let statuses = 100...599
     /// Request duration buckets' upper bounds in µs, and as `le` label values.
@@ -50,7 +51,7 @@ public enum MetricsLayout {
     /// heartbeat's monthly cap on API-key devices (`usage.apiKeyDevicesPerMonth`), not a bucket
     /// of `RateLimits`; `other` for anything else.
     public static let rateBuckets = ["validate-ip", "refresh-ip", "org", "webhook-write-org", "webhook-test",
-                                     "webhook-test-org", "api-key-devices", "other"]
+                                     "webhook-test-org", "api-key-devices", "feedback", "other"]
     /// Group commit sizes' upper bounds (writes), and as `le` label values.
     public static let groupSizeBounds: [UInt64] = [1, 2, 4, 8, 16, 32, 64]
     public static let groupSizeLabels = ["1", "2", "4", "8", "16", "32", "64"]

@@ -5,9 +5,10 @@ import FastCGI
 /// The endpoints, one executable each (`attest-<rawValue>`); `mad` serves heartbeat and the
 /// usage API (monthly-active-device accounting), `webhooks` the webhook management API,
 /// `monitor` the load balancers' `/healthz` and Prometheus's `/metrics` (on its own listener),
-/// `flags` feature flags, the flag stream's auth, What's New and their org API.
+/// `flags` feature flags, the flag stream's auth, What's New and their org API, `feedback`
+/// feature requests and support tickets.
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh, mad, webhooks, monitor, flags
+    case challenge, validate, refresh, mad, webhooks, monitor, flags, feedback
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -19,6 +20,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .webhooks: return WebhooksEndpoint.path
         case .monitor: return MonitorEndpoint.healthPath
         case .flags: return FlagsEndpoint.path
+        case .feedback: return FeatureRequestsEndpoint.path
         }
     }
 
@@ -39,6 +41,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .webhooks: return "webhooks"
         case .monitor: return request.path == MonitorEndpoint.metricsPath ? "metrics" : "healthz"
         case .flags: return FlagsRoute(request.path).logName
+        case .feedback: return FeedbackRoute(request.path).logName
         }
     }
 
@@ -54,6 +57,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .webhooks: return try WebhooksEndpoint.route(request, ctx)
         case .monitor: return try MonitorEndpoint.route(request, ctx)
         case .flags: return try FlagsRoute(request.path).answer(request, ctx)
+        case .feedback: return try FeedbackRoute.answer(request, ctx)
         }
     }
 }
@@ -100,7 +104,7 @@ public struct ServiceResponder: Responder {
             #else
             return true
             #endif
-        case .challenge, .mad, .webhooks, .monitor, .flags: return false
+        case .challenge, .mad, .webhooks, .monitor, .flags, .feedback: return false
         }
     }
 

@@ -45,6 +45,17 @@ extension Transaction {
         }
     }
 
+    /// The greatest id under `parent (16) ‖ createdAt` in `db` (`feature_comments`,
+    /// `ticket_messages`): a new comment or message of the same second takes an id above it, so
+    /// a thread lists in the order it was written (one prefix scan of that second).
+    public func lastTimedID(_ db: Database, parent: [UInt8], at createdAt: Timestamp) throws -> [UInt8]? {
+        var last: [UInt8]?
+        try scanPrefix(db, Self.feedbackID(parent, "feedback thread") + BigEndian.bytes(createdAt.seconds)) { rest, _ in
+            if rest.count == 16 { last = Array(rest) }
+        }
+        return last
+    }
+
     // MARK: requests
 
     public func featureRequest(appID: String, id: [UInt8]) throws -> FeatureRequestRecord? {

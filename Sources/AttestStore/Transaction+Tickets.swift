@@ -7,7 +7,9 @@ import AttestCore
 /// ticket_messages    ticketID (16) ‖ createdAt i64 BE (8) ‖ messageID (16) → TicketMessageRecord
 /// tickets_by_author  appID ‖ 0x00 ‖ author (17) ‖ ticketID (16)           → u8 1
 /// ```
-/// `put(_:appID:)` keeps `tickets_by_author` in step with the ticket's author. The store
+/// `put(_:appID:)` keeps `tickets_by_author` in step with the ticket's author;
+/// `listTicket(_:appID:under:)` adds the entry of a subject (`FeedbackAuthor.subject`), which
+/// is not the ticket's author and stays when the author changes. The store
 /// keeps no counts: the feedback domain bumps `messageCount` and the organization's
 /// `FeedbackUsageRecord` in the transaction of each change; `attestctl store check` recounts.
 extension Transaction {
@@ -62,6 +64,23 @@ extension Transaction {
         }
         try put(.tickets, key, ticket.encoded())
         try put(.ticketsByAuthor, indexKey, [1])
+    }
+
+    /// Lists the ticket under a subject as well (`FeedbackAuthor.subject`): the devices
+    /// verifiably linked to that subject read it. - Throws: `StoreError(.invalidKey)` for
+    /// another kind of author, an id or digest that is not 16 bytes.
+    public func listTicket(_ ticketID: [UInt8], appID: String, under subject: FeedbackAuthor) throws {
+        guard case .subject = subject else {
+            throw StoreError(.invalidKey, "a ticket is listed under its author by put; here only under a subject")
+        }
+        try put(.ticketsByAuthor, Self.ticketAuthorPrefix(appID: appID, subject) + Self.feedbackID(ticketID, "ticket"),
+                [1])
+    }
+
+    /// Whether `tickets_by_author` lists the ticket under `author` (its opener, or a subject).
+    public func ticketListed(_ ticketID: [UInt8], appID: String, under author: FeedbackAuthor) throws -> Bool {
+        try get(.ticketsByAuthor, Self.ticketAuthorPrefix(appID: appID, author) + Self.feedbackID(ticketID, "ticket"))
+            != nil
     }
 
     /// The ticket's messages, oldest first (same second: by id).

@@ -12,7 +12,7 @@ let orgCommand = Command(
                                       [--grace-days N] [--upgrade-url URL] [--rate-limit N]
                                       [--subject-links signed|operator|asserted] [--data DIR]
                attestctl org set NAME [--tier T] [--mad-limit N] [--grace-days N] [--upgrade-url URL] [--rate-limit N]
-                                      [--subject-links P] [--data DIR]
+                                      [--subject-links P] [--feedback on|off] [--data DIR]
                attestctl org list [--json] [--data DIR]
                attestctl org secret NAME [--rotate] [--data DIR]
 
@@ -27,6 +27,8 @@ let orgCommand = Command(
                       secret), operator (none: 'attestctl subject link' only) or asserted (any id
                       the device sends: any device of the organization gets that subject's
                       entitlements; organizations created before link policies keep it)
+        --feedback    whether the organization's apps take feature requests and support tickets
+                      from their devices (on by default; off: 403 feedback_not_available)
         secret        prints the organization's subject secret (made if it has none); --rotate
                       replaces it: values signed with the old one stop verifying, links stay
 
@@ -35,13 +37,17 @@ let orgCommand = Command(
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["add", "set", "list", "secret"])
         let args = try Arguments(rest, valued: ["data", "tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit",
-                                                "subject-links"],
+                                                "subject-links", "feedback"],
                                  switches: ["json", "rotate"])
         let links = try args.value("subject-links").map { text -> SubjectLinkPolicy in
             guard let policy = SubjectLinkPolicy(rawValue: text) else {
                 throw UsageError("--subject-links must be signed, operator or asserted")
             }
             return policy
+        }
+        let feedback = try args.value("feedback").map { text -> Bool in
+            guard text == "on" || text == "off" else { throw UsageError("--feedback must be on or off") }
+            return text == "on"
         }
         let (_, store) = try openStore(dataDirectory(args))
         if sub == "list" {
@@ -100,6 +106,7 @@ let orgCommand = Command(
                         org.subjectSecret = SignedSubject.newSecret(random: SystemRandom())
                     }
                 }
+                if let feedback { org.feedbackEnabled = feedback }
                 try txn.put(org)
                 return org
             }
@@ -108,7 +115,8 @@ let orgCommand = Command(
                        + "MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), "
                        + "grace \(changed.graceDays)d, "
                        + "rate \(changed.ratePerMinute == 0 ? "unlimited" : "\(changed.ratePerMinute)/min"), "
-                       + "subject links \(changed.subjectLinks.rawValue)")
+                       + "subject links \(changed.subjectLinks.rawValue), "
+                       + "feedback \(changed.feedbackEnabled ? "on" : "off")")
             return 0
         }
         guard !name.isEmpty, name.count <= 100 else { throw UsageError("NAME must be 1 to 100 characters") }
@@ -141,7 +149,7 @@ func orgJSON(_ o: OrgRecord) -> JSONValue {
     ["name": .string(o.name), "tier": .string(o.tier.rawValue), "madLimit": .int(Int64(o.madLimit)),
      "graceDays": .int(Int64(o.graceDays)), "upgradeUrl": .string(o.upgradeURL),
      "ratePerMinute": .int(Int64(o.ratePerMinute)), "subjectLinks": .string(o.subjectLinks.rawValue),
-     "createdAt": .string(o.createdAt.iso8601)]
+     "feedback": .bool(o.feedbackEnabled), "createdAt": .string(o.createdAt.iso8601)]
 }
 
 /// A tier decides which flags, environments and rules are served (`FeatureFlagLimits`), so a

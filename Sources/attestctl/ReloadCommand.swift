@@ -13,7 +13,8 @@ let reloadCommand = Command(
     usage: """
         usage: attestctl reload ENDPOINT [--timeout SECONDS] [--data DIR]
 
-        ENDPOINT is challenge, validate, refresh, mad, webhooks or monitor. Sends SIGHUP to the pool's master
+        ENDPOINT is challenge, validate, refresh, mad, webhooks, monitor, flags or feedback.
+        Sends SIGHUP to the pool's master
         (DATA/run/ENDPOINT.sock.pid, signalled only if that process is the pool's master:
         its executable is attest-ENDPOINT and it serves DATA/run/ENDPOINT.sock): it runs the binary at its path \
         with --check first, then
@@ -26,9 +27,9 @@ let reloadCommand = Command(
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data", "timeout"], switches: [])
-        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad, webhooks, monitor)")
+        let name = try args.positional(0, "ENDPOINT (challenge, validate, refresh, mad, webhooks, monitor, flags, feedback)")
         guard Endpoint(rawValue: name) != nil else {
-            throw UsageError("unknown endpoint \(name): challenge, validate, refresh, mad, webhooks or monitor")
+            throw UsageError("unknown endpoint \(name): " + Endpoint.allCases.map(\.rawValue).joined(separator: ", "))
         }
         let timeout = try args.int("timeout", default: 45, in: 1...600)
         let data = dataDirectory(args)

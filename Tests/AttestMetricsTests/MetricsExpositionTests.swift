@@ -86,6 +86,7 @@ import Testing
             attestedge_rate_limited_total{bucket="webhook-test"} 0
             attestedge_rate_limited_total{bucket="webhook-test-org"} 0
             attestedge_rate_limited_total{bucket="api-key-devices"} 0
+            attestedge_rate_limited_total{bucket="feedback"} 0
             attestedge_rate_limited_total{bucket="other"} 0
             # HELP attestedge_group_commit_size Final writes committed together per group commit.
             # TYPE attestedge_group_commit_size histogram

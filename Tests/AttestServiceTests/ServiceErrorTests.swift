@@ -10,7 +10,7 @@ import Testing
         (.badRequest, 400), (.challengeInvalid, 400), (.challengeExpired, 400), (.challengeAlreadyUsed, 400),
         (.attestationObjectInvalid, 400), (.keyIDInvalid, 400), (.clientDataHashInvalid, 400),
         (.appleValidationFailed, 401), (.unauthorized, 401), (.quotaExceeded, 402), (.appNotRegistered, 403),
-        (.forbidden, 403), (.notFound, 404), (.methodNotAllowed, 405), (.reattestRequired, 409), (.conflict, 409),
+        (.forbidden, 403), (.feedbackNotAvailable, 403), (.notFound, 404), (.methodNotAllowed, 405), (.reattestRequired, 409), (.conflict, 409),
         (.payloadTooLarge, 413), (.rateLimited, 429), (.storeQuotaExceeded, 429), (.internalError, 500),
         (.notImplemented, 501), (.unavailable, 503),
     ]

@@ -97,14 +97,14 @@ import Testing
             #expect(throws: StoreError(.corrupt, ""), "\(name) with a trailing byte") { _ = try decode(good + [0]) }
             #expect(throws: StoreError(.unknownVersion, ""), "\(name) v2") { _ = try decode([2] + good.dropFirst()) }
         }
-        // A status past the last; an author of kind 4, of 16 bytes, an admin with a digest; a merge id of 15.
+        // A status past the last; an author of kind 5, of 16 bytes, an admin with a digest; a merge id of 15.
         var bytes = Self.request.encoded()
         let status = 1 + 8 + 7
         #expect(bytes[status] == 3)
         bytes[status] = 7
         #expect(throws: StoreError(.corrupt, "")) { try FeatureRequestRecord(encoded: bytes) }
         bytes = Self.message.encoded()
-        bytes[6] = 4  // the author's kind, after u8 1, authorType and the u32 length
+        bytes[6] = 5  // the author's kind, after u8 1, authorType and the u32 length
         #expect(throws: StoreError(.corrupt, "")) { try TicketMessageRecord(encoded: bytes) }
         bytes = [1, 0] + Self.bytes([1] + Array(Self.digest.dropLast())) + Self.str("u") + Self.str("ok")
         #expect(throws: StoreError(.corrupt, "")) { try TicketMessageRecord(encoded: bytes) }

@@ -269,6 +269,31 @@ import Testing
         #expect(problems[.tickets] == ["a ticket of app \(app), whose organization acme has no feedback_usage record"])
     }
 
+    /// A ticket listed under a subject too (`listTicket`): the subject's devices find it through
+    /// `tickets(appID:author:)`; store check accepts the entry beside the author's and counts
+    /// tickets against the authors' entries only; a subject entry of no ticket is named, and
+    /// nothing but a subject may be listed that way.
+    @Test(arguments: StoreConformance.kinds) func aSubjectsEntryListsATicketBesideItsAuthor(_ kind: Kind) throws {
+        let f = try StoreConformance.Fixture(kind), store = try f.open()
+        try fill(store)
+        let house = FeedbackAuthor.subject(org: "acme", subjectID: "house-17")
+        #expect(house != FeedbackAuthor.subject(org: "other", subjectID: "house-17"), "per organization")
+        try store.write { try $0.listTicket(Self.id(1), appID: app, under: house) }
+        let (listed, isListed, elsewhere) = try store.read { txn in
+            (try txn.tickets(appID: app, author: house).map(\.id), try txn.ticketListed(Self.id(1), appID: app, under: house),
+             try txn.ticketListed(Self.id(1), appID: app2, under: house))
+        }
+        #expect(listed == [Self.id(1)] && isListed && !elsewhere)
+        let report = try store.check()
+        #expect(report.isConsistent, "\(report.databases.flatMap(\.problems)) \(report.crossProblems)")
+        #expect(throws: StoreError(.invalidKey, "")) {
+            try store.write { try $0.listTicket(Self.id(1), appID: app, under: bob) }
+        }
+        try store.write { try $0.listTicket(Self.id(9), appID: app, under: house) }
+        let index = try store.check().databases.first { $0.database == .ticketsByAuthor }?.problems ?? []
+        #expect(index == ["a tickets_by_author entry for no ticket (\(Hex.encode(Self.id(9))) of app \(app))"], "\(index)")
+    }
+
     /// `attestctl backup` copies each LMDB environment whole (`Store.copyCompacted`), so the
     /// feedback databases travel with it: a store opened on the copy reads them back.
     @Test func aBackupCopyCarriesRequestsAndTickets() throws {

@@ -178,7 +178,20 @@ import Testing
         #expect(old.subjectLinks == .asserted && old.subjectSecret.isEmpty,
                 "organizations from before link policies keep asserted")
         var bad = OrgRecord(name: "a", createdAt: now, subjectSecret: "").encoded()
-        bad[bad.count - 5] = 9  // the policy byte, before the empty secret's 4-byte length
+        bad[bad.count - 6] = 9  // the policy byte, before the empty secret's 4-byte length and the feedback switch
+        #expect(throws: StoreError(.corrupt, "")) { try OrgRecord(encoded: bad) }
+    }
+
+    @Test func orgVersion2ReadsWithFeedbackOnAndTheSwitchRoundTrips() throws {
+        let off = OrgRecord(name: "quiet", createdAt: now, subjectSecret: "asl_x", feedbackEnabled: false)
+        #expect(try OrgRecord(encoded: off.encoded()) == off)
+        // A v2 record is the v3 layout without the trailing feedback byte.
+        var v2 = off.encoded().dropLast()
+        v2[v2.startIndex] = 2
+        let old = try OrgRecord(encoded: Array(v2))
+        #expect(old.feedbackEnabled && old.subjectSecret == "asl_x", "organizations from before the switch have feedback on")
+        var bad = off.encoded()
+        bad[bad.count - 1] = 2
         #expect(throws: StoreError(.corrupt, "")) { try OrgRecord(encoded: bad) }
     }
 
@@ -197,7 +210,7 @@ import Testing
 
     @Test func unknownVersionsAreRejected() throws {
         var bytes = OrgRecord(name: "a", createdAt: now).encoded()
-        bytes[0] = 3
+        bytes[0] = OrgRecord.currentVersion + 1
         #expect(throws: StoreError(.unknownVersion, "")) { try OrgRecord(encoded: bytes) }
         var deviceBytes = device().encoded()
         deviceBytes[0] = 0

@@ -108,6 +108,16 @@ public struct Configuration: Sendable, Equatable {
     public var webhookWritesPerOrganizationPerMinute = 60
     /// `flags.writesPerOrganizationPerMinute` (`FlagsAdminEndpoint`).
     public var flagWritesPerOrganizationPerMinute = 60
+    /// `feedback.requestsPerDevicePerDay` (`FeedbackRates`).
+    public var feedbackRequestsPerDevicePerDay = 10
+    /// `feedback.votesPerDevicePerHour`.
+    public var feedbackVotesPerDevicePerHour = 60
+    /// `feedback.commentsPerDevicePerHour`.
+    public var feedbackCommentsPerDevicePerHour = 30
+    /// `feedback.ticketsPerDevicePerDay`.
+    public var feedbackTicketsPerDevicePerDay = 5
+    /// `feedback.messagesPerDevicePerHour`.
+    public var feedbackMessagesPerDevicePerHour = 30
     /// `webhooks.logRetentionDays`.
     public var webhookLogRetentionDays = 30
     /// `webhooks.endpointsPerOrganization`.

@@ -351,6 +351,22 @@ public struct ConfigurationKey: Sendable {
             Changes one organization may make to its feature flags, flag environments and release notes per \
             minute through the org API (more: 429 rate_limited; 0: no limit). attestctl is not limited.
             """),
+        .int("feedback.requestsPerDevicePerDay", 0...1_000_000, \.feedbackRequestsPerDevicePerDay, """
+            Feature requests one device (its lineage, or an API key's client) may submit per UTC day \
+            (more: 429 rate_limited with Retry-After; 0: no limit).
+            """),
+        .int("feedback.votesPerDevicePerHour", 0...1_000_000, \.feedbackVotesPerDevicePerHour, """
+            Votes and vote removals one device may make per clock hour (0: no limit).
+            """),
+        .int("feedback.commentsPerDevicePerHour", 0...1_000_000, \.feedbackCommentsPerDevicePerHour, """
+            Comments on feature requests one device may post per clock hour (0: no limit).
+            """),
+        .int("feedback.ticketsPerDevicePerDay", 0...1_000_000, \.feedbackTicketsPerDevicePerDay, """
+            Support tickets one device may open per UTC day (0: no limit).
+            """),
+        .int("feedback.messagesPerDevicePerHour", 0...1_000_000, \.feedbackMessagesPerDevicePerHour, """
+            Replies to its support tickets one device may send per clock hour (0: no limit).
+            """),
         .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
             Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \
             deliverer removes older ones (0: keep them until the endpoint is deleted).

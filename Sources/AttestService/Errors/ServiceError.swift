@@ -20,6 +20,9 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
         case quotaExceeded = "quota_exceeded"
         case appNotRegistered = "app_not_registered"
         case forbidden = "forbidden"
+        /// Feature requests and support tickets are off for the caller's organization
+        /// (`attestctl org set NAME --feedback off`); the SDK's `feedbackNotAvailable`.
+        case feedbackNotAvailable = "feedback_not_available"
         case notFound = "not_found"
         case methodNotAllowed = "method_not_allowed"
         case reattestRequired = "reattest_required"
@@ -80,7 +83,7 @@ public struct ServiceError: Error, Hashable, Sendable, CustomStringConvertible {
              .attestationObjectInvalid, .keyIDInvalid, .clientDataHashInvalid: return 400
         case .appleValidationFailed, .unauthorized: return 401
         case .quotaExceeded: return 402
-        case .appNotRegistered, .forbidden: return 403
+        case .appNotRegistered, .forbidden, .feedbackNotAvailable: return 403
         case .notFound: return 404
         case .methodNotAllowed: return 405
         case .reattestRequired, .conflict: return 409

@@ -21,6 +21,14 @@ public enum WebhookEvent: String, CaseIterable, Sendable {
     /// An app's feature flags, environments, rules, rollouts or overrides changed
     /// (`FeatureFlagAdmin`: `action` says which).
     case flagChanged = "flag.changed"
+    /// A device submitted a feature request (`FeedbackWrites`); data has its push token.
+    case feedbackCreated = "feedback.created"
+    /// A device commented on a feature request.
+    case feedbackCommented = "feedback.commented"
+    /// A device opened a support ticket.
+    case ticketCreated = "ticket.created"
+    /// A device replied on a support ticket.
+    case ticketMessage = "ticket.message"
     case test = "webhook.test"
 
     /// What `attestation.anomaly` reports in `kind`.

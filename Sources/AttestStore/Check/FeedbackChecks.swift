@@ -71,6 +71,7 @@ enum FeedbackChecks {
         guard let ticket = try txn.ticket(appID: appID, id: id) else {
             return problems + ["a tickets_by_author entry for no ticket (\(Hex.encode(id)) of app \(appID))"]
         }
+        if case .subject = author { return problems }
         if ticket.author != author {
             problems.append("a tickets_by_author entry under \(author) for ticket \(Hex.encode(id)), "
                                 + "opened by \(ticket.author)")
@@ -100,6 +101,20 @@ enum FeedbackChecks {
 
     /// Entries of `db` whose first 16 bytes name no entry of `parent` (whose keys end in the
     /// 16-byte id); and an id stored under two apps, whose children would be shared.
+    /// `tickets` and the entries of `tickets_by_author` under an author (not a subject's):
+    /// one each (every ticket is listed under its author once, `ticketByAuthor` checks the rest).
+    static let authorEntriesCount: RecordChecks.WholeCheck = { txn in
+        var tickets = 0, entries = 0
+        try txn.scan(.tickets) { _, _ in tickets += 1; return true }
+        try txn.scan(.ticketsByAuthor) { key, _ in
+            if let zero = key.firstIndex(of: 0), zero + 1 < key.count, key[zero + 1] == 4 { return true }
+            entries += 1
+            return true
+        }
+        return tickets == entries ? []
+            : ["tickets has \(tickets) entries, tickets_by_author \(entries) under their authors"]
+    }
+
     static func orphans(_ db: Database, of parent: Database, _ what: String,
                         _ parentName: String) -> RecordChecks.WholeCheck {
         { txn in

@@ -11,11 +11,15 @@ import AttestCore
 /// 2 apiKey   SHA-256("attestedge-feedback-key:" ‖ keyID ‖ 0x00 ‖ clientID)[0..<16]
 ///            (simulator builds share one key: the client-claimed id tells their users apart)
 /// 3 admin    16 zero bytes (the CLI and the org API's replies)
+/// 4 subject  SHA-256("attestedge-feedback-subject:" ‖ org ‖ 0x00 ‖ subjectID)[0..<16]: only in
+///            `tickets_by_author`, the entry that lets the devices verifiably linked to the
+///            opener's subject read a ticket (never the author of a record)
 /// ```
 public enum FeedbackAuthor: Hashable, Sendable, CustomStringConvertible {
     case device(lineageDigest: [UInt8])
     case apiKey(digest: [UInt8])
     case admin
+    case subject(digest: [UInt8])
 
     /// The bytes of an author in keys and records.
     public static let byteCount = 17
@@ -29,18 +33,26 @@ public enum FeedbackAuthor: Hashable, Sendable, CustomStringConvertible {
                                           Array(clientID.utf8)).prefix(16)))
     }
 
+    /// The index entry of a subject: every device verifiably linked to it (policy `signed` or
+    /// `operator`) reads the tickets listed under it.
+    public static func subject(org: String, subjectID: String) -> FeedbackAuthor {
+        .subject(digest: Array(SHA256.hash(Array("attestedge-feedback-subject:".utf8) + Array(org.utf8) + [0],
+                                           Array(subjectID.utf8)).prefix(16)))
+    }
+
     var kind: UInt8 {
         switch self {
         case .device: return 1
         case .apiKey: return 2
         case .admin: return 3
+        case .subject: return 4
         }
     }
 
     /// `kind ‖ digest`. - Throws: `StoreError(.invalidKey)` for a digest that is not 16 bytes.
     public func bytes() throws -> [UInt8] {
         switch self {
-        case .device(let digest), .apiKey(let digest):
+        case .device(let digest), .apiKey(let digest), .subject(let digest):
             guard digest.count == 16 else {
                 throw StoreError(.invalidKey, "a feedback author digest of \(digest.count) bytes, not 16")
             }
@@ -63,6 +75,7 @@ public enum FeedbackAuthor: Hashable, Sendable, CustomStringConvertible {
         case 3:
             guard digest.allSatisfy({ $0 == 0 }) else { throw StoreError(.corrupt, "an admin author with a digest") }
             self = .admin
+        case 4: self = .subject(digest: digest)
         default: throw StoreError(.corrupt, "feedback author kind \(kind)")
         }
     }
@@ -72,6 +85,7 @@ public enum FeedbackAuthor: Hashable, Sendable, CustomStringConvertible {
         case .device(let digest): return "device:" + Hex.encode(digest)
         case .apiKey(let digest): return "apiKey:" + Hex.encode(digest)
         case .admin: return "admin"
+        case .subject(let digest): return "subject:" + Hex.encode(digest)
         }
     }
 }

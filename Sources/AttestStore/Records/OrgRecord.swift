@@ -70,14 +70,16 @@ public enum SubjectLinkPolicy: String, Sendable, CaseIterable {
 
 /// An organization: owns apps; carries the plan's limits and its subject link policy.
 ///
-/// Key: the name's UTF-8. Layout v2 (v1 ended at createdAt and reads as `asserted`, no secret):
+/// Key: the name's UTF-8. Layout v3 (v1 ended at createdAt and reads as `asserted`, no secret;
+/// v2 ended at subjectSecret and reads with feedback on):
 /// ```
-/// u8 2 | name string | tier u8 | madLimit u32 | graceDays u16 | upgradeURL string
+/// u8 3 | name string | tier u8 | madLimit u32 | graceDays u16 | upgradeURL string
 ///      | ratePerMinute u32 | createdAt i64
 ///      | subjectLinks u8 (0 asserted, 1 signed, 2 operator) | subjectSecret string ("" = none yet)
+///      | feedbackEnabled u8 (0 off, 1 on)
 /// ```
 public struct OrgRecord: StoreRecord, Hashable {
-    public static let currentVersion: UInt8 = 2
+    public static let currentVersion: UInt8 = 3
     public static let recordName = "organization"
 
     public var name: String
@@ -94,10 +96,13 @@ public struct OrgRecord: StoreRecord, Hashable {
     /// The key of signed subject values (`asl_` + 43 base64url characters, used as its UTF-8
     /// bytes); "" until one is made (`attestctl org secret`). Never logged.
     public var subjectSecret: String
+    /// Whether its apps' devices may use feature requests and support tickets
+    /// (`attestctl org set NAME --feedback on|off`); on unless turned off.
+    public var feedbackEnabled: Bool
 
     public init(name: String, tier: Tier = .free, madLimit: UInt32? = nil, graceDays: UInt16 = 7,
                 upgradeURL: String = "", ratePerMinute: UInt32? = nil, createdAt: Timestamp,
-                subjectLinks: SubjectLinkPolicy = .signed, subjectSecret: String = "") {
+                subjectLinks: SubjectLinkPolicy = .signed, subjectSecret: String = "", feedbackEnabled: Bool = true) {
         self.name = name
         self.tier = tier
         self.madLimit = madLimit ?? tier.defaultMADLimit
@@ -107,6 +112,7 @@ public struct OrgRecord: StoreRecord, Hashable {
         self.createdAt = createdAt
         self.subjectLinks = subjectLinks
         self.subjectSecret = subjectSecret
+        self.feedbackEnabled = feedbackEnabled
     }
 
     public func encode(into w: inout BinaryWriter) {
@@ -119,6 +125,7 @@ public struct OrgRecord: StoreRecord, Hashable {
         w.i64(createdAt.seconds)
         w.u8(subjectLinks.code)
         w.string(subjectSecret)
+        w.u8(feedbackEnabled ? 1 : 0)
     }
 
     public init(from r: inout BinaryReader) throws {
@@ -135,6 +142,13 @@ public struct OrgRecord: StoreRecord, Hashable {
         } else {
             subjectLinks = .asserted
             subjectSecret = ""
+        }
+        if r.version >= 3 {
+            let enabled = try r.u8()
+            guard enabled <= 1 else { throw StoreError(.corrupt, "organization feedback switch \(enabled)") }
+            feedbackEnabled = enabled == 1
+        } else {
+            feedbackEnabled = true
         }
     }
 }
