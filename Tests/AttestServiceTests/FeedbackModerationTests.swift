@@ -214,4 +214,23 @@ import Testing
         #expect(admin.call("POST", Self.orgTickets).0 == 405)
         #expect(admin.call("GET", Self.orgFeedback + "/\(rid)/votes").0 == 404)
     }
+
+    /// docs/webhooks.md has a row for each moderation event naming every member its data has.
+    @Test func theWebhookDocumentNamesTheEventsDataMembers() throws {
+        let admin = try Admin()
+        let pool = admin.pool
+        let rid = try #require(FeedbackPool.json(pool.create())["id"]?.stringValue)
+        let tid = try #require(FeedbackPool.json(pool.openTicket())["id"]?.stringValue)
+        #expect(admin.call("PATCH", Self.orgFeedback + "/" + rid, body: #"{"status":"open"}"#).0 == 200)
+        #expect(admin.call("POST", Self.orgFeedback + "/\(rid)/comments", body: #"{"body":"ok"}"#).0 == 201)
+        #expect(admin.call("POST", Self.orgTickets + "/\(tid)/messages", body: #"{"body":"ok"}"#).0 == 201)
+        let doc = try DocumentationTests.document("docs/webhooks.md")
+        for name in ["feedback.status_changed", "feedback.commented", "ticket.status_changed", "ticket.message"] {
+            let row = try #require(doc.split(separator: "\n").first { $0.hasPrefix("| `\(name)` |") }, "\(name)")
+            let data = try admin.event(name)
+            for member in Self.members(data) {
+                #expect(row.contains("`\(member)`"), "docs/webhooks.md's \(name) row lacks \(member)")
+            }
+        }
+    }
 }
