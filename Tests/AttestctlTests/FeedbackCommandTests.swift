@@ -1,6 +1,6 @@
 import AttestConfig
 import AttestCore
-import AttestStore
+@testable import AttestStore
 import Foundation
 import Testing
 
@@ -26,8 +26,21 @@ import Testing
 
     /// Two requests (votes: A and B on the first, A and C on the second) and a ticket in the
     /// app, a request in another app of the same organization.
+    /// With `ATTEST_TEST_STORE=postgres` the data directory is moved to a fresh schema of
+    /// `ATTEST_TEST_POSTGRES_URL` (as the service fixtures are), so the commands run on PostgreSQL.
     static func seeded() throws -> FlagsCommandTests.CLI {
         let cli = try FlagsCommandTests.CLI()
+        let env = ProcessInfo.processInfo.environment
+        if env["ATTEST_TEST_STORE"] == "postgres", let url = env["ATTEST_TEST_POSTGRES_URL"], !url.isEmpty {
+            let schema = "s_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            let admin = PGConnection(url: url)
+            try admin.ensure()
+            try admin.command("CREATE SCHEMA \(schema)")
+            _ = try cli.ok(["config", "set", "store.postgres.url", url + " options='-c search_path=\(schema)'"])
+            _ = try cli.ok(["config", "set", "store.backend", "postgres"])
+            _ = try cli.ok(["org", "add", "acme", "--tier", "pro"])
+            _ = try cli.ok(["app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app"])
+        }
         _ = try cli.ok(["app", "add", "--org", "acme", "--team", "OTHER12345", "--bundle", "com.other.app"])
         let data = DataDirectory(cli.data)
         let store = try Store(directory: data.storeDirectory, options: try data.loadConfiguration().storeOptions)
@@ -90,7 +103,9 @@ import Testing
                 && after["vote_count"] as? Int == 0)
 
         let data = DataDirectory(cli.data)
-        let store = try Store(directory: data.storeDirectory, options: try data.loadConfiguration().storeOptions)
+        let config = try data.loadConfiguration()
+        #expect((config.storeBackend == .postgres) == (ProcessInfo.processInfo.environment["ATTEST_TEST_STORE"] == "postgres"))
+        let store = try Store(directory: data.storeDirectory, options: config.storeOptions)
         let (usage, events, votes) = try store.read { txn in
             (try txn.feedbackUsage(org: "acme"), try txn.outbox().map(\.event.event),
              try txn.voteCount(requestID: Self.id(Self.request2)))
