@@ -129,7 +129,7 @@ let package = Package(
         ], swiftSettings: strict),
         // attestctl's own commands (reload, restore) against a hostile data directory.
         .testTarget(name: "AttestctlTests", dependencies: [
-            "attestctl", "AttestConfig", "AttestOperations", "AttestSupervisor", "SupervisorTestSupport",
+            "attestctl", "AttestConfig", "AttestCore", "AttestStore", "AttestOperations", "AttestSupervisor", "SupervisorTestSupport",
         ], swiftSettings: strict),
     ]
 )
