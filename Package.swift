@@ -129,7 +129,8 @@ let package = Package(
         ], swiftSettings: strict),
         // attestctl's own commands (reload, restore) against a hostile data directory.
         .testTarget(name: "AttestctlTests", dependencies: [
-            "attestctl", "AttestConfig", "AttestCore", "AttestStore", "AttestOperations", "AttestSupervisor", "SupervisorTestSupport",
+            "attestctl", "AttestConfig", "AttestCore", "AttestStore", "AttestOperations", "AttestSupervisor",
+            "SupervisorTestSupport",
         ], swiftSettings: strict),
     ]
 )
