@@ -4,8 +4,13 @@ import AttestCore
 ///
 /// ```
 /// subjects         org ‖ 0x00 ‖ subjectID                              → SubjectRecord
-/// subject_devices  SHA-256(org ‖ 0x00 ‖ subjectID)[0..<16] ‖ keyID (32) → u8 1
+/// subject_devices  SHA-256(org ‖ 0x00 ‖ subjectID)[0..<16] ‖ keyID (32) → u8 how
 /// ```
+/// `how` says how the link was made (`SubjectLinkOrigin`): 2 verified (a signed value that
+/// verified under the organization's secret, or the operator's `attestctl subject link`), 3
+/// asserted (a plain value the device sent under policy `asserted`), 1 made before this was
+/// kept (unknown). Only a verified link may grant what a subject owns beyond its entitlements
+/// (its support tickets, `FeedbackCaller`): a policy change keeps the links already made.
 /// The link itself is the device's `subjectID`; `subject_devices` is its index, kept in the
 /// same transaction as every change of it (`link`). A subject's record exists while a device
 /// is linked to it or it holds an entitlement, and no longer (`store check` verifies the first).
@@ -40,22 +45,33 @@ extension Transaction {
         return found
     }
 
-    /// Moves `device`'s subject link to `subjectID` ("" = no link), updating the index,
-    /// creating the subject's record at its first link and deleting the one it leaves when
-    /// nothing holds that any more (`dropSubjectIfUnused`). The caller stores the device.
-    public func link(_ device: inout DeviceRecord, to subjectID: String, org: String, now: Timestamp) throws {
+    /// Moves `device`'s subject link to `subjectID` ("" = no link), updating the index with how
+    /// it was made (`verified`), creating the subject's record at its first link and deleting
+    /// the one it leaves when nothing holds that any more (`dropSubjectIfUnused`). The caller
+    /// stores the device.
+    public func link(_ device: inout DeviceRecord, to subjectID: String, org: String, now: Timestamp,
+                     verified: Bool = false) throws {
         let left = device.subjectID
         if !left.isEmpty {
             try delete(.subjectDevices, Self.subjectDigest(org: org, subjectID: left) + device.keyID)
         }
         device.subjectID = subjectID
         if !subjectID.isEmpty {
-            try put(.subjectDevices, Self.subjectDigest(org: org, subjectID: subjectID) + device.keyID, [1])
+            try put(.subjectDevices, Self.subjectDigest(org: org, subjectID: subjectID) + device.keyID,
+                    [verified ? SubjectLinkOrigin.verified.rawValue : SubjectLinkOrigin.asserted.rawValue])
             if try subject(org: org, subjectID: subjectID) == nil {
                 try put(SubjectRecord(subjectID: subjectID, createdAt: now), org: org)
             }
         }
         if !left.isEmpty && left != subjectID { _ = try dropSubjectIfUnused(org: org, subjectID: left) }
+    }
+
+    /// How the device's current subject link was made; nil when it has none.
+    public func subjectLinkOrigin(_ device: DeviceRecord, org: String) throws -> SubjectLinkOrigin? {
+        guard !device.subjectID.isEmpty,
+              let value = try get(.subjectDevices, Self.subjectDigest(org: org, subjectID: device.subjectID)
+                                                   + device.keyID), value.count == 1 else { return nil }
+        return SubjectLinkOrigin(rawValue: value[0]) ?? .unknown
     }
 
     /// Deletes the subject's record when no device is linked to it and it holds no entitlement
@@ -90,4 +106,14 @@ extension Transaction {
         }
         return found
     }
+}
+
+/// How a subject link was made (the `subject_devices` value).
+public enum SubjectLinkOrigin: UInt8, Sendable {
+    /// Made before the origin was kept.
+    case unknown = 1
+    /// A signed value that verified, or the operator's link.
+    case verified = 2
+    /// A plain value the device sent under policy `asserted`.
+    case asserted = 3
 }

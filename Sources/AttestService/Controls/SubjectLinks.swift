@@ -19,8 +19,9 @@ import AttestStore
 public enum SubjectLinks {
     enum Decision: Equatable {
         case keep
-        /// Link (or move) to this subject; "" unlinks.
-        case link(String)
+        /// Link (or move) to this subject; "" unlinks. `verified`: a signed value that verified
+        /// (not a plain value the device named itself).
+        case link(String, verified: Bool)
         /// Changes nothing; why, for the log.
         case refused(String)
     }
@@ -34,9 +35,9 @@ public enum SubjectLinks {
             return .refused("organization \(app.org.name) links subjects by operator only (policy operator): "
                             + "subjectId ignored")
         }
-        if value.isEmpty { return .link("") }
+        if value.isEmpty { return .link("", verified: false) }
         guard let signed = SignedSubject(value) else {
-            if policy == .asserted { return .link(value) }
+            if policy == .asserted { return .link(value, verified: false) }
             return .refused("subjectId of \(value.utf8.count) bytes is not a signed value v1.SUBJECT.EXPIRY.MAC "
                             + "(policy signed)")
         }
@@ -52,7 +53,7 @@ public enum SubjectLinks {
             return .refused("signed subjectId for \(signed.subject) does not verify under organization "
                             + "\(app.org.name)'s subject secret")
         }
-        return .link(signed.subject)
+        return .link(signed.subject, verified: true)
     }
 
     // The operator's side (attestctl).
@@ -102,7 +103,7 @@ public enum SubjectLinks {
                 throw ServiceError(.notFound, "no device with that key in an app of \(org)")
             }
             if device.subjectID != subjectID {
-                try txn.link(&device, to: subjectID, org: org, now: now)
+                try txn.link(&device, to: subjectID, org: org, now: now, verified: true)
                 try txn.put(device)
             }
             return device

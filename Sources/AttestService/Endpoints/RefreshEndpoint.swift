@@ -185,8 +185,8 @@ public enum RefreshEndpoint {
             }
             current.counter = verified.counter
             current.lastSeenAt = now
-            if case .link(let subjectID) = link, subjectID != current.subjectID {
-                try txn.link(&current, to: subjectID, org: app.org.name, now: now)
+            if case .link(let subjectID, let verified) = link, subjectID != current.subjectID {
+                try txn.link(&current, to: subjectID, org: app.org.name, now: now, verified: verified)
             }
             let assessment = try RiskAssessor.assess(&current, app: app, in: txn, now: now, ctx)
             // The lineage is what an operator flagged: a key beyond the mirrored ones is refused

@@ -172,7 +172,9 @@ public enum ValidateEndpoint {
                                       validationCategory: verified.validationCategory,
                                       bundleVersion: verified.bundleVersion ?? "", anchor: anchor)
             device.receiptCheck = receipt.record.check
-            if case .link(let subjectID) = link { try txn.link(&device, to: subjectID, org: app.org.name, now: now) }
+            if case .link(let subjectID, let verified) = link {
+                try txn.link(&device, to: subjectID, org: app.org.name, now: now, verified: verified)
+            }
             let assessment = try RiskAssessor.assess(&device, app: app, in: txn, now: now, ctx)
             try queueDeviceEvents(device, orgName: app.org.name, newDevice: (lineage?.keys ?? 1) == 1,
                                   in: txn, now: now, ctx)

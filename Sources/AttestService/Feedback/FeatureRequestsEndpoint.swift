@@ -76,7 +76,7 @@ enum FeatureRequestsEndpoint {
         _ = try FeedbackInput.clientID(body, "deviceHash")
         let push = try FeedbackInput.push(body)
         let caller = try ctx.store.read { try FeedbackCaller.resolve(auth, in: $0) }
-        try FeedbackRates.charge(.request, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.request, caller: caller, now: now, ctx)
         let created = try ctx.store.write([.durable]) { txn -> FeatureRequestRecord in
             let r = FeatureRequestRecord(id: FeedbackPath.newID(ctx), title: title, description: description,
                                          createdAt: now, updatedAt: now, author: caller.author,
@@ -102,7 +102,7 @@ enum FeatureRequestsEndpoint {
             _ = try existing(id, caller, in: txn)
             return caller
         }
-        try FeedbackRates.charge(.vote, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.vote, caller: caller, now: now, ctx)
         let vote = try ctx.store.write([.durable]) { txn -> FeatureVoteRecord in
             var r = try existing(id, caller, in: txn)
             let vote = FeatureVoteRecord(voteID: FeedbackPath.newID(ctx), voterID: voter, createdAt: now)
@@ -128,7 +128,7 @@ enum FeatureRequestsEndpoint {
         guard try ctx.store.read({ try $0.vote(requestID: id, author: caller.author) }) != nil else {
             return FeedbackWire.noContent()
         }
-        try FeedbackRates.charge(.vote, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.vote, caller: caller, now: now, ctx)
         try ctx.store.write([.durable]) { txn in
             var r = try existing(id, caller, in: txn)
             if try txn.deleteVote(requestID: id, author: caller.author) {
@@ -160,7 +160,7 @@ enum FeatureRequestsEndpoint {
             _ = try existing(id, caller, in: txn)
             return caller
         }
-        try FeedbackRates.charge(.comment, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.comment, caller: caller, now: now, ctx)
         let comment = try ctx.store.write([.durable]) { txn -> FeedbackCommentRecord in
             var r = try existing(id, caller, in: txn)
             let last = try txn.lastTimedID(.featureComments, parent: id, at: now)

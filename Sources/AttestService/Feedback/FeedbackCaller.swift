@@ -8,7 +8,7 @@ import FastCGI
 /// ```
 /// credential   author (FeedbackAuthor)                          subject (tickets)
 /// token        .device(lineage): every key of the device alike  .subject(org, device.subjectID) when the
-///                                                               org's policy is signed or operator
+///                                                               link was verified (`SubjectLinkOrigin`)
 /// API key      .apiKey(keyID, X-Device-ID or "")                none
 /// ```
 /// The client's own ids (`submitterId`, `voterId`, `authorId`) are stored beside the author and
@@ -19,6 +19,9 @@ struct FeedbackCaller {
     let author: FeedbackAuthor
     /// The caller's verified subject entry, if any (never from a subject the device asserted).
     let subject: FeedbackAuthor?
+    /// The API key's id for an API-key caller: its writes are also charged to the key as a
+    /// whole (`FeedbackRates`), since its author takes the client-claimed `X-Device-ID`.
+    var apiKeyID: String? = nil
 
     var appID: String { app.app.appID }
 
@@ -40,25 +43,20 @@ struct FeedbackCaller {
 
     static func resolve(_ caller: FlagsAuth.Caller, in txn: Transaction) throws -> FeedbackCaller {
         let author: FeedbackAuthor, subject: FeedbackAuthor?
+        var keyID: String?
         switch caller.credential {
         case .token(let claims):
             let (device, _) = try FlagsAuth.standing(claims, app: caller.app.app, in: txn)
             author = .device(LineageKey.of(device))
-            subject = Self.verifiedSubject(device.subjectID, org: caller.app.org)
+            subject = try txn.subjectLinkOrigin(device, org: caller.app.org.name) == .verified
+                ? .subject(org: caller.app.org.name, subjectID: device.subjectID) : nil
         case .apiKey(let id, let sdkDeviceID):
             author = .apiKey(keyID: id, clientID: sdkDeviceID ?? "")
             subject = nil
+            keyID = id
         }
         try requireEnabled(caller.app.org)
-        return FeedbackCaller(app: caller.app, author: author, subject: subject)
-    }
-
-    /// The subject entry a device's link grants: only under a policy where the device could not
-    /// have named the subject itself (`signed`: a value the organization's backend signed;
-    /// `operator`: `attestctl subject link`). Under `asserted` any device claims any subject.
-    static func verifiedSubject(_ subjectID: String, org: OrgRecord) -> FeedbackAuthor? {
-        guard !subjectID.isEmpty, org.subjectLinks == .signed || org.subjectLinks == .operator else { return nil }
-        return .subject(org: org.name, subjectID: subjectID)
+        return FeedbackCaller(app: caller.app, author: author, subject: subject, apiKeyID: keyID)
     }
 
     /// `device` or `api_key`, as webhooks name an author.

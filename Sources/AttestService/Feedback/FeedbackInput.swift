@@ -51,6 +51,13 @@ enum FeedbackInput {
                 throw invalid(spec.name, "The field \(spec.name) may not contain control characters.")
             }
         }
+        // Characters are what the hosted limits count, but one Character may carry any number
+        // of combining scalars: the bytes are bounded too (4 per allowed Character, the most a
+        // plain text needs), so a record always fits the store's 64 KiB (never a 503).
+        let bytes = trimmed.utf8.count, maxBytes = 4 * spec.bounds.upperBound
+        guard bytes <= maxBytes else {
+            throw invalid(spec.name, "The field \(spec.name) may be at most \(maxBytes) bytes of UTF-8; it has \(bytes).")
+        }
         let count = trimmed.count
         guard spec.bounds.contains(count) else {
             throw invalid(spec.name, "The field \(spec.name) must be \(spec.bounds.lowerBound) to "

@@ -14,7 +14,10 @@ import AttestStore
 ///   message  feedback.messagesPerDevicePerHour  30   clock hour
 /// ```
 /// 0 turns one off. Past one: 429 `rate_limited` with `Retry-After` (seconds to the window's
-/// end). Charged before the write, so a refused write still counts.
+/// end). Charged before the write, so a refused write still counts. An API key's author takes
+/// the client-claimed `X-Device-ID`, so its writes are also charged to the key as a whole
+/// (`"feedback:" ‖ action ‖ ":key:" ‖ key id`) at `apiKeyDevices` times the device limit: a
+/// simulator build cannot spend its organization's bounds by sending a new id each time.
 enum FeedbackRates {
     enum Action: String {
         case request, vote, comment, ticket, message
@@ -30,11 +33,28 @@ enum FeedbackRates {
         }
     }
 
+    /// How many devices' worth of writes one API key may make (simulators and CI builds).
+    static let apiKeyDevices = 10
+
+    /// Charges the caller's author, and an API-key caller's key as a whole.
+    static func charge(_ action: Action, caller: FeedbackCaller, now: Timestamp, _ ctx: ServiceContext) throws {
+        try charge(action, author: caller.author, now: now, ctx)
+        if let id = caller.apiKeyID {
+            try charge(action, bucketSuffix: "key:" + id, scale: apiKeyDevices, what: "API key", now: now, ctx)
+        }
+    }
+
     static func charge(_ action: Action, author: FeedbackAuthor, now: Timestamp, _ ctx: ServiceContext) throws {
-        let (limit, window, key) = action.limit(ctx.configuration)
-        guard limit > 0 else { return }
+        try charge(action, bucketSuffix: author.description, scale: 1, what: "device", now: now, ctx)
+    }
+
+    private static func charge(_ action: Action, bucketSuffix: String, scale: Int, what: String, now: Timestamp,
+                               _ ctx: ServiceContext) throws {
+        let (perDevice, window, key) = action.limit(ctx.configuration)
+        guard perDevice > 0 else { return }
+        let limit = perDevice * scale
         let windowEnd = (now.seconds / window + 1) * window
-        let bucket = "feedback:" + action.rawValue + ":" + author.description
+        let bucket = "feedback:" + action.rawValue + ":" + bucketSuffix
         let hits = try ctx.store.write([.ephemeral]) { txn -> UInt32 in
             try RateLimits.sweepExpiredIfDue(in: txn, now: now, ctx)
             return try txn.hitRateWindow(bucket, windowEnd: windowEnd)
@@ -43,7 +63,7 @@ enum FeedbackRates {
         ServiceMetrics.rateLimited(bucket: bucket)
         let retry = max(1, windowEnd - now.seconds)
         let per = window == 86_400 ? "day" : "hour"
-        throw ServiceError(.rateLimited, "Rate limit exceeded: at most \(limit) \(action.rawValue)s per device "
+        throw ServiceError(.rateLimited, "Rate limit exceeded: at most \(limit) \(action.rawValue)s per \(what) "
                                          + "per \(per). Retry after \(retry) seconds.",
                            hint: "Retry after the Retry-After header's seconds; the operator sets the limit with "
                                  + key + ".",

@@ -51,7 +51,7 @@ enum TicketsEndpoint {
         let email = try FeedbackInput.email(body)
         let push = try FeedbackInput.push(body)
         let caller = try ctx.store.read { try FeedbackCaller.resolve(auth, in: $0) }
-        try FeedbackRates.charge(.ticket, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.ticket, caller: caller, now: now, ctx)
         let ticket = try ctx.store.write([.durable]) { txn -> TicketRecord in
             let t = TicketRecord(id: FeedbackPath.newID(ctx), subject: subject, createdAt: now, updatedAt: now,
                                  messageCount: 1, author: caller.author, submitterID: submitter,
@@ -73,7 +73,8 @@ enum TicketsEndpoint {
 
     static func list(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let auth = try FeedbackCaller.authenticate(request, now: ctx.clock.now(), ctx)
-        let submitter = try FlagsAdminEndpoint.query(request, "submitter_id")
+        // The SDK's URLComponents leaves a + in a user id as it is ("ann+test@example.com").
+        let submitter = try FlagsAdminEndpoint.query(request, "submitter_id", plusIsLiteral: true)
         let tickets = try ctx.store.read { txn -> [TicketRecord] in
             let caller = try FeedbackCaller.resolve(auth, in: txn)
             var found = try txn.tickets(appID: caller.appID, author: caller.author)
@@ -110,7 +111,7 @@ enum TicketsEndpoint {
             _ = try readable(id, caller, in: txn)
             return caller
         }
-        try FeedbackRates.charge(.message, author: caller.author, now: now, ctx)
+        try FeedbackRates.charge(.message, caller: caller, now: now, ctx)
         let message = try ctx.store.write([.durable]) { txn -> TicketMessageRecord in
             var t = try readable(id, caller, in: txn)
             let last = try txn.lastTimedID(.ticketMessages, parent: id, at: now)

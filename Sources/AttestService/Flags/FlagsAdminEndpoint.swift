@@ -285,18 +285,21 @@ public enum FlagsAdminEndpoint {
     /// bytes must be UTF-8; a bare `+` is refused because forms read it as a space and URLs as a
     /// plus (send `%2B` for a plus, `%20` for a space). So an override's subject set through the
     /// body ("qa+1", a base64 keyId with `+` and `/`) can be named in DELETE's query.
+    /// `plusIsLiteral`: a `+` is a plus, as Foundation's URLComponents writes one (the SDK's
+    /// queries, which encode a space as `%20`).
     /// - Throws: `bad_request` for a repeat, a bare `+`, a malformed escape or bytes not UTF-8.
-    static func query(_ request: Request, _ name: String) throws -> String? {
+    static func query(_ request: Request, _ name: String, plusIsLiteral: Bool = false) throws -> String? {
         var found: String?
         for pair in request.query.split(separator: "&") where pair.hasPrefix(name + "=") {
             guard found == nil else { throw ServiceError(.badRequest, "\(name) appears more than once.") }
-            found = try percentDecoded(pair.utf8.dropFirst(name.utf8.count + 1), name)
+            found = try percentDecoded(pair.utf8.dropFirst(name.utf8.count + 1), name, plusIsLiteral: plusIsLiteral)
         }
         return found
     }
 
     /// `text` with its `%XX` escapes decoded. - Throws: `bad_request` naming `name`.
-    static func percentDecoded(_ text: some Sequence<UInt8>, _ name: String) throws -> String {
+    static func percentDecoded(_ text: some Sequence<UInt8>, _ name: String,
+                               plusIsLiteral: Bool = false) throws -> String {
         func hex(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
@@ -311,7 +314,7 @@ public enum FlagsAdminEndpoint {
         var i = 0
         while i < raw.count {
             switch raw[i] {
-            case UInt8(ascii: "+"):
+            case UInt8(ascii: "+") where !plusIsLiteral:
                 throw ServiceError(.badRequest, "\(name): a bare + is ambiguous; send %2B for a plus, %20 for a space.")
             case UInt8(ascii: "%"):
                 guard i + 2 < raw.count, let high = hex(raw[i + 1]), let low = hex(raw[i + 2]) else {
