@@ -12,6 +12,8 @@ let commands: [Command] = [
     appCommand,
     claimsCommand,
     flagsCommand,
+    feedbackCommand,
+    ticketsCommand,
     notesCommand,
     subjectCommand,
     apiKeyCommand,

@@ -26,4 +26,12 @@ import Testing
         #expect(Self.socket(ofPrefix: "/api/v1/feedback/") == "feedback.sock")
         #expect(Self.socket(ofPrefix: "/api/v1/support/") == "feedback.sock")
     }
+
+    /// The moderation org API (FeedbackAdminEndpoint): each collection exactly and below it.
+    @Test func moderationOrgAPIGoesToTheFeedbackPool() {
+        for base in ["/api/v1/org/feedback", "/api/v1/org/tickets"] {
+            #expect(Self.socket(ofPrefix: "= " + base) == "feedback.sock", "\(base)")
+            #expect(Self.socket(ofPrefix: base + "/") == "feedback.sock", "\(base)/")
+        }
+    }
 }

@@ -192,7 +192,10 @@ enum FeatureRequestsEndpoint {
 /// `FeedbackLimits` (429 past a bound).
 enum FeedbackUsage {
     static func add(_ change: FeedbackUsageRecord, _ caller: FeedbackCaller, in txn: Transaction) throws {
-        let org = caller.app.org.name
+        try add(change, org: caller.app.org.name, in: txn)
+    }
+
+    static func add(_ change: FeedbackUsageRecord, org: String, in txn: Transaction) throws {
         let usage = try txn.feedbackUsage(org: org) ?? FeedbackUsageRecord()
         try txn.put(try FeedbackLimits.standard.admit(usage, adding: change), org: org)
     }

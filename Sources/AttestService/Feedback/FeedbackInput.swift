@@ -40,6 +40,11 @@ enum FeedbackInput {
         guard let raw = try string(body, spec.name) else {
             throw invalid(spec.name, "The field \(spec.name) is required.")
         }
+        return try text(raw, spec)
+    }
+
+    /// `raw` trimmed and checked against `spec` (the CLI's and the org API's admin text too).
+    static func text(_ raw: String, _ spec: Text) throws -> String {
         let trimmed = trim(raw)
         for scalar in trimmed.unicodeScalars where isControl(scalar) {
             if spec.singleLine || !["\t", "\n", "\r"].contains(scalar) {

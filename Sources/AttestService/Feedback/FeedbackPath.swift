@@ -31,8 +31,10 @@ struct FeedbackPath {
     }
 
     /// 16 random bytes made a version-4 UUID.
-    static func newID(_ ctx: ServiceContext) -> [UInt8] {
-        var b = ctx.random.bytes(16)
+    static func newID(_ ctx: ServiceContext) -> [UInt8] { newID(ctx.random) }
+
+    static func newID(_ random: any RandomSource) -> [UInt8] {
+        var b = random.bytes(16)
         b[6] = b[6] & 0x0F | 0x40
         b[8] = b[8] & 0x3F | 0x80
         return b
@@ -43,10 +45,14 @@ struct FeedbackPath {
     /// 1…2^16 (the version and variant bits stay; keys order comments and messages of one second
     /// by id, so the thread reads in the order it was written).
     static func newID(after previous: [UInt8]?, _ ctx: ServiceContext) -> [UInt8] {
-        let fresh = newID(ctx)
+        newID(after: previous, ctx.random)
+    }
+
+    static func newID(after previous: [UInt8]?, _ random: any RandomSource) -> [UInt8] {
+        let fresh = newID(random)
         guard let previous, previous.count == 16, !previous.lexicographicallyPrecedes(fresh) else { return fresh }
         var next = previous
-        let step = ctx.random.bytes(2)
+        let step = random.bytes(2)
         var carry = (Int(step[0]) << 8 | Int(step[1])) + 1
         for i in stride(from: 15, through: 9, by: -1) where carry > 0 {
             let sum = Int(next[i]) + carry

@@ -9,13 +9,19 @@ import FastCGI
 /// /api/v1/feedback/features/<id>/comments FeatureRequestsEndpoint  feature-comments
 /// /api/v1/support/tickets[/<id>]         TicketsEndpoint           tickets
 /// /api/v1/support/tickets/<id>/messages  TicketsEndpoint           ticket-messages
+/// /api/v1/org/feedback…                  FeedbackAdminEndpoint     org-feedback
+/// /api/v1/org/tickets…                   FeedbackAdminEndpoint     org-tickets
 /// ```
 /// Anything else under those prefixes is 404 (labelled `feature-requests` or `tickets`).
 enum FeedbackRoute {
-    case requests, votes, comments, tickets, messages
+    case requests, votes, comments, tickets, messages, orgFeedback, orgTickets
 
     init(_ path: String) {
-        if FlagsRoute.under(path, TicketsEndpoint.path) || FlagsRoute.under(path, "/api/v1/support") {
+        if FlagsRoute.under(path, FeedbackAdminEndpoint.feedbackPath) {
+            self = .orgFeedback
+        } else if FlagsRoute.under(path, FeedbackAdminEndpoint.ticketsPath) {
+            self = .orgTickets
+        } else if FlagsRoute.under(path, TicketsEndpoint.path) || FlagsRoute.under(path, "/api/v1/support") {
             self = path.hasSuffix("/messages") ? .messages : .tickets
         } else if path.hasSuffix("/vote") {
             self = .votes
@@ -34,10 +40,16 @@ enum FeedbackRoute {
         case .comments: return "feature-comments"
         case .tickets: return "tickets"
         case .messages: return "ticket-messages"
+        case .orgFeedback: return "org-feedback"
+        case .orgTickets: return "org-tickets"
         }
     }
 
     static func answer(_ request: Request, _ ctx: ServiceContext) throws -> Response {
+        if FlagsRoute.under(request.path, FeedbackAdminEndpoint.feedbackPath)
+            || FlagsRoute.under(request.path, FeedbackAdminEndpoint.ticketsPath) {
+            return try FeedbackAdminEndpoint.route(request, ctx)
+        }
         if FlagsRoute.under(request.path, TicketsEndpoint.path) { return try TicketsEndpoint.route(request, ctx) }
         if FlagsRoute.under(request.path, FeatureRequestsEndpoint.path) {
             return try FeatureRequestsEndpoint.route(request, ctx)

@@ -23,12 +23,16 @@ public enum WebhookEvent: String, CaseIterable, Sendable {
     case flagChanged = "flag.changed"
     /// A device submitted a feature request (`FeedbackWrites`); data has its push token.
     case feedbackCreated = "feedback.created"
-    /// A device commented on a feature request.
+    /// A device or the app's team commented on a feature request.
     case feedbackCommented = "feedback.commented"
+    /// The app's team changed a feature request's status, or merged it (`FeedbackModeration`).
+    case feedbackStatusChanged = "feedback.status_changed"
     /// A device opened a support ticket.
     case ticketCreated = "ticket.created"
-    /// A device replied on a support ticket.
+    /// A device or the app's team replied on a support ticket.
     case ticketMessage = "ticket.message"
+    /// The app's team changed a ticket's status or priority (an admin reply sets it `awaiting_reply`).
+    case ticketStatusChanged = "ticket.status_changed"
     case test = "webhook.test"
 
     /// What `attestation.anomaly` reports in `kind`.
