@@ -15,12 +15,14 @@ tickets reply|status|priority`).
   device 2 comments (authorType user), the admin replies (`feedback reply`: authorType admin),
   listed oldest first; a status change (`feedback status`) is seen at device 1's next list
   (the SDK's default query), and the status filter finds it; each of the seven statuses set
-  in turn decodes at the next list.
+  in turn decodes at the next list; `feedback merge` of a second request makes it duplicate and
+  moves its votes without counting an author twice.
 - Support tickets: device 1 opens one (open, normal, messageCount 1, updatedAt); device 3,
   sending the same submitter_id, lists [] and gets 404 for the thread and for a reply; device
   1 replies (user), the admin replies (`tickets reply`: admin, awaiting_reply), device 1's
   next message makes it open again; `tickets status` and `tickets priority` are seen at the
-  next read, each of the four statuses and priorities in turn. Two devices linked to one
+  next read, each of the four statuses and priorities in turn; refused values change nothing.
+  Two devices linked to one
   subject by a signed link: the second reads the first's ticket.
 - Webhooks (an endpoint of the organization's, `--allow-private-webhooks`, a local receiver):
   feedback.created, feedback.commented (device and admin), feedback.status_changed,
@@ -303,6 +305,32 @@ def feature_requests(s):
     T.check("the refusals changed nothing (still planned)", item is not None and item["status"] == "planned", repr(item))
 
 
+def merge(s):
+    """`feedback merge`: a second request voted for by device 1 and device 2 (who voted for the
+    first already) is merged into the first: the devices see it `duplicate` (the seventh
+    status), the first counts device 1 once more and device 2 not twice."""
+    d1, d2, rid = HOOK.get("d1"), HOOK.get("d2"), HOOK.get("request")
+    if not (d1 and d2 and rid):
+        T.check("merge: the first request exists", False)
+        return
+    dup = decoded("merge: device 2 creates a second request", call(s, d2, "POST", FEATURES, {
+        "title": "Night theme", "description": "A darker look for the evening.", "submitterId": "submitter:d2",
+        "deviceHash": "hash-d2"}), 201, feature_request)
+    if not dup:
+        return
+    votes = [call(s, d, "POST", f"{FEATURES}/{dup['id']}/vote", {"voterId": d["name"], "deviceHash": "h"}).status for d in (d1, d2)]
+    T.check("merge: devices 1 and 2 vote for it (201, 201)", votes == [201, 201], repr(votes))
+    admin_ok("feedback merge succeeds", admin(s, "feedback", "merge", "--app", APP, dup["id"], "--into", rid))
+    page = decoded("merge: the next list decodes (duplicate among the statuses)", sdk_list(s, d1), 200, page_of_requests)
+    merged, into = find(page and page["items"], dup["id"]), find(page and page["items"], rid)
+    T.check("merge: the merged request is duplicate with 0 votes", merged and (merged["status"], merged["voteCount"]) == ("duplicate", 0),
+            repr(merged))
+    T.check("merge: the first counts 2 votes (device 2 not twice) and device 1 now hasVoted",
+            into and (into["voteCount"], into["hasVoted"]) == (2, True), repr(into))
+    r = call(s, d1, "POST", f"{FEATURES}/{rid}/vote", {"voterId": "again", "deviceHash": "h"})
+    T.check("merge: device 1's vote moved with it (a new vote is 409)", r.status == 409, repr(r))
+
+
 def tickets(s):
     d1, d3 = HOOK.get("d1") or enroll(s, "d1"), enroll(s, "d3")
     token, env = PUSH["d1"]
@@ -392,9 +420,12 @@ def webhooks(s):
     deadline = time.time() + 20
     while time.time() < deadline:
         got = [(h, b, json.loads(b)) for _, h, b, _ in RX.on("/fb")]
-        if want <= {e["event"] for _, _, e in got} and sum(e["event"] == "feedback.commented" for _, _, e in got) >= 2:
+        if want <= {e["event"] for _, _, e in got} and sum(e["event"] == "feedback.commented" for _, _, e in got) >= 2 \
+                and sum(e["event"] == "ticket.message" for _, _, e in got) >= 3:
             break
         time.sleep(0.1)
+    time.sleep(1.0)  # a late or duplicate delivery would show by now
+    got = [(h, b, json.loads(b)) for _, h, b, _ in RX.on("/fb")]
     events = [e for _, _, e in got]
     kinds = sorted({e["event"] for e in events if e["event"].split(".")[0] in ("feedback", "ticket")})
     print(f"INFO: feedback and ticket events delivered: {kinds}", flush=True)
@@ -446,7 +477,7 @@ def webhooks(s):
 def main():
     s = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
     try:
-        return run_suite(T, "feedback", s, [webhook_endpoint, feature_requests, tickets, subject_linked, webhooks])
+        return run_suite(T, "feedback", s, [webhook_endpoint, feature_requests, merge, tickets, subject_linked, webhooks])
     finally:
         RX.shutdown()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Feature requests and support tickets through real nginx and the feedback pool (issue #42):
 # software devices create, vote (a second vote 409), comment and open tickets; the admin
-# replies and changes statuses with `attestctl feedback|tickets`; every answer decoded by strict
+# replies, changes statuses and merges with `attestctl feedback|tickets`; every answer decoded by strict
 # mirrors of the SDK's models (an item that would not decode fails); a ticket hidden from
 # another device sending the same submitter_id (404 / []) and read by a device linked to the
 # same subject; the six feedback and ticket webhook events delivered and verified with the
