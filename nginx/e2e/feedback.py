@@ -23,7 +23,9 @@ tickets reply|status|priority`).
   next message makes it open again; `tickets status` and `tickets priority` are seen at the
   next read, each of the four statuses and priorities in turn; refused values change nothing.
   Two devices linked to one
-  subject by a signed link: the second reads the first's ticket.
+  subject by a signed link: the second reads the first's ticket; a device sending that subject
+  unsigned, and under an organization's policy `asserted` a device asserting another's subject,
+  get 404.
 - Webhooks (an endpoint of the organization's, `--allow-private-webhooks`, a local receiver):
   feedback.created, feedback.commented (device and admin), feedback.status_changed,
   ticket.created, ticket.message (device and admin), ticket.status_changed delivered and
@@ -47,6 +49,7 @@ from standardwebhooks.webhooks import Webhook  # noqa: E402
 T = Tally()
 A = app_headers()
 APP = f"{A['X-Team-ID']}.{A['X-Bundle-ID']}"
+LOOSE = app_headers(bundle="com.example.loose")  # org loose: subject links as the device asserts them
 FEATURES = "/api/v1/feedback/features"
 TICKETS = "/api/v1/support/tickets"
 # What the devices send for APNs (hex, as the SDK's token prints) and their environment.
@@ -60,6 +63,9 @@ def setup(s):
     s.ctl("org", "add", "acme", "--tier", "pro", "--rate-limit", "0")
     s.ctl("app", "add", "--org", "acme", "--team", A["X-Team-ID"], "--bundle", A["X-Bundle-ID"], "--env", "both")
     s.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
+    s.ctl("org", "add", "loose", "--tier", "pro", "--rate-limit", "0")
+    s.ctl("org", "set", "loose", "--subject-links", "asserted")
+    s.ctl("app", "add", "--org", "loose", "--team", LOOSE["X-Team-ID"], "--bundle", LOOSE["X-Bundle-ID"])
 
 
 # --- strict mirrors of the SDK's models -----------------------------------------------------
@@ -183,17 +189,17 @@ def page_of_requests(o):
 
 # --- helpers ----------------------------------------------------------------------------------
 
-def enroll(s, name, *args):
-    p = s.device(s.state(name), *args, "enroll")
+def enroll(s, name, *args, app=A):
+    p = s.device(s.state(name), *args, "enroll", team=app["X-Team-ID"], bundle=app["X-Bundle-ID"])
     if p.returncode != 0:
         raise RuntimeError(f"enroll {name}: {p.stdout}{p.stderr}")
     with open(s.state(name)) as f:
         text = f.read()
-    return dict(re.findall(r'"(token|deviceId)"\s*:\s*"([^"]*)"', text), name=name)
+    return dict(re.findall(r'"(token|deviceId)"\s*:\s*"([^"]*)"', text), name=name, app=app)
 
 
 def call(s, d, method, path, body=None):
-    return s.http(method, path, {**A, "Authorization": "Bearer " + d["token"]}, body)
+    return s.http(method, path, {**d["app"], "Authorization": "Bearer " + d["token"]}, body)
 
 
 def sdk_list(s, d, status=None):
@@ -411,6 +417,23 @@ def subject_linked(s):
     T.check("subject: it is the phone's ticket", detail and detail["id"] == t["id"], repr(detail))
     listed = decoded("subject: the tablet's list decodes", call(s, tablet, "GET", TICKETS), 200, each(ticket))
     T.check("subject: the tablet's list has it", find(listed, t["id"]) is not None, repr(listed))
+    # The attacker: the same subject id sent plain (not signed) links nothing under `signed`.
+    thief = enroll(s, "thief7", "--fingerprint", "thief-7", "--subject", "user-7")
+    r = call(s, thief, "GET", f"{TICKETS}/{t['id']}")
+    T.check("subject: a device sending the subject id unsigned gets 404 for the thread", r.status == 404, repr(r))
+    listed = decoded("subject: its list decodes", call(s, thief, "GET", TICKETS), 200, each(ticket))
+    T.check("subject: its list is []", listed == [], repr(listed))
+    # Under the policy `asserted` a device's own claim links it, and grants no ticket.
+    victim = enroll(s, "victim9", "--fingerprint", "victim-9", "--subject", "user-9", app=LOOSE)
+    claimer = enroll(s, "claimer9", "--fingerprint", "claimer-9", "--subject", "user-9", app=LOOSE)
+    shown = s.ctl_json("subject", "show", "user-9", "--org", "loose")
+    T.check("asserted: both devices are linked to user-9", len(shown.get("devices", [])) == 2, json.dumps(shown)[:300])
+    r = call(s, victim, "POST", TICKETS, {"subject": "Billing", "body": "Charged twice.", "submitterId": "u9", "deviceHash": "h"})
+    t9 = decoded("asserted: a device of org loose opens a ticket", r, 201, ticket)
+    r = call(s, claimer, "GET", f"{TICKETS}/{t9['id'] if t9 else 'none'}")
+    T.check("asserted: a device asserting the same subject gets 404 for the thread", r.status == 404, repr(r))
+    r = call(s, claimer, "POST", f"{TICKETS}/{t9['id'] if t9 else 'none'}/messages", {"authorId": "u9", "body": "me too"})
+    T.check("asserted: and 404 for a reply", r.status == 404, repr(r))
 
 
 def webhooks(s):
