@@ -19,8 +19,8 @@ The feedback pool (issue #42), last: invalid UTF-8, NUL bytes (raw and escaped),
 their limits and bodies past 64 KiB on create and comment → 400 or 413 envelopes, never a 5xx,
 nothing stored; 1,000 vote attempts from one device, 20 at a time → at most one counted, the
 rest 409 or 429, the pool still answering with the same workers; another app's request and
-ticket ids → 404 for every call, and they stay unchanged. Ends with `hostile: N passed, M
-failed`."""
+ticket ids → 404 for every call, and they stay unchanged; the store still consistent. Ends
+with `hostile: N passed, M failed`."""
 import concurrent.futures
 import json
 import os
@@ -548,6 +548,8 @@ def main():
         rid = feedback_bodies(s, mine)
         feedback_votes(s, mine, rid)
         feedback_other_app(s, mine)
+        check = s.ctl("store", "check", check=False)
+        T.check("attestctl store check: consistent after the feedback inputs", check.returncode == 0, check.stdout[-1500:])
     except Exception as e:  # noqa: BLE001 - report, then fail
         import traceback
         traceback.print_exc()
