@@ -13,7 +13,14 @@ The flags pool (issue #41), after those checks: a flags GET and a stream connect
 5xx; 800 must reach the pool and get the flags; no pool or nginx worker lost), and the flags
 workers SIGKILLed while 20 stream auth subrequests are in flight (each worker held in one by a
 publisher socket that never answers): clean 500 envelopes or the stream, new workers, the
-next stream gets its first event. Ends with `hostile: N passed, M failed`."""
+next stream gets its first event.
+
+The feedback pool (issue #42), last: invalid UTF-8, NUL bytes (raw and escaped), fields past
+their limits and bodies past 64 KiB on create and comment → 400 or 413 envelopes, never a 5xx,
+nothing stored; 1,000 vote attempts from one device, 20 at a time → at most one counted, the
+rest 409 or 429, the pool still answering with the same workers; another app's request and
+ticket ids → 404 for every call, and they stay unchanged; the store still consistent. Ends
+with `hostile: N passed, M failed`."""
 import concurrent.futures
 import json
 import os
@@ -49,6 +56,11 @@ def setup(stack):
     stack.ctl("app", "add", "--org", "acme", "--team", "ABCDE12345", "--bundle", "com.example.app", "--env", "both")
     stack.ctl("config", "set", "rateLimits.validatePerIPPerMinute", "0")
     stack.ctl("config", "set", "rateLimits.refreshPerIPPerMinute", "0")
+    # The feedback pool (issue #42): another organization's app; votes keep their hourly limit.
+    stack.ctl("org", "add", "globex", "--tier", "pro", "--rate-limit", "0")
+    stack.ctl("app", "add", "--org", "globex", "--team", "FGHIJ67890", "--bundle", "com.example.other")
+    stack.ctl("config", "set", "feedback.requestsPerDevicePerDay", "0")
+    stack.ctl("config", "set", "feedback.commentsPerDevicePerHour", "0")
 
 
 def envelope(r, status, codes):
@@ -395,6 +407,122 @@ def flags_worker_killed(s, auth):
             f"{nginx} → {nginx_workers(s)[1]}")
 
 
+# --- the feedback pool (issue #42) ----------------------------------------------------------
+
+FEATURES = "/api/v1/feedback/features"
+TICKETS = "/api/v1/support/tickets"
+OTHER = app_headers(team="FGHIJ67890", bundle="com.example.other")  # globex's app
+
+
+def feedback_device(s, name, app=A):
+    """An enrolled device's headers (a list for raw_http) for the feedback calls."""
+    p = s.device(s.state(name), "enroll", team=app["X-Team-ID"], bundle=app["X-Bundle-ID"])
+    if p.returncode != 0:
+        raise RuntimeError(f"enroll {name}: {p.stdout}{p.stderr}")
+    token = json.load(open(s.state(name)))["fields"]["token"]
+    return [("X-Bundle-ID", app["X-Bundle-ID"]), ("X-Team-ID", app["X-Team-ID"]), ("Content-Type", "application/json"),
+            ("Authorization", "Bearer " + token)]
+
+
+def fb(s, auth, method, path, body=None):
+    """A feedback call through raw HTTP (JSON bodies from dicts)."""
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    return raw_http.request(s.port, raw_http.build(method, path, auth, data))
+
+
+def feedback_bodies(s, auth):
+    """Invalid UTF-8, NUL bytes, fields past their limits and bodies past 64 KiB on create and
+    comment: 400 bad_request or 413 payload_too_large (the JSON envelope), never a 5xx, and
+    nothing stored (the request's counts and the list's total unchanged)."""
+    r = fb(s, auth, "POST", FEATURES, {"title": "A fine title", "description": "Long enough to pass.", "submitterId": "s",
+                                       "deviceHash": "h"})
+    T.check("feedback: a valid request is created (201)", r.status == 201, repr(r))
+    rid = r.json["id"]
+    workers = s.pool_workers("feedback")
+    for what, path, template, field, longest, client_id in (
+            ("create", FEATURES, {"title": "A fine title", "description": "Long enough to pass.", "submitterId": "s", "deviceHash": "h"},
+             "title", 200, "submitterId"),
+            ("comment", f"{FEATURES}/{rid}/comments", {"authorId": "a", "body": "A comment."}, "body", 2_000, "authorId")):
+        text = json.dumps(template).encode()
+        for name, raw in (("invalid UTF-8", b"\xff\xfe"), ("overlong UTF-8", b"\xc0\xaf"), ("truncated UTF-8", b"ab\xe2\x82"),
+                          ("a lone surrogate escape", b"ab\\ud800cd"), ("a raw NUL byte", b"ab\x00cd"),
+                          ("an escaped NUL", b"ab\\u0000cd"), ("a raw control byte", b"ab\x01cd")):
+            body = text.replace(json.dumps(template[field]).encode(), b'"' + raw + b'"', 1)
+            send(s, f"feedback {what}: {name} in {field}", "POST", path, auth, body, 400, {"bad_request"})
+        send(s, f"feedback {what}: an escaped NUL in the client id", "POST", path, auth,
+             json.dumps({**template, client_id: "x\u0000y"}).encode(), 400, {"bad_request"})
+        send(s, f"feedback {what}: {field} one character past {longest}", "POST", path, auth,
+             json.dumps({**template, field: "é" * (longest + 1)}).encode(), 400, {"bad_request"})
+        send(s, f"feedback {what}: a 60 KB {field}", "POST", path, auth, json.dumps({**template, field: "x" * 60_000}).encode(),
+             400, {"bad_request"})
+        for size in (64 * 1024 + 1, 1 << 20):
+            send(s, f"feedback {what}: a {size}-byte body", "POST", path, auth,
+                 json.dumps({**template, field: "x" * size}).encode()[:size - 2] + b'"}', 413, {"payload_too_large"})
+        send(s, f"feedback {what}: truncated JSON", "POST", path, auth, text[: len(text) // 2], 400, {"bad_request"})
+        send(s, f"feedback {what}: UTF-16 body", "POST", path, auth, json.dumps(template).encode("utf-16"), 400, {"bad_request"})
+    got = fb(s, auth, "GET", f"{FEATURES}/{rid}")
+    listed = fb(s, auth, "GET", FEATURES)
+    T.check("feedback: nothing of them was stored (no comment, one request)",
+            got.status == 200 and got.json["commentCount"] == 0 and listed.json["metadata"]["total"] == 1, f"{got!r} {listed!r}")
+    T.check("feedback: no pool worker died", s.pool_workers("feedback") == workers, f"{workers} → {s.pool_workers('feedback')}")
+    return rid
+
+
+def feedback_votes(s, auth, rid):
+    """1,000 vote attempts from one device, 20 at a time: at most one counted, the others 409
+    conflict or 429 rate_limited (feedback.votesPerDevicePerHour); the pool still answers."""
+    workers = s.pool_workers("feedback")
+    body = json.dumps({"voterId": "v", "deviceHash": "h"}).encode()
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda _: fb(s, auth, "POST", f"{FEATURES}/{rid}/vote", body), range(1000)))
+    tried["inputs"] += 1000
+    counts = {}
+    for r in answers:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    print(f"INFO: 1,000 votes from one device: statuses {counts}", flush=True)
+    T.check("1,000 votes from one device: each 201, 409 conflict or 429 rate_limited (with Retry-After), never 5xx",
+            all(r.status == 201 or envelope(r, 409, {"conflict"})[0]
+                or (envelope(r, 429, {"rate_limited"})[0] and r.header("retry-after")) for r in answers), repr(counts))
+    T.check("1,000 votes from one device: at most one 201", counts.get(201, 0) <= 1, repr(counts))
+    got = fb(s, auth, "GET", f"{FEATURES}/{rid}")
+    T.check("1,000 votes from one device: at most one counted (voteCount = the 201s)",
+            got.status == 200 and got.json["voteCount"] == counts.get(201, 0) <= 1, repr(got))
+    T.check("the feedback pool still answers (200) with the same workers",
+            got.status == 200 and s.pool_workers("feedback") == workers, f"{workers} → {s.pool_workers('feedback')}")
+
+
+def feedback_other_app(s, auth):
+    """Another app's (another organization's) request and ticket ids: 404 not_found for every
+    call of this app's device, and they stay as they were."""
+    theirs = feedback_device(s, "globexdev", OTHER)
+    rid = fb(s, theirs, "POST", FEATURES, {"title": "Their idea", "description": "Another app's request.", "submitterId": "s",
+                                           "deviceHash": "h"}).json["id"]
+    tid = fb(s, theirs, "POST", TICKETS, {"subject": "Their ticket", "body": "Private.", "submitterId": "s", "deviceHash": "h"}).json["id"]
+    for name, method, path, body in (
+            ("GET the request", "GET", f"{FEATURES}/{rid}", None), ("GET it lower-case", "GET", f"{FEATURES}/{rid.lower()}", None),
+            ("vote", "POST", f"{FEATURES}/{rid}/vote", {"voterId": "v", "deviceHash": "h"}),
+            ("unvote", "DELETE", f"{FEATURES}/{rid}/vote", None), ("read its comments", "GET", f"{FEATURES}/{rid}/comments", None),
+            ("comment", "POST", f"{FEATURES}/{rid}/comments", {"authorId": "a", "body": "mine now"}),
+            ("GET the ticket", "GET", f"{TICKETS}/{tid}", None),
+            ("reply on the ticket", "POST", f"{TICKETS}/{tid}/messages", {"authorId": "a", "body": "hello"}),
+            ("a request id that is no UUID", "GET", f"{FEATURES}/{rid[:-1]}Z", None),
+            ("a ticket id with %00", "GET", f"{TICKETS}/{tid[:8]}%00{tid[8:]}", None)):
+        tried["inputs"] += 1
+        r = fb(s, auth, method, path, json.dumps(body).encode() if body else None)
+        ok, detail = envelope(r, 404, {"not_found"})
+        if "%00" in path:  # nginx may refuse a NUL in the path itself
+            ok = ok or envelope(r, 400, {"bad_request"})[0]
+        T.check(f"feedback: another app's ids, {name}: 404 not_found" + (" (or nginx's 400)" if "%00" in path else ""), ok, detail)
+    listed = fb(s, auth, "GET", FEATURES)
+    T.check("feedback: this app's list does not show the other app's request",
+            listed.status == 200 and rid not in [i["id"] for i in listed.json["items"]], repr(listed))
+    got = fb(s, theirs, "GET", f"{FEATURES}/{rid}")
+    T.check("feedback: the other app's request is unchanged (no vote, no comment)",
+            got.status == 200 and (got.json["voteCount"], got.json["commentCount"]) == (0, 0), repr(got))
+    got = fb(s, theirs, "GET", f"{TICKETS}/{tid}")
+    T.check("feedback: the other app's ticket still has its one message", got.status == 200 and len(got.json["messages"]) == 1, repr(got))
+
+
 def main():
     s = Stack(setup=setup)
     started = time.time()
@@ -416,6 +544,12 @@ def main():
         auth = flag_setup(s)
         flags_many_headers(s, auth)
         flags_worker_killed(s, auth)
+        mine = feedback_device(s, "feedbackdev")
+        rid = feedback_bodies(s, mine)
+        feedback_votes(s, mine, rid)
+        feedback_other_app(s, mine)
+        check = s.ctl("store", "check", check=False)
+        T.check("attestctl store check: consistent after the feedback inputs", check.returncode == 0, check.stdout[-1500:])
     except Exception as e:  # noqa: BLE001 - report, then fail
         import traceback
         traceback.print_exc()
