@@ -15,7 +15,7 @@ import FastCGI
 /// ```
 /// A ticket is readable and replyable by the device (lineage) that opened it, and by devices
 /// verifiably linked to the subject its opener was linked to when opening it
-/// (`FeedbackCaller.subject`; policy `signed` or `operator`). Anyone else gets 404 (never
+/// (`FeedbackCaller.subject`: a link that was verified, `SubjectLinkOrigin`). Anyone else gets 404 (never
 /// 403: a ticket's existence is not disclosed), and an empty list. `submitter_id` only filters
 /// the caller's own list. A reply on a ticket `awaiting_reply` sets it `open` again.
 enum TicketsEndpoint {
