@@ -23,6 +23,13 @@ extension StoreRecord {
         return writer.bytes
     }
 
+    /// Why this record may not be written because it encodes to more than `limit` bytes
+    /// (`writeRefusal`'s size check); nil when it fits.
+    public func sizeRefusal(limit: Int) -> String? {
+        let size = encoded().count
+        return size > limit ? "\(Self.recordName) encodes to \(size) bytes; at most \(limit) are stored" : nil
+    }
+
     public init(encoded bytes: [UInt8]) throws {
         var reader = try BinaryReader(bytes, record: Self.recordName)
         guard Self.knownVersions.contains(reader.version) else {

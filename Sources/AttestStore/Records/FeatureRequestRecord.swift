@@ -91,9 +91,7 @@ public struct FeatureRequestRecord: StoreRecord, Hashable {
         if let mergedInto, mergedInto.count != 16 {
             return "a feature request merged into an id of \(mergedInto.count) bytes, not 16"
         }
-        let size = encoded().count
-        return size > Self.maximumEncodedSize
-            ? "feature request encodes to \(size) bytes; at most \(Self.maximumEncodedSize) are stored" : nil
+        return sizeRefusal(limit: Self.maximumEncodedSize)
     }
 
     public func encode(into w: inout BinaryWriter) {

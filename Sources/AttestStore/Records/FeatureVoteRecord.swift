@@ -25,10 +25,7 @@ public struct FeatureVoteRecord: StoreRecord, Hashable {
     /// Why this record may not be written (nil: it may).
     public var writeRefusal: String? {
         if voteID.count != 16 { return "a vote id of \(voteID.count) bytes, not 16" }
-        let size = encoded().count
-        return size > FeatureRequestRecord.maximumEncodedSize
-            ? "feature vote encodes to \(size) bytes; at most \(FeatureRequestRecord.maximumEncodedSize) are stored"
-            : nil
+        return sizeRefusal(limit: FeatureRequestRecord.maximumEncodedSize)
     }
 
     public func encode(into w: inout BinaryWriter) {

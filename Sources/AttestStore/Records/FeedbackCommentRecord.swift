@@ -42,10 +42,7 @@ public struct FeedbackCommentRecord: StoreRecord, Hashable {
 
     /// Why this record may not be written (nil: it may).
     public var writeRefusal: String? {
-        let size = encoded().count
-        return size > FeatureRequestRecord.maximumEncodedSize
-            ? "feedback comment encodes to \(size) bytes; at most \(FeatureRequestRecord.maximumEncodedSize) are stored"
-            : nil
+        sizeRefusal(limit: FeatureRequestRecord.maximumEncodedSize)
     }
 
     public func encode(into w: inout BinaryWriter) {
