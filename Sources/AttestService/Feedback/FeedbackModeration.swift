@@ -73,9 +73,7 @@ public struct FeedbackModeration {
 
     /// The app's requests (of `status`, when given), newest first.
     public func requests(status: FeatureRequestStatus?, in txn: Transaction) throws -> [FeatureRequestRecord] {
-        try txn.featureRequests(appID: app.appID).filter { status == nil || $0.status == status }.sorted {
-            $0.createdAt != $1.createdAt ? $0.createdAt > $1.createdAt : $0.id.lexicographicallyPrecedes($1.id)
-        }
+        try txn.featureRequests(appID: app.appID).filter { status == nil || $0.status == status }.newestFirst()
     }
 
     /// The app's request `id`, or 404.
@@ -157,9 +155,7 @@ public struct FeedbackModeration {
 
     /// The app's tickets (of `status`, when given), newest first.
     public func tickets(status: TicketStatus?, in txn: Transaction) throws -> [TicketRecord] {
-        try txn.tickets(appID: app.appID).filter { status == nil || $0.status == status }.sorted {
-            $0.createdAt != $1.createdAt ? $0.createdAt > $1.createdAt : $0.id.lexicographicallyPrecedes($1.id)
-        }
+        try txn.tickets(appID: app.appID).filter { status == nil || $0.status == status }.newestFirst()
     }
 
     /// The app's ticket `id`, or 404.

@@ -85,9 +85,7 @@ enum TicketsEndpoint {
             }
             return found
         }
-        let kept = tickets.filter { submitter == nil || $0.submitterID == submitter }.sorted {
-            $0.createdAt != $1.createdAt ? $0.createdAt > $1.createdAt : $0.id.lexicographicallyPrecedes($1.id)
-        }
+        let kept = tickets.filter { submitter == nil || $0.submitterID == submitter }.newestFirst()
         return FeedbackWire.answer(.array(kept.map(FeedbackWire.ticket)))
     }
 
