@@ -11,10 +11,7 @@ public enum UsageEndpoint {
 
     static func usage(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         guard request.method == "GET" else { throw ServiceError(.methodNotAllowed, "Use GET for \(path).") }
-        guard let key = APIKeys.bearer(request) else {
-            throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
-        }
-        let org = try APIKeys.organization(apiKey: key, for: .management, ctx)
+        let org = try OrgCaller.authenticate(request, .read, ctx).org
         let now = ctx.clock.now()
         var month = now.monthKey
         for pair in request.query.split(separator: "&") where pair.hasPrefix("month=") {

@@ -31,10 +31,7 @@ public enum WebhooksEndpoint {
     public static let path = "/api/v1/org/webhooks"
 
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        guard let key = APIKeys.bearer(request) else {
-            throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
-        }
-        let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
+        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .admin), ctx).org.name
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.webhookAllowPrivateDestinations,
                                  random: ctx.random, now: ctx.clock.now())
         admin.quotas = .init(ctx.configuration)

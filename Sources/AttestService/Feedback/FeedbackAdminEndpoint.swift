@@ -26,10 +26,7 @@ enum FeedbackAdminEndpoint {
     static let ticketsPath = "/api/v1/org/tickets"
 
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        guard let key = APIKeys.bearer(request) else {
-            throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
-        }
-        let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
+        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx).org.name
         let now = ctx.clock.now()
         let tickets = FlagsRoute.under(request.path, ticketsPath)
         guard let target = FeedbackPath(request.path, base: tickets ? ticketsPath : feedbackPath) else {

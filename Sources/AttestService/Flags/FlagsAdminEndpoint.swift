@@ -43,10 +43,7 @@ public enum FlagsAdminEndpoint {
     public static let notesPath = "/api/v1/org/release-notes"
 
     public static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        guard let key = APIKeys.bearer(request) else {
-            throw ServiceError(.unauthorized, "An organization API key is required: Authorization: Bearer aat_….")
-        }
-        let org = try APIKeys.organization(apiKey: key, for: .management, ctx).name
+        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx).org.name
         let now = ctx.clock.now()
         let body = request.method == "POST" || request.method == "PUT" ? try JSONBody(request) : nil
         guard let appID = try query(request, "app_id") ?? body?.string("app_id") else {
