@@ -42,6 +42,20 @@ package struct NginxSite {
 
     let templates: String
 
+    /// `@CONSOLE_DIR@`: the operator console's static files (the repository's `console/`),
+    /// found beside the templates: `<checkout>/nginx/conf` → `<checkout>/console`, an
+    /// installed `PREFIX/share/attestedge/nginx` → `PREFIX/share/attestedge/console`
+    /// (install.sh copies it there). Resolved (no `..`, no link), so nginx's `alias` names the
+    /// real directory. When neither exists, the installed place: `/console/` then answers 404.
+    var consoleDirectory: String {
+        let base = FileIO.absolute(templates)
+        let candidates = [base + "/../../console", base + "/../console"]
+        let found = candidates.first { FileIO.exists($0 + "/index.html") } ?? candidates[1]
+        guard let resolved = realpath(found, nil) else { return found }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     package static func locate(_ explicit: String?) throws -> NginxSite {
         var candidates = [String]()
         if let explicit { candidates.append(explicit) }
@@ -72,6 +86,7 @@ package struct NginxSite {
             "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": data.runDirectory, "@LOG_DIR@": data.logDirectory,
             "@CONF_DIR@": data.nginxDirectory, "@DATA_DIR@": data.path, "@USER@": user, "@START_ID@": startID,
+            "@CONSOLE_DIR@": consoleDirectory,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ].merging(Self.flagStreamValues(c), uniquingKeysWith: { $1 })
         values.merge(try Self.httpsValues(tls: tls, domain: nil, listen: listen, metrics: metrics,
@@ -99,7 +114,7 @@ package struct NginxSite {
         var values = [
             "@LISTEN@": listen.description, "@METRICS_LISTEN@": metrics.description,
             "@RUN_DIR@": runDirectory, "@CONF_DIR@": outputDirectory,
-            "@DATA_DIR@": data.path,
+            "@DATA_DIR@": data.path, "@CONSOLE_DIR@": consoleDirectory,
             "@CHALLENGE_RATE@": String(c.challengePerIPPerSecond), "@CHALLENGE_BURST@": String(c.challengeBurst),
         ].merging(Self.flagStreamValues(c), uniquingKeysWith: { $1 })
         values.merge(try Self.httpsValues(tls: tls, domain: domain, listen: listen, metrics: metrics,
@@ -182,7 +197,7 @@ package struct NginxSite {
     /// The listen address and the limits are rendered from parsed values (`ListenAddress`, `Int`).
     static func check(_ placeholder: String, _ value: String) throws {
         switch placeholder {
-        case "@RUN_DIR@", "@LOG_DIR@", "@CONF_DIR@", "@DATA_DIR@":
+        case "@RUN_DIR@", "@LOG_DIR@", "@CONF_DIR@", "@DATA_DIR@", "@CONSOLE_DIR@":
             // The paths go into directives unquoted: one with a space (a checkout under "My
             // Projects") made nginx fail with "invalid number of arguments".
             guard let bad = value.first(where: { unsafePathCharacters.contains($0) }) else { return }

@@ -21,6 +21,7 @@
 # What it puts where (defaults in brackets):
 #   PREFIX/bin/                       attestctl and one attest-* binary per endpoint        [/usr/local]
 #   PREFIX/share/attestedge/nginx/    the nginx templates (attestctl site reads them)
+#   PREFIX/share/attestedge/console/  the operator console's static files (the site serves them at /console/)
 #   PREFIX/share/attestedge/manifest  every file this script wrote (uninstall.sh reads it)
 #   SYSCONF/nginx/attestedge/         the rendered site.conf and fastcgi_params               [/etc, or PREFIX/etc]
 #   SYSCONF/nginx/sites-enabled/attestedge.conf   a symlink to that site.conf (Debian's nginx includes it)
@@ -128,6 +129,11 @@ for b in attestctl "${ENDPOINTS[@]/#/attest-}" attest-receipts; do put "$BUILT/$
 for f in site.conf nginx.conf fastcgi_params tls.conf http-redirect.conf ffdhe2048.pem; do
   put "nginx/conf/$f" "$SHARE/nginx/$f" 644
 done
+# The console (docs/console.md), beside the templates: attestctl site renders @CONSOLE_DIR@ as it.
+while IFS= read -r f; do
+  install -d -m 755 "$(dirname "$SHARE/$f")"
+  put "$f" "$SHARE/$f" 644
+done < <(find console -type f | sort)
 
 echo "==> user and data directory"
 if [ "$(id -u)" = 0 ]; then

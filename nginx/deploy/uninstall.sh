@@ -26,6 +26,8 @@ while read -r path; do
 done < "$MANIFEST"
 rm -f "$MANIFEST"
 # Directories install.sh created, if they are empty now.
+# The console's subdirectories deepest first (find -depth), then the share directory itself.
+[ -d "$PREFIX/share/attestedge/console" ] && find "$PREFIX/share/attestedge/console" -depth -type d -empty -delete
 for dir in "$PREFIX/share/attestedge/nginx" "$PREFIX/share/attestedge"; do rmdir "$dir" 2>/dev/null || true; done
 for dir in "${DROPIN_DIRS[@]}"; do rmdir "$dir" 2>/dev/null || true; done
 echo "removed $removed files installed under $PREFIX (the data directory and the system user are kept)"

@@ -13,9 +13,10 @@ case "${ATTEST_DEPS:-all}" in
   # run.sh, test.sh, the benchmarks: also the tests' PostgreSQL server, mdb_stat, spawn-fcgi,
   # faketime, wrk, Python and curl; openssl (the TLS suite's test CA), testssl.sh (which checks
   # the served TLS configuration) and prometheus (for promtool, which checks /metrics and the
-  # alert rules; its own server is not needed, and Debian starts it only under systemd).
+  # alert rules; its own server is not needed, and Debian starts it only under systemd);
+  # chromium, its driver and Debian's selenium for the console's browser suite (nginx/e2e/console.sh).
   all) packages=(nginx libnginx-mod-nchan libssl-dev liblmdb-dev lmdb-utils libcurl4-openssl-dev libpq-dev postgresql spawn-fcgi faketime wrk python3 python3-pip curl procps
-                 openssl testssl.sh prometheus) ;;
+                 openssl testssl.sh prometheus chromium chromium-driver python3-selenium) ;;
   *) echo "deps.sh: ATTEST_DEPS is runtime or all, not '$ATTEST_DEPS'" >&2; exit 2 ;;
 esac
 # ATTEST_EXTRA_PACKAGES: more Debian packages a caller needs (the profiler's perf and valgrind).
