@@ -18,6 +18,7 @@ public enum Database: String, CaseIterable, Sendable {
     case featureRequests = "feature_requests", featureVotes = "feature_votes", featureComments = "feature_comments"
     case tickets, ticketMessages = "ticket_messages", ticketsByAuthor = "tickets_by_author"
     case feedbackUsage = "feedback_usage"
+    case consoleLogins = "console_logins", consoleSessions = "console_sessions", auditLog = "audit_log"
     // ephemeral
     case challenges, rates
 

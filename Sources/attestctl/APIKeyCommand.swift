@@ -22,7 +22,7 @@ let apiKeyCommand = Command(
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["create", "list", "revoke"])
         let args = try Arguments(rest, valued: ["data", "org", "name", "scope"], switches: ["json"])
-        let (_, store) = try openStore(dataDirectory(args))
+        let (config, store) = try openStore(dataDirectory(args))
         switch sub {
         case "create":
             guard let org = args.value("org") else { throw UsageError("--org is required") }
@@ -42,6 +42,8 @@ let apiKeyCommand = Command(
                     // ids are 48 random bits: a clash is retried
                     guard try txn.apiKey(id: record.id) == nil else { continue }
                     try txn.put(record)
+                    try OrgAudit.record(cliActor(config), org: org, action: "apikey.create", target: record.id,
+                                        detail: "\(name) (scope \(scope.name))", at: now(), in: txn)
                     return key
                 }
             }
@@ -78,6 +80,8 @@ let apiKeyCommand = Command(
                 guard key.revokedAt == nil else { throw CommandFailure(.already, "API key \(id) is already revoked") }
                 key.revokedAt = now()
                 try txn.put(key)
+                try OrgAudit.record(cliActor(config), org: key.org, action: "apikey.revoke", target: id,
+                                    detail: key.name, at: now(), in: txn)
             }
             closeFlagStreams([FlagChannel.holder(apiKeyID: id)], data: dataDirectory(args))
             Output.out("revoked API key \(id)")

@@ -58,6 +58,9 @@ let deviceCommand = Command(
                 try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store,
                                       random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
             }
+            try CLIAudit.recordAfter(store: store, appID: device.appID, actor: cliActor(config),
+                                     action: "device." + chosen[0].rawValue, target: Base64.encode(device.keyID),
+                                     detail: args.value("reason") ?? "")
             if change.flags.contains(.blocked) {
                 closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(change.device))], data: dataDirectory(args))
             }
@@ -73,6 +76,11 @@ let deviceCommand = Command(
                 }
                 current.status = .revoked
                 try txn.put(current)
+                if let app = try txn.app(id: device.appID) {
+                    try OrgAudit.record(cliActor(config), org: app.org, action: "device.revoke",
+                                        target: Base64.encode(device.keyID), detail: args.value("reason") ?? "",
+                                        at: now(), in: txn)
+                }
             }
             closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(device))], data: dataDirectory(args))
             Output.out("revoked device \(device.deviceID) (\(device.appID)): its refreshes now answer 403")

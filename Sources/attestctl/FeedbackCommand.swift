@@ -30,7 +30,8 @@ let feedbackCommand = Command(
         let args = try Arguments(rest, valued: ["data", "app", "status", "body", "into"], switches: ["json"])
         let (config, store) = try openStore(dataDirectory(args))
         guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE is required") }
-        let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents)
+        let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents,
+                                    audit: .init(actor: cliActor(config), action: "feedback." + sub, args: args))
         func status() throws -> FeatureRequestStatus? {
             try args.value("status").map { s in
                 guard let status = FeatureRequestStatus(name: s) else {
@@ -112,6 +113,8 @@ struct Moderation {
     let store: Store
     let appID: String
     let queueEvents: Bool
+    /// What a write records in the organization's audit log.
+    let audit: CLIAudit
 
     func failure<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let e as ServiceError {
@@ -126,7 +129,11 @@ struct Moderation {
     func write<T>(_ body: (FeedbackModeration, Transaction) throws -> T) throws -> T {
         try failure {
             try FeedbackModeration.write(store: store, appID: appID, org: nil, actor: .cli, now: now(),
-                                         random: SystemRandom(), queueEvents: queueEvents, body)
+                                         random: SystemRandom(), queueEvents: queueEvents) { m, t in
+                let done = try body(m, t)
+                try audit.record(org: m.app.org, appID: appID, in: t)
+                return done
+            }
         }
     }
 

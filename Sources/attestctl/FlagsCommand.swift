@@ -80,7 +80,12 @@ let flagsCommand = Command(
         func change<T>(_ body: (FeatureFlagAdmin, Transaction) throws -> (T, [FeatureFlagChange])) throws -> T {
             let (result, changes) = try claimFailure {
                 try FeatureFlagAdmin.write(store: store, appID: appID, org: nil, actor: .cli, now: now(),
-                                           random: SystemRandom(), queueEvents: config.webhookQueueEvents, body)
+                                           random: SystemRandom(), queueEvents: config.webhookQueueEvents) { a, t in
+                    let done = try body(a, t)
+                    try CLIAudit(actor: cliActor(config), action: "flag." + sub.split(separator: " ").joined(separator: "_"),
+                                 args: args).record(org: a.app.org, appID: appID, in: t)
+                    return done
+                }
             }
             publishFlagChanges(changes, data: data, store: store)
             return result

@@ -54,7 +54,9 @@ let notesCommand = Command(
             let note = try claimFailure {
                 try FeatureFlagAdmin.write(store: store, appID: appID, org: nil, actor: .cli, now: at,
                                            random: SystemRandom(), queueEvents: config.webhookQueueEvents) { a, t in
-                    try a.addNote(version: version, title: title, body: body, publishAt: publishAt, in: t)
+                    try CLIAudit(actor: cliActor(config), action: "release_note." + sub, args: args)
+                        .record(org: a.app.org, appID: appID, in: t)
+                    return try a.addNote(version: version, title: title, body: body, publishAt: publishAt, in: t)
                 }
             }
             Output.out(ReleaseNotes.idText(note.id))
@@ -85,7 +87,9 @@ let notesCommand = Command(
             try claimFailure {
                 try FeatureFlagAdmin.write(store: store, appID: appID, org: nil, actor: .cli, now: at,
                                            random: SystemRandom(), queueEvents: config.webhookQueueEvents) { a, t in
-                    try a.removeNote(id: id, in: t)
+                    try CLIAudit(actor: cliActor(config), action: "release_note." + sub, args: args)
+                        .record(org: a.app.org, appID: appID, in: t)
+                    return try a.removeNote(id: id, in: t)
                 }
             }
             Output.out("removed release note \(ReleaseNotes.idText(id)) from \(appID) (devices' seen marks stay)")

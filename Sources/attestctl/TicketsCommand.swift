@@ -29,7 +29,8 @@ let ticketsCommand = Command(
         let args = try Arguments(rest, valued: ["data", "app", "status", "priority", "body"], switches: ["json"])
         let (config, store) = try openStore(dataDirectory(args))
         guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE is required") }
-        let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents)
+        let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents,
+                                    audit: .init(actor: cliActor(config), action: "ticket." + sub, args: args))
         func status() throws -> TicketStatus? {
             try args.value("status").map { s in
                 guard let status = TicketStatus(name: s) else {

@@ -17,6 +17,8 @@ let commands: [Command] = [
     notesCommand,
     subjectCommand,
     apiKeyCommand,
+    consoleCommand,
+    auditCommand,
     webhooksCommand,
     usageCommand,
     statusCommand,
@@ -39,7 +41,7 @@ let commands: [Command] = [
 /// they act as that user (`actAsDataOwner`).
 let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", "device", "store", "webhooks",
                                         "restore", "apikey", "subject", "claims", "usage", "apple",
-                                        "flags", "notes"]
+                                        "flags", "notes", "console", "feedback", "tickets"]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))

@@ -24,7 +24,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [3, 4, 5, 6, 7, 8])
+        #expect(try backend.migrate() == [3, 4, 5, 6, 7, 8, 9])
         try store.write([.durable]) { txn in try txn.enqueue(event) }
         #expect(try store.read { try $0.outbox().map(\.sequence) } == [41, 42])
     }
@@ -46,7 +46,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [4, 5, 6, 7, 8])
+        #expect(try backend.migrate() == [4, 5, 6, 7, 8, 9])
         try store.write([.durable]) { txn in try txn.countReturningDevice(org: "acme", month: "2026-12", day: 1) }
         #expect(try store.read { try $0.usageMonthReport(org: "acme", month: "2026-12") }?.days
                     == [.init(newDevices: 0, activeDevices: 2)])
@@ -76,7 +76,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [5, 6, 7, 8])
+        #expect(try backend.migrate() == [5, 6, 7, 8, 9])
         #expect(try store.read { try $0.webhookCount(org: "acme") } == WebhookCountRecord(stored: 4),
                 "3 deliveries and 1 queued test event")
         #expect(try store.check().isConsistent)
@@ -100,7 +100,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [6, 7, 8])
+        #expect(try backend.migrate() == [6, 7, 8, 9])
         let old = try #require(try store.read { try $0.receiptRecord(keyID: keyID) })
         #expect(old.check == .unchecked && old.receipt == [0x30, 0x80])
         try store.write([.durable]) { txn in
@@ -128,7 +128,7 @@ struct PostgresSchemaTests {
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [7, 8])
+        #expect(try backend.migrate() == [7, 8, 9])
         let lineage = LineageKey.fingerprint("fp", appID: "ABCDE12345.app")
         try store.write([.durable]) { txn in
             try txn.put(FeatureFlagRecord(key: "dark", type: .bool, description: "", createdAt: now, updatedAt: now),
@@ -152,12 +152,12 @@ struct PostgresSchemaTests {
         let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
         try admin.ensure()
         for db in PostgresSchema.version8 { try admin.command("DROP TABLE \(schema).\(PostgresSchema.table(db))") }
-        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 8")
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version >= 8")
 
         let store = try f.open()
         let backend = try #require(store.backend as? PostgresStore)
         #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
-        #expect(try backend.migrate() == [8])
+        #expect(try backend.migrate() == [8, 9])
         let id = [UInt8](repeating: 1, count: 16)
         try store.write([.durable]) { txn in
             try txn.put(FeatureRequestRecord(id: id, title: "Dark mode", description: "Please", createdAt: now,
@@ -173,5 +173,34 @@ struct PostgresSchemaTests {
         #expect(try store.read { try $0.tickets(appID: app, author: author) }.map(\.subject) == ["Help"])
         #expect(try store.read { try $0.feedbackUsage(org: "acme") } == FeedbackUsageRecord(requests: 1, tickets: 1))
         #expect(try store.read { try $0.featureFlags(appID: app) }.map(\.key) == ["dark"], "what was there stays")
+    }
+
+    /// A version-8 database has no console or audit tables: refused until migrated, then
+    /// they hold sessions and audit entries as LMDB does, and what was there stays.
+    @Test func version9AddsConsoleSessionsAndTheAuditLog() throws {
+        let f = try StoreConformance.Fixture(.postgres)
+        let now = Timestamp(seconds: 1_790_000_000)
+        try f.open().write([.durable]) { txn in try txn.put(OrgRecord(name: "acme", tier: .pro, createdAt: now)) }
+        let schema = try #require(f.schemaName)
+        let admin = PGConnection(url: try #require(StoreConformance.postgresURL))
+        try admin.ensure()
+        for db in PostgresSchema.version9 { try admin.command("DROP TABLE \(schema).\(PostgresSchema.table(db))") }
+        try admin.command("DELETE FROM \(schema).ae_schema WHERE version = 9")
+
+        let store = try f.open()
+        let backend = try #require(store.backend as? PostgresStore)
+        #expect(throws: StoreError.self, "an outdated schema is refused until migrated") { try store.read { _ in } }
+        #expect(try backend.migrate() == [9])
+        let id = [UInt8](repeating: 2, count: 16)
+        try store.write([.durable]) { txn in
+            try txn.put(ConsoleSessionRecord(id: id, org: "acme", role: .editor, name: "Pat",
+                                             secretHash: [UInt8](repeating: 3, count: 32),
+                                             csrf: [UInt8](repeating: 4, count: 32), createdAt: now, expiresAt: now + 60))
+            try txn.appendAudit(AuditRecord(at: now, actor: .cli, actorID: "root", actorName: "attestctl", role: nil,
+                                            action: "flag.set", target: "dark", detail: ""), org: "acme")
+        }
+        #expect(try store.read { try $0.consoleSession(id: id) }?.role == .editor)
+        #expect(try store.read { try $0.auditEntries(org: "acme", limit: 5) }.map(\.action) == ["flag.set"])
+        #expect(try store.read { try $0.org(named: "acme") } != nil, "what was there stays")
     }
 }

@@ -120,6 +120,14 @@ public struct Configuration: Sendable, Equatable {
     public var feedbackMessagesPerDevicePerHour = 30
     /// `webhooks.logRetentionDays`.
     public var webhookLogRetentionDays = 30
+    /// `console.url` (empty: the server's own address).
+    public var consoleURL = ""
+    /// `console.loginMinutes` (`ConsoleSignIn`).
+    public var consoleLoginMinutes = 15
+    /// `console.sessionHours`.
+    public var consoleSessionHours = 8
+    /// `console.auditRetentionDays` (`OrgAudit`).
+    public var consoleAuditRetentionDays = 400
     /// `webhooks.endpointsPerOrganization`.
     public var webhookEndpointsPerOrganization = 20
     /// `webhooks.storedDeliveriesPerOrganization` (counted in `WebhookCountRecord`).

@@ -367,6 +367,21 @@ public struct ConfigurationKey: Sendable {
         .int("feedback.messagesPerDevicePerHour", 0...1_000_000, \.feedbackMessagesPerDevicePerHour, """
             Replies to its support tickets one device may send per clock hour (0: no limit).
             """),
+        .text("console.url", .optionalString, \.consoleURL, """
+            Where people reach this server, e.g. https://attest.example.com: the start of the sign-in links \
+            attestctl console login prints. Empty: the server's own address (server.listen, with https and the \
+            domain when the site has one). The console needs HTTPS except on loopback (browsers keep its \
+            Secure cookie from loopback or HTTPS only).
+            """),
+        .int("console.loginMinutes", 1...1_440, \.consoleLoginMinutes, """
+            Minutes a console sign-in link stays usable (once).
+            """),
+        .int("console.sessionHours", 1...720, \.consoleSessionHours, """
+            Hours a console session lasts after its sign-in (attestctl console logout ends it sooner).
+            """),
+        .int("console.auditRetentionDays", 1...36_500, \.consoleAuditRetentionDays, """
+            Days an organization's audit log keeps an entry; older ones are dropped as new ones are written.
+            """),
         .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
             Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \
             deliverer removes older ones (0: keep them until the endpoint is deleted).

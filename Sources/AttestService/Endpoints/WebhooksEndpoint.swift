@@ -31,10 +31,18 @@ public enum WebhooksEndpoint {
     public static let path = "/api/v1/org/webhooks"
 
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .admin), ctx).org.name
+        let caller = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .admin), ctx)
+        let org = caller.org.name
         var admin = WebhookAdmin(store: ctx.store, allowPrivate: ctx.configuration.webhookAllowPrivateDestinations,
                                  random: ctx.random, now: ctx.clock.now())
         admin.quotas = .init(ctx.configuration)
+        let now = admin.now
+        /// WebhookAdmin commits its own change: the audit entry follows in the next transaction.
+        func audit(_ action: String, _ target: String, _ detail: String = "") throws {
+            try ctx.store.write { txn in
+                try OrgAudit.record(caller, action: action, target: target, detail: detail, at: now, in: txn)
+            }
+        }
         let rest = request.path.hasPrefix(path) ? request.path.dropFirst(path.count) : ""
         let parts = rest.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         switch (request.method, parts.count, parts.last) {
@@ -48,6 +56,7 @@ public enum WebhooksEndpoint {
             try WebhookAPILimits.chargeWrite(org: org, now: admin.now, ctx)
             let record = try admin.create(org: org, url: url, events: try body.strings("events"),
                                           description: try body.string("description"))
+            try audit("webhook.create", record.id, url)
             return .json(201, json(record, secret: true).jsonText, headers: [Header("Cache-Control", "no-store")])
         case ("GET", 1, _):
             return ServiceContext.json(json(try admin.get(org: org, id: parts[0])))
@@ -58,15 +67,18 @@ public enum WebhooksEndpoint {
                                           events: try body.strings("events"),
                                           description: try body.string("description"),
                                           isActive: try body.bool("isActive"))
+            try audit("webhook.update", record.id, record.url + (record.isActive ? "" : " (paused)"))
             return ServiceContext.json(json(record))
         case ("DELETE", 1, _):
             try WebhookAPILimits.chargeWrite(org: org, now: admin.now, ctx)
             try admin.remove(org: org, id: parts[0])
+            try audit("webhook.remove", parts[0])
             return ServiceContext.json(["id": .string(parts[0]), "deleted": true])
         case ("POST", 2, "test"):
             _ = try admin.get(org: org, id: parts[0])  // 404 before any bucket is charged
             try WebhookAPILimits.chargeTestEvent(org: org, endpoint: parts[0], now: admin.now, ctx)
             let id = try admin.test(org: org, id: parts[0])
+            try audit("webhook.test", parts[0], id)
             return .json(202,
                          JSONValue.object([("queued", .string(id)),
                                            ("event", .string(WebhookEvent.test.rawValue))]).jsonText,

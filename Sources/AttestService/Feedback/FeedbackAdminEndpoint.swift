@@ -26,7 +26,8 @@ enum FeedbackAdminEndpoint {
     static let ticketsPath = "/api/v1/org/tickets"
 
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx).org.name
+        let caller = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx)
+        let org = caller.org.name
         let now = ctx.clock.now()
         let tickets = FlagsRoute.under(request.path, ticketsPath)
         guard let target = FeedbackPath(request.path, base: tickets ? ticketsPath : feedbackPath) else {
@@ -48,9 +49,16 @@ enum FeedbackAdminEndpoint {
         func read<T>(_ f: (FeedbackModeration, Transaction) throws -> T) throws -> T {
             try FeedbackModeration.read(store: ctx.store, appID: appID, org: org, now: now, f)
         }
-        func write<T>(_ f: (FeedbackModeration, Transaction) throws -> T) throws -> T {
+        /// Makes the change and records it in the audit log, in one transaction.
+        func write<T>(_ action: String, _ target: String, _ detail: String,
+                      _ f: (FeedbackModeration, Transaction) throws -> T) throws -> T {
             try FeedbackModeration.write(store: ctx.store, appID: appID, org: org, actor: .api, now: now,
-                                         random: ctx.random, queueEvents: ctx.configuration.webhookQueueEvents, f)
+                                         random: ctx.random, queueEvents: ctx.configuration.webhookQueueEvents) { m, t in
+                let done = try f(m, t)
+                try OrgAudit.record(caller, action: action, target: target, detail: "app \(appID): " + detail,
+                                    at: now, in: t)
+                return done
+            }
         }
         func text(_ name: String) throws -> String {
             guard let v = try body().string(name) else {
@@ -72,16 +80,16 @@ enum FeedbackAdminEndpoint {
                 })
             }
             let status = try parse(try text("status"), "status", { FeatureRequestStatus(name: $0) })!
-            return ServiceContext.json(FeedbackAdminWire.request(try write { m, t in try m.setStatus(id, status, in: t) }))
+            return ServiceContext.json(FeedbackAdminWire.request(try write("feedback.status", ReleaseNotes.idText(id), status.name) { m, t in try m.setStatus(id, status, in: t) }))
         case (false, let id?, "comments"?):
             try FeedbackPath.method(request, ["POST"])
             let b = try text("body")
-            let c = try write { m, t in try m.comment(id, body: b, in: t) }
+            let c = try write("feedback.comment", ReleaseNotes.idText(id), b) { m, t in try m.comment(id, body: b, in: t) }
             return created(FeedbackAdminWire.comment(c, requestID: id))
         case (false, let id?, "merge"?):
             try FeedbackPath.method(request, ["POST"])
             let into = try FeedbackModeration.id(try text("into"), "feature request")
-            return ServiceContext.json(FeedbackAdminWire.request(try write { m, t in try m.merge(id, into: into, in: t) }))
+            return ServiceContext.json(FeedbackAdminWire.request(try write("feedback.merge", ReleaseNotes.idText(id), "into \(into)") { m, t in try m.merge(id, into: into, in: t) }))
         case (true, nil, _):
             try FeedbackPath.method(request, ["GET"])
             let status = try parse(try FlagsAdminEndpoint.query(request, "status"), "status", { TicketStatus(name: $0) })
@@ -99,13 +107,15 @@ enum FeedbackAdminEndpoint {
             guard status != nil || priority != nil else {
                 throw FeedbackInput.invalid("status", "Give status, priority or both.")
             }
-            return ServiceContext.json(FeedbackAdminWire.ticket(try write { m, t in
+            return ServiceContext.json(FeedbackAdminWire.ticket(try write("ticket.update", ReleaseNotes.idText(id),
+                                                                         [status?.name, priority.map { "priority " + $0.name }]
+                                                                            .compactMap { $0 }.joined(separator: ", ")) { m, t in
                 try m.setTicket(id, status: status, priority: priority, in: t)
             }))
         case (true, let id?, "messages"?):
             try FeedbackPath.method(request, ["POST"])
             let b = try text("body")
-            let message = try write { m, t in try m.reply(id, body: b, in: t) }
+            let message = try write("ticket.reply", ReleaseNotes.idText(id), b) { m, t in try m.reply(id, body: b, in: t) }
             return created(FeedbackAdminWire.message(message, ticketID: id))
         default:
             throw FeedbackPath.notFound(tickets ? "ticket" : "feature request", request.path)

@@ -43,7 +43,8 @@ public enum FlagsAdminEndpoint {
     public static let notesPath = "/api/v1/org/release-notes"
 
     public static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
-        let org = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx).org.name
+        let caller = try OrgCaller.authenticate(request, OrgNeed.of(request.method, write: .edit), ctx)
+        let org = caller.org.name
         let now = ctx.clock.now()
         let body = request.method == "POST" || request.method == "PUT" ? try JSONBody(request) : nil
         guard let appID = try query(request, "app_id") ?? body?.string("app_id") else {
@@ -52,10 +53,17 @@ public enum FlagsAdminEndpoint {
         // 404 for an app the organization does not have, before any write or charge.
         let (app, owner) = try ctx.store.read { txn in try FeatureFlagAdmin.app(appID, org: org, in: txn) }
         if request.method != "GET" { try chargeWrite(org: org, now: now, ctx) }
-        func change<T>(_ body: (FeatureFlagAdmin, Transaction) throws -> (T, [FeatureFlagChange])) throws -> T {
+        /// Makes the change and records it in the audit log, in one transaction.
+        func change<T>(_ action: String, _ target: String, _ detail: String = "",
+                       _ body: (FeatureFlagAdmin, Transaction) throws -> (T, [FeatureFlagChange])) throws -> T {
             let (result, changes) = try FeatureFlagAdmin.write(
                 store: ctx.store, appID: appID, org: org, actor: .api, now: now, random: ctx.random,
-                queueEvents: ctx.configuration.webhookQueueEvents, body)
+                queueEvents: ctx.configuration.webhookQueueEvents) { a, t in
+                    let done = try body(a, t)
+                    try OrgAudit.record(caller, action: action, target: target,
+                                        detail: "app \(appID)" + (detail.isEmpty ? "" : ": " + detail), at: now, in: t)
+                    return done
+                }
             // In process (tests) there is no socket directory and no nginx to publish to.
             if let sockets = ctx.poolSockets, !changes.isEmpty {
                 for warning in FlagStream.publish(changes, socketDirectory: sockets, store: ctx.store) {
@@ -93,7 +101,7 @@ public enum FlagsAdminEndpoint {
             guard let type = FeatureFlagType(rawValue: typeName) else {
                 throw ServiceError(.badRequest, "type is one of bool, int, double, string, json.")
             }
-            try change { a, t in
+            try change("flag.create", key, "\(typeName) \(value.jsonText)") { a, t in
                 ((), try a.addFlag(key: key, type: type, value: value.jsonText,
                                    environment: try b.string("environment"),
                                    description: try b.string("description") ?? "", in: t))
@@ -104,10 +112,12 @@ public enum FlagsAdminEndpoint {
         case ("flags", "PUT", 1, _):
             guard let value = body!.json("value") else { throw ServiceError(.badRequest, "value is required.") }
             let env = try body!.string("environment")
-            try change { a, t in ((), try a.setValue(key: parts[0], value: value.jsonText, environment: env, in: t)) }
+            try change("flag.set", parts[0], "\(env ?? "default environment") = \(value.jsonText)") { a, t in
+                ((), try a.setValue(key: parts[0], value: value.jsonText, environment: env, in: t))
+            }
             return ServiceContext.json(try flagJSON(parts[0]))
         case ("flags", "DELETE", 1, _):
-            try change { a, t in ((), try a.removeFlag(key: parts[0], in: t)) }
+            try change("flag.remove", parts[0]) { a, t in ((), try a.removeFlag(key: parts[0], in: t)) }
             return ServiceContext.json(["key": .string(parts[0]), "deleted": true])
         case ("flags", "POST", 2, "rules"):
             let b = body!
@@ -126,11 +136,15 @@ public enum FlagsAdminEndpoint {
             let rule = FeatureFlagRule(name: try b.string("name") ?? "", environment: try b.string("environment") ?? "",
                                        active: try b.bool("is_active") ?? true, rollout: rollout,
                                        valueJSON: value.jsonText, conditions: conditions)
-            try change { a, t in ((), try a.addRule(key: parts[0], rule: rule, at: nil, in: t)) }
+            try change("flag.rule_add", parts[0], "\(rule.name) → \(value.jsonText)") { a, t in
+                ((), try a.addRule(key: parts[0], rule: rule, at: nil, in: t))
+            }
             return created(try flagJSON(parts[0]))
         case ("flags", "DELETE", 3, "rules"):
             guard let n = Int(parts[2]) else { throw ServiceError(.notFound, "No rule \(parts[2].prefix(20)).") }
-            try change { a, t in ((), try a.removeRule(key: parts[0], index: n, in: t)) }
+            try change("flag.rule_remove", parts[0], "rule \(n)") { a, t in
+                ((), try a.removeRule(key: parts[0], index: n, in: t))
+            }
             return ServiceContext.json(try flagJSON(parts[0]))
         case ("flags", "PUT", 2, "rollout"):
             let b = body!
@@ -138,7 +152,7 @@ public enum FlagsAdminEndpoint {
                 throw ServiceError(.badRequest, "percentage is a whole number 0 to 100 (0 removes the rollout).")
             }
             let env = try b.string("environment")
-            try change { a, t in
+            try change("flag.rollout", parts[0], "\(env ?? "default environment") \(percent)%") { a, t in
                 ((), try a.setRollout(key: parts[0], environment: env, percent: Int(percent),
                                       value: b.json("value")?.jsonText, in: t))
             }
@@ -160,7 +174,7 @@ public enum FlagsAdminEndpoint {
                 }
                 return t
             }
-            let record = try change { a, t in
+            let record = try change("flag.override_set", parts[0], "\(subject) = \(value.jsonText)") { a, t in
                 try a.setOverride(key: parts[0], subject: subject, value: value.jsonText, expiresAt: expires,
                                   note: try b.string("note") ?? "", in: t)
             }
@@ -168,7 +182,9 @@ public enum FlagsAdminEndpoint {
         case ("flags", "DELETE", 2, "overrides"):
             let subject = try subject(try query(request, "device_key_id"), try query(request, "device_id"),
                                       try query(request, "sdk_device_id"), appID: appID, ctx)
-            try change { a, t in ((), try a.removeOverride(key: parts[0], subject: subject, in: t)) }
+            try change("flag.override_remove", parts[0], "\(subject)") { a, t in
+                ((), try a.removeOverride(key: parts[0], subject: subject, in: t))
+            }
             return ServiceContext.json(["deleted": true])
         case ("environments", "GET", 0, _):
             let envs = try ctx.store.read { txn in
@@ -178,10 +194,10 @@ public enum FlagsAdminEndpoint {
             return ServiceContext.json(["environments": .array(envs.map(json))])
         case ("environments", "POST", 0, _):
             guard let name = try body!.string("name") else { throw ServiceError(.badRequest, "name is required.") }
-            try change { a, t in ((), try a.addEnvironment(name, in: t)) }
+            try change("flag_environment.create", name) { a, t in ((), try a.addEnvironment(name, in: t)) }
             return created(json(FeatureFlagEnvironment(name: name, createdAt: now)))
         case ("environments", "DELETE", 1, _):
-            try change { a, t in ((), try a.removeEnvironment(parts[0], in: t)) }
+            try change("flag_environment.remove", parts[0]) { a, t in ((), try a.removeEnvironment(parts[0], in: t)) }
             return ServiceContext.json(["name": .string(parts[0]), "deleted": true])
         case ("notes", "GET", 0, _):
             let notes = try ctx.store.read { try $0.releaseNotes(appID: appID) }
@@ -197,7 +213,7 @@ public enum FlagsAdminEndpoint {
                 }
                 return t
             }
-            let note = try change { a, t in
+            let note = try change("release_note.create", version, title) { a, t in
                 (try a.addNote(version: version, title: title, body: try b.string("body") ?? "", publishAt: at, in: t),
                  [FeatureFlagChange]())
             }
@@ -206,7 +222,7 @@ public enum FlagsAdminEndpoint {
             guard let id = ReleaseNotes.parseID(parts[0]) else {
                 throw ServiceError(.notFound, "No release note \(parts[0].prefix(40)).")
             }
-            try change { a, t in
+            try change("release_note.remove", ReleaseNotes.idText(id)) { a, t in
                 try a.removeNote(id: id, in: t)
                 return ((), [FeatureFlagChange]())
             }

@@ -14,6 +14,7 @@
 /// ae_feature_requests, ae_feature_votes, ae_feature_comments,
 ///   ae_tickets, ae_ticket_messages, ae_tickets_by_author,
 ///   ae_feedback_usage                                                version 8: feature requests, support tickets
+/// ae_console_logins, ae_console_sessions, ae_audit_log               version 9: the operator console, the audit log
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -50,6 +51,7 @@ public enum PostgresSchema {
         (6, [createTable(.receiptDue), createTable(.appleTeams)]),
         (7, version7.map(createTable)),
         (8, version8.map(createTable)),
+        (9, version9.map(createTable)),
     ]
 
     /// Feature flags and What's New (issue 41).
@@ -60,9 +62,12 @@ public enum PostgresSchema {
     static let version8: [Database] = [.featureRequests, .featureVotes, .featureComments, .tickets, .ticketMessages,
                                        .ticketsByAuthor, .feedbackUsage]
 
+    /// The operator console's sign-in links and sessions, and the organization audit log (issue 43).
+    static let version9: [Database] = [.consoleLogins, .consoleSessions, .auditLog]
+
     /// The databases a migration after version 1 adds (each creates its own table).
     static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7
-                                               + version8)
+                                               + version8 + version9)
 
     static func createTable(_ db: Database) -> String {
         "CREATE TABLE IF NOT EXISTS \(table(db)) (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)"
