@@ -17,6 +17,7 @@ login` prints, against software devices (attest-device).
 - Tickets: the team's answer typed into the page is what the device that opened the ticket
   reads, as authorType admin.
 - Webhooks: a test event sent from the page is queued, and the endpoint's deliveries list it.
+- Audit: the page lists the block, the flip and the answer, each by the session's name and role.
 - Refusals: no cookie → 401; a state change without X-CSRF-Token → 403 (fetch from the page;
   the same call with it → 200); a viewer's flag change → 403 and the flag unchanged; a session
   of another organization reading this one's app or device → 404 (this organization's session
@@ -103,7 +104,7 @@ def b64url(key_id):
 
 def login_url(s, org, role):
     """`attestctl console login`: (the URL it printed, the token in its fragment)."""
-    p = s.ctl("console", "login", "--org", org, "--role", role, check=False)
+    p = s.ctl("console", "login", "--org", org, "--role", role, "--name", f"e2e {role}", check=False)
     m = re.search(r"(\S*/console/login\.html)#(\S+)", p.stdout)
     if p.returncode != 0 or not m:
         raise RuntimeError(f"attestctl console login --org {org} --role {role}: exit {p.returncode}: {p.stdout}{p.stderr}")
@@ -305,6 +306,17 @@ def webhook_test(s):
             bool(rows) and ("no answer" in rows[0]), repr(rows))
 
 
+def audit_trail(s):
+    """The audit page lists the changes made from the console, each with the session's name and role."""
+    b = X["browser"]
+    goto(s, b, "#/audit", "Audit")
+    rows = b.wait(lambda d: [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                             for tr in d.find_elements(By.CSS_SELECTOR, "#main tbody tr")] or None) or []
+    actions = {r[2] for r in rows if len(r) > 2 and "e2e admin" in r[1] and "(admin)" in r[1]}
+    T.check("audit: the block, the flag flip and the ticket answer, each by the admin's session",
+            {"device.block", "flag.set", "ticket.reply"} <= actions, f"{actions} alert={alert_text(b)!r}")
+
+
 def csrf_refusal(s):
     b = X["browser"]
     path = f"/api/v1/org/flags/beta?app_id={APP}"
@@ -485,7 +497,7 @@ def main():
     try:
         with_stack = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
         steps = [static_files, no_session, devices_and_data, signs_in, usage_numbers, find_and_block, flip_flag,
-                 answer_ticket, webhook_test, csrf_refusal, every_page, cli_logout, used_url, viewer, other_org]
+                 answer_ticket, webhook_test, audit_trail, csrf_refusal, every_page, cli_logout, used_url, viewer, other_org]
 
         def guarded(step):
             def run(s):
