@@ -68,7 +68,11 @@ async function start() {
     document.getElementById('main').focus();
   });
   document.getElementById('logout').addEventListener('click', async () => {
-    try { await call('DELETE', '/api/v1/console/session'); } catch (e) { if (e.status === 401) return; }
+    try {
+      await call('DELETE', '/api/v1/console/session');
+    } catch {
+      return; // 401 went to login already; any other refusal is in the alert region
+    }
     toLogin();
   });
   try {
