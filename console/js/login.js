@@ -44,4 +44,6 @@ async function signIn() {
   fail(why + (body && body.requestId ? ` (request ${body.requestId})` : ''));
 }
 
+// A second link opened in a tab already on this page changes only the fragment: no new load.
+window.addEventListener('hashchange', () => { if (window.location.hash.length > 1) signIn(); });
 signIn();

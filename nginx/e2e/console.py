@@ -454,7 +454,8 @@ def used_url(s):
     b.d.delete_all_cookies()
     b.d.get(f"{s.base}/console/login.html#{X['used']}")
     said = b.wait(lambda d: alert_text(b))
-    T.check("a used one-time URL is refused on the page", bool(said) and b.d.current_url.split("#")[0].endswith("/console/login.html")
+    T.check("a used one-time URL is refused on the page (the page says it was used)", bool(said) and "used" in said
+            and b.d.current_url.split("#")[0].endswith("/console/login.html")
             and not b.d.get_cookies(), repr(said))
     r = s.http("POST", "/api/v1/console/session", body={"token": X["used"]})
     T.check("a used one-time token is 401 to a direct POST", r.status == 401, repr(r))
