@@ -38,6 +38,9 @@ check "the units run the installed binaries on the installed data" \
   "grep -q 'ExecStart=$P/bin/attest-%i --socket /run/attestedge/%i.sock --data $P/data' '$P/etc/systemd/system/attestedge@.service'"
 check "the site includes the installed fastcgi_params and serves the data's JWKS" \
   "grep -q 'include $P/etc/nginx/attestedge/fastcgi_params;' '$P/etc/nginx/attestedge/site.conf' && grep -q 'alias $P/data/jwks.json;' '$P/etc/nginx/attestedge/site.conf'"
+check "the console's files are installed beside the templates, and the site serves them from there" \
+  "cmp -s console/index.html '$P/share/attestedge/console/index.html' && cmp -s console/js/api.js '$P/share/attestedge/console/js/api.js' \
+   && grep -q 'alias $(realpath "$P")/share/attestedge/console/;' '$P/etc/nginx/attestedge/site.conf'"
 # As Debian's nginx.conf: libnginx-mod-nchan's modules-enabled/50-mod-nchan.conf loads the flag stream's module.
 printf 'load_module /usr/lib/nginx/modules/ngx_nchan_module.so;\nevents {}\nhttp { include %s/etc/nginx/sites-enabled/*.conf; }\n' "$P" > "$P/nginx-test.conf"
 # nginx -t binds the flag stream's publisher socket in /run/attestedge: made as the nginx.service
@@ -119,5 +122,6 @@ out4=$(bash nginx/deploy/uninstall.sh --prefix "$P" 2>&1); rc4=$?
 check "uninstall.sh exits 0" '[ $rc4 = 0 ]' || echo "$out4"
 check "uninstall.sh removes every file it installed" \
   '[ -z "$(cd "$P" && find bin etc share -type f 2>/dev/null)" ] && [ ! -L "$P/etc/nginx/sites-enabled/attestedge.conf" ]'
+check "uninstall.sh removes the console's directories" '[ ! -e "$P/share/attestedge/console" ]'
 check "uninstall.sh keeps the data" "[ -f '$P/data/config.json' ] && [ -d '$P/data/store' ]"
 check_summary install
