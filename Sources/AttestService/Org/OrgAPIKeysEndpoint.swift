@@ -23,9 +23,12 @@ import FastCGI
 enum OrgAPIKeysEndpoint {
     static let path = "/api/v1/org/api-keys"
 
+    /// What a call needs: admin, reads included (a key list is the admin's).
+    static func need(_ request: Request) -> OrgNeed { .admin }
+
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let rest = request.path.dropFirst(path.count)
-        let caller = try OrgCaller.authenticate(request, .admin, ctx)
+        let caller = try OrgCaller.authenticate(request, need(request), ctx)
         let org = caller.org.name
         let now = ctx.clock.now()
         if rest.isEmpty {

@@ -17,7 +17,8 @@ import FastCGI
 ///                   (0: the server's default), "min_app_version", "min_os_version", "subject_links"
 ///                   (the organization's: "signed"|"operator"|"asserted"),
 ///                   "apple_risk_metric_threshold", "apple_risk_metric_points"},
-///        "custom_claims": [{"key", "value", "when" (or null)}…] (in order; a later key wins)}
+///        "custom_claims": [{"key", "value", "when" (`attestctl claims add --when`'s text, or null)}…]
+///                        (in order; a later key wins)}
 /// explanation = {"risk_score" (null on the free tier), "risk_category",
 ///                "factors": [{"signal", "points", "detail"}],
 ///                "claims": [{"key", "value", "when", "applied", "why"}] (each rule, in order),
@@ -30,20 +31,23 @@ import FastCGI
 enum OrgAppsEndpoint {
     static let path = "/api/v1/org/apps"
 
+    /// What a call needs: read (a claims test changes nothing).
+    static func need(_ request: Request) -> OrgNeed { .read }
+
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let parts = request.path.dropFirst(path.count).split(separator: "/", omittingEmptySubsequences: false)
             .dropFirst().map(String.init)
         switch parts.count {
         case 0:
             try FeedbackPath.method(request, ["GET"])
-            let caller = try OrgCaller.authenticate(request, .read, ctx)
+            let caller = try OrgCaller.authenticate(request, need(request), ctx)
             return ServiceContext.json(try ctx.store.read { txn in
                 let apps = try txn.apps().filter { $0.org == caller.org.name }
                 return ["apps": .array(try apps.map { try json($0, org: caller.org, in: txn) })]
             })
         case 2 where parts[1] == "claims-test":
             try FeedbackPath.method(request, ["POST"])
-            let caller = try OrgCaller.authenticate(request, .read, ctx)
+            let caller = try OrgCaller.authenticate(request, need(request), ctx)
             return ServiceContext.json(try claimsTest(appID: parts[0], request, caller, ctx))
         default:
             throw ServiceError(.notFound, "No such app path.", log: "path \(request.path.prefix(120))")
@@ -68,7 +72,9 @@ enum OrgAppsEndpoint {
                 "apple_risk_metric_threshold": .int(Int64(app.appleRiskMetricThreshold)),
                 "apple_risk_metric_points": .int(Int64(app.appleRiskMetricPoints)),
             ],
-            "custom_claims": .array(rules.map(\.json)),
+            "custom_claims": .array(rules.map {
+                ["key": .string($0.key), "value": $0.value, "when": $0.condition.map { .string($0.text) } ?? .null]
+            }),
         ]
     }
 

@@ -24,9 +24,12 @@ struct OrgDeviceSearch {
     private(set) var truncated = false
     private var seen = Set<[UInt8]>()
 
-    init(apps: Set<String>, limit: Int) {
+    let budget: Int
+
+    init(apps: Set<String>, limit: Int, budget: Int = Self.scanBudget) {
         self.apps = apps
         self.limit = limit
+        self.budget = budget
     }
 
     var full: Bool { found.count >= limit }
@@ -44,8 +47,8 @@ struct OrgDeviceSearch {
                 var d = try DeviceRecord(encoded: value)
                 d.keyID = key
                 keep(d)
-                if read >= Self.scanBudget && !full { truncated = true }
-                return !full && read < Self.scanBudget
+                if read >= budget && !full { truncated = true }
+                return !full && read < budget
             }
             return
         }
@@ -78,8 +81,8 @@ struct OrgDeviceSearch {
             guard key.starts(with: prefix) else { return false }
             read += 1
             keep(try make(key, value))
-            if read >= Self.scanBudget && !full { truncated = true }
-            return !full && read < Self.scanBudget
+            if read >= budget && !full { truncated = true }
+            return !full && read < budget
         }
     }
 }

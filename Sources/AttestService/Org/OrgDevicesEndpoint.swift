@@ -24,6 +24,11 @@ enum OrgDevicesEndpoint {
     static let path = "/api/v1/org/devices"
     static let reasonCharacters = 1...500
 
+    /// What a call needs: admin for an action, read otherwise.
+    static func need(_ request: Request) -> OrgNeed {
+        request.method == "GET" || request.method == "HEAD" ? .read : .admin
+    }
+
     static func route(_ request: Request, _ ctx: ServiceContext) throws -> Response {
         let parts = request.path.dropFirst(path.count).split(separator: "/", omittingEmptySubsequences: false)
             .dropFirst().map(String.init)
@@ -31,16 +36,16 @@ enum OrgDevicesEndpoint {
         switch parts.count {
         case 0:
             try FeedbackPath.method(request, ["GET"])
-            let caller = try OrgCaller.authenticate(request, .read, ctx)
+            let caller = try OrgCaller.authenticate(request, need(request), ctx)
             return ServiceContext.json(try search(request, caller, ctx))
         case 1:
             try FeedbackPath.method(request, ["GET"])
-            let caller = try OrgCaller.authenticate(request, .read, ctx)
+            let caller = try OrgCaller.authenticate(request, need(request), ctx)
             let keyID = try Self.keyID(parts[0])
             return ServiceContext.json(try detail(keyID, caller, ctx))
         case 2 where parts[1] == "actions":
             try FeedbackPath.method(request, ["POST"])
-            let caller = try OrgCaller.authenticate(request, .admin, ctx)
+            let caller = try OrgCaller.authenticate(request, need(request), ctx)
             let keyID = try Self.keyID(parts[0])
             _ = try detail(keyID, caller, ctx)  // 404 before the body is judged
             let body = try JSONBody(request)
