@@ -70,6 +70,7 @@ import Testing
                 }
             }
         }
-        try OrgCaller(org: org, role: .admin, credential: "c").require(OrgAPIKeysEndpoint.need(OrgWorld.request("POST", Self.path)))
+        let admin = OrgCaller(org: org, role: .admin, credential: "c")
+        try admin.require(OrgAPIKeysEndpoint.need(OrgWorld.request("POST", Self.path)))
     }
 }

@@ -12,7 +12,8 @@ import Testing
         try w.fixture.context.store.write([.durable]) { txn in
             var app = try #require(try txn.app(id: Fixture.appID))
             app.customClaimsJSON = CustomClaims.encode([
-                ClaimRule(key: "tier", value: "gold", condition: try ClaimCondition(text: "appVersion ge 2.0", claim: "tier")),
+                ClaimRule(key: "tier", value: "gold",
+                          condition: try ClaimCondition(text: "appVersion ge 2.0", claim: "tier")),
                 ClaimRule(key: "beta", value: true, condition: nil),
             ])
             app.minAppVersion = "1.5"

@@ -15,8 +15,8 @@ import Testing
         let attacker = w.globexKey
         let devices = OrgDevicesEndpoint.path
         for action in ["block", "flag", "clear", "revoke"] {
-            let got = w.call("POST", devices + "/" + keyURL + "/actions", body: #"{"action":"\#(action)","reason":"x"}"#,
-                             key: attacker)
+            let got = w.call("POST", devices + "/" + keyURL + "/actions",
+                             body: #"{"action":"\#(action)","reason":"x"}"#, key: attacker)
             #expect(got.status == 404, "\(action)")
             #expect(got.json["code"]?.stringValue == "not_found")
         }

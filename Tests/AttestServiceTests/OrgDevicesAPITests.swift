@@ -31,7 +31,8 @@ import Testing
         #expect(first["environment"]?.stringValue == "production")
         // Without q: the organization's devices; app_id narrows them.
         #expect(Set(Self.keys(w.call("GET", Self.path).json)) == Set([a, b, c].map { OrgWorld.url($0.keyID) }))
-        #expect(Self.keys(w.call("GET", Self.path, query: "app_id=" + OrgWorld.acme2App).json) == [OrgWorld.url(c.keyID)])
+        let second = w.call("GET", Self.path, query: "app_id=" + OrgWorld.acme2App)
+        #expect(Self.keys(second.json) == [OrgWorld.url(c.keyID)])
         #expect(Self.keys(w.call("GET", Self.path, query: "limit=2").json).count == 2)
         #expect(Self.keys(w.call("GET", Self.path, query: "q=nothing-like-it").json) == [])
     }
@@ -145,7 +146,8 @@ import Testing
         #expect(try w.stored(d.keyID)?.operatorFlags == [], "nothing changed")
         let unknown = OrgWorld.url([UInt8](repeating: 0x99, count: 32))
         #expect(w.call("GET", Self.path + "/" + unknown).status == 404)
-        #expect(w.call("POST", Self.path + "/" + unknown + "/actions", body: #"{"action":"block","reason":"r"}"#).status == 404)
+        let act = w.call("POST", Self.path + "/" + unknown + "/actions", body: #"{"action":"block","reason":"r"}"#)
+        #expect(act.status == 404)
         #expect(w.call("GET", Self.path + "/not-a-key").status == 404)
         #expect(w.call("DELETE", Self.path + "/" + OrgWorld.url(d.keyID)).status == 405)
     }

@@ -24,7 +24,8 @@ import Testing
                                        now: w.now, random: SystemRandom(), queueEvents: false) { a, txn in
             _ = try a.addFlag(key: "beta", type: .bool, value: "false", environment: nil, description: "", in: txn)
             _ = try a.addFlag(key: "color", type: .string, value: "\"red\"", environment: nil, description: "", in: txn)
-            _ = try a.setOverride(key: "beta", subject: .device(d.deviceID), value: "true", expiresAt: nil, note: "", in: txn)
+            _ = try a.setOverride(key: "beta", subject: .device(d.deviceID), value: "true", expiresAt: nil, note: "",
+                                  in: txn)
         }
         let (status, got) = Self.evaluate(w, "app_id=\(Fixture.appID)&device_key_id=\(OrgWorld.url(d.keyID))")
         #expect(status == 200)

@@ -50,8 +50,9 @@ final class OrgWorld {
     /// A call as nginx passes it to `org.sock`, with `key` as the bearer (nil: none).
     func call(_ method: String, _ path: String, query: String = "", body: String? = nil,
               key: String?? = .none) -> (status: Int, json: JSONValue, response: Response) {
-        var params = ["REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_ID": "req-org", "REMOTE_ADDR": "127.0.0.1",
-                      "QUERY_STRING": query, "REQUEST_URI": path + (query.isEmpty ? "" : "?" + query)]
+        var params = ["REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_ID": "req-org",
+                      "REMOTE_ADDR": "127.0.0.1", "QUERY_STRING": query,
+                      "REQUEST_URI": path + (query.isEmpty ? "" : "?" + query)]
         if let bearer = key ?? acmeKey { params["HTTP_AUTHORIZATION"] = "Bearer " + bearer }
         let request = Request(method: method, path: path, query: query, params: params, body: Array((body ?? "").utf8))
         let response = Endpoint.org.handle(request, fixture.context)

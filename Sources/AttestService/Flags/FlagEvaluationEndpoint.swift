@@ -51,7 +51,9 @@ enum FlagEvaluationEndpoint {
             let flagCaller: FeatureFlagCaller = try device.map {
                 .device(try FeatureFlagDevice.read($0, app: app, org: org, now: now, in: txn))
             } ?? .apiKey(sdkDeviceID: nil)
-            let overrides = try device.map { try txn.featureFlagOverrides(appID: appID, subject: .device($0.deviceID)) } ?? []
+            let overrides = try device.map {
+                try txn.featureFlagOverrides(appID: appID, subject: .device($0.deviceID))
+            } ?? []
             return (compiled, flagCaller, overrides, device)
         }
         let explained = compiled.explain(environment: env, caller: flagCaller, targeting: .none, overrides: overrides,

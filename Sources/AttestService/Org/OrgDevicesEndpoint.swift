@@ -49,7 +49,9 @@ enum OrgDevicesEndpoint {
             let keyID = try Self.keyID(parts[0])
             _ = try detail(keyID, caller, ctx)  // 404 before the body is judged
             let body = try JSONBody(request)
-            guard let name = try body.string("action") else { throw ServiceError(.badRequest, "The field action is required.") }
+            guard let name = try body.string("action") else {
+                throw ServiceError(.badRequest, "The field action is required.")
+            }
             guard let action = OrgDeviceAction(rawValue: name) else {
                 throw ServiceError(.badRequest, "The field action must be one of flag, block, clear, revoke.")
             }
@@ -76,7 +78,9 @@ enum OrgDevicesEndpoint {
 
     /// The device of `keyID` when its app is one of `org`'s, else nil.
     static func device(_ keyID: [UInt8], org: String, in txn: Transaction) throws -> (DeviceRecord, AppRecord)? {
-        guard let d = try txn.device(keyID: keyID), let app = try txn.app(id: d.appID), app.org == org else { return nil }
+        guard let d = try txn.device(keyID: keyID), let app = try txn.app(id: d.appID), app.org == org else {
+            return nil
+        }
         return (d, app)
     }
 
@@ -95,12 +99,15 @@ enum OrgDevicesEndpoint {
         return try ctx.store.read { txn in
             var apps = Set(try txn.apps().filter { $0.org == org }.map(\.appID))
             if let appID {
-                guard apps.contains(appID) else { throw ServiceError(.notFound, "No such app.", log: "app_id \(appID.prefix(120))") }
+                guard apps.contains(appID) else {
+                    throw ServiceError(.notFound, "No such app.", log: "app_id \(appID.prefix(120))")
+                }
                 apps = [appID]
             }
             var search = OrgDeviceSearch(apps: apps, limit: limit)
             try search.run(q.flatMap { $0.isEmpty ? nil : $0 }, org: org, in: txn)
-            return .object([("devices", .array(search.found.map { .object(OrgDeviceWire.summary($0, tier: caller.org.tier)) })),
+            let found = search.found.map { JSONValue.object(OrgDeviceWire.summary($0, tier: caller.org.tier)) }
+            return .object([("devices", .array(found)),
                             ("truncated", .bool(search.truncated))])
         }
     }
@@ -111,10 +118,13 @@ enum OrgDevicesEndpoint {
             guard let (d, app) = try device(keyID, org: caller.org.name, in: txn) else {
                 throw notFound(OrgDeviceWire.keyID(keyID))
             }
-            let rules = CustomClaims.allowed((try? CustomClaims.parse(app.customClaimsJSON)) ?? [], tier: caller.org.tier)
-            let assessment = try DeviceAssessment(device: d, app: app, rules: rules, org: caller.org.name, in: txn, now: now)
+            let tier = caller.org.tier
+            let rules = CustomClaims.allowed((try? CustomClaims.parse(app.customClaimsJSON)) ?? [], tier: tier)
+            let assessment = try DeviceAssessment(device: d, app: app, rules: rules, org: caller.org.name, in: txn,
+                                                  now: now)
             let changes = try txn.flagChanges(.of(d))
-            let standing = OrgDeviceStanding(device: d, app: app, lineage: assessment.lineage, changes: changes, now: now)
+            let standing = OrgDeviceStanding(device: d, app: app, lineage: assessment.lineage, changes: changes,
+                                             now: now)
             return OrgDeviceWire.detail(d, tier: caller.org.tier, standing: standing, assessment: assessment,
                                         changes: changes, now: now)
         }
