@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "attest-webhooks", targets: ["attest-webhooks"]),
         .executable(name: "attest-flags", targets: ["attest-flags"]),
         .executable(name: "attest-feedback", targets: ["attest-feedback"]),
+        .executable(name: "attest-org", targets: ["attest-org"]),
         .executable(name: "attest-receipts", targets: ["attest-receipts"]),
         .executable(name: "attest-device", targets: ["attest-device"]),
         .executable(name: "attest-fcgi-bench", targets: ["attest-fcgi-bench"]),
@@ -87,6 +88,7 @@ let package = Package(
         .executableTarget(name: "attest-monitor", dependencies: ["AttestService", "FastCGI"], swiftSettings: strict),
         .executableTarget(name: "attest-flags", dependencies: ["AttestService"], swiftSettings: strict),
         .executableTarget(name: "attest-feedback", dependencies: ["AttestService"], swiftSettings: strict),
+        .executableTarget(name: "attest-org", dependencies: ["AttestService"], swiftSettings: strict),
         .executableTarget(name: "attest-webhooks", dependencies: [
             "AttestConfig", "AttestOperations", "AttestService", "AttestStore", "AttestCore", "CLISupport",
             "FastCGI", "HTTPClient",

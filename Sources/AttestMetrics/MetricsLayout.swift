@@ -30,7 +30,8 @@ public enum MetricsLayout {
     public static let endpoints = ["challenge", "validate", "refresh", "heartbeat", "usage", "webhooks", "healthz",
                                    "metrics", "flags", "flags-stream-auth", "whats-new", "whats-new-seen", "org-flags",
                                    "org-release-notes", "feature-requests", "feature-votes", "feature-comments",
-                                   "tickets", "ticket-messages", "org-feedback", "org-tickets"]
+                                   "tickets", "ticket-messages", "org-feedback", "org-tickets", "org-devices",
+                                   "org-apps", "org-api-keys", "org-audit", "console-session"]
     /// HTTP statuses counted: 100...599, one slot each.
     public static let statuses = 100...599
     /// Request duration buckets' upper bounds in µs, and as `le` label values.

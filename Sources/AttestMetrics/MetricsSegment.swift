@@ -27,7 +27,7 @@ import Glibc
 ///   inode), so a mapping never loses its pages.
 public final class MetricsSegment: @unchecked Sendable {
     public static let magic = Array("AEMETRIC".utf8)
-    public static let version: UInt32 = 7
+    public static let version: UInt32 = 8
     public static let headerBytes = 64
     public static var fileBytes: Int { headerBytes + MetricsLayout.slotCount * 8 }
 

@@ -6,9 +6,10 @@ import FastCGI
 /// usage API (monthly-active-device accounting), `webhooks` the webhook management API,
 /// `monitor` the load balancers' `/healthz` and Prometheus's `/metrics` (on its own listener),
 /// `flags` feature flags, the flag stream's auth, What's New and their org API, `feedback`
-/// feature requests and support tickets.
+/// feature requests and support tickets, `org` the operator console's organization API
+/// (devices, apps, API keys).
 public enum Endpoint: String, Sendable, CaseIterable {
-    case challenge, validate, refresh, mad, webhooks, monitor, flags, feedback
+    case challenge, validate, refresh, mad, webhooks, monitor, flags, feedback, org
 
     /// The request path nginx routes to this endpoint.
     public var path: String {
@@ -21,6 +22,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .monitor: return MonitorEndpoint.healthPath
         case .flags: return FlagsEndpoint.path
         case .feedback: return FeatureRequestsEndpoint.path
+        case .org: return OrgDevicesEndpoint.path
         }
     }
 
@@ -42,6 +44,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .monitor: return request.path == MonitorEndpoint.metricsPath ? "metrics" : "healthz"
         case .flags: return FlagsRoute(request.path).logName
         case .feedback: return FeedbackRoute(request.path).logName
+        case .org: return OrgRoute(request.path).logName
         }
     }
 
@@ -58,6 +61,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .monitor: return try MonitorEndpoint.route(request, ctx)
         case .flags: return try FlagsRoute(request.path).answer(request, ctx)
         case .feedback: return try FeedbackRoute.answer(request, ctx)
+        case .org: return try OrgRoute(request.path).answer(request, ctx)
         }
     }
 }
@@ -104,7 +108,7 @@ public struct ServiceResponder: Responder {
             #else
             return true
             #endif
-        case .challenge, .mad, .webhooks, .monitor, .flags, .feedback: return false
+        case .challenge, .mad, .webhooks, .monitor, .flags, .feedback, .org: return false
         }
     }
 

@@ -19,6 +19,7 @@ public enum Database: String, CaseIterable, Sendable {
     case tickets, ticketMessages = "ticket_messages", ticketsByAuthor = "tickets_by_author"
     case feedbackUsage = "feedback_usage"
     case consoleLogins = "console_logins", consoleSessions = "console_sessions", auditLog = "audit_log"
+    case activityDays = "activity_days"
     // ephemeral
     case challenges, rates
 

@@ -21,7 +21,7 @@ package struct Serve {
         data = DataDirectory(flag: args.value("data"))
     }
 
-    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks, .monitor, .flags, .feedback]
+    static let endpoints: [Endpoint] = [.challenge, .validate, .refresh, .mad, .webhooks, .monitor, .flags, .feedback, .org]
     /// Pools site.conf routes to that later capabilities add: while their executables are
     /// absent their locations answer 501 JSON. Every routed pool exists now.
     static let optionalPools: [String] = []

@@ -36,16 +36,17 @@ let usageCommand = Command(
             }
             return try orgs.map {
                 UsageReport(org: $0, month: month, totals: try txn.usageMonthReport(org: $0.name, month: month),
-                            now: time)
+                            now: time, activity: try txn.activityDays(org: $0.name, month: month))
             }
         }
         if args.flag("json") {
             Output.out((args.value("org") != nil ? reports[0].json : .array(reports.map(\.json))).prettyJSONText)
         } else if args.flag("csv") {
-            var lines = ["org,date,new_devices,active_devices"]
+            var lines = ["org,date,new_devices,active_devices,attestations,refreshes"]
             for r in reports {
-                for d in r.daily {
-                    lines.append("\(csv(r.org.name)),\(d.date),\(d.day.newDevices),\(d.day.activeDevices)")
+                for (i, d) in r.daily.enumerated() {
+                    let a = i < r.activity.count ? r.activity[i] : (0, 0)
+                    lines.append("\(csv(r.org.name)),\(d.date),\(d.day.newDevices),\(d.day.activeDevices),\(a.0),\(a.1)")
                 }
             }
             Output.out(lines.joined(separator: "\n"))

@@ -13,7 +13,7 @@ import Testing
     /// The whole vocabulary a failing answer may use (`HealthCheck`).
     static let vocabulary: Set<String> = ["store", "store_map", "signing_key", "pool_challenge", "pool_validate",
                                           "pool_refresh", "pool_mad", "pool_webhooks", "pool_flags",
-                                          "pool_feedback"]
+                                          "pool_feedback", "pool_org"]
 
     /// A fixture whose monitor context probes `sockets` (every pool up unless told otherwise).
     static func fixture(_ sockets: PoolSockets, configure: (inout Configuration) -> Void = { _ in }) throws -> Fixture {

@@ -84,6 +84,25 @@ import Testing
         #expect(t.apps.map(\.appID) == [Fixture.appID] && t.apps[0].activeDevices == 1)
     }
 
+    /// The console's overview: each day's successful attestations and refreshes; a refused
+    /// refresh (a replayed counter) is not counted, and the next day starts at zero.
+    @Test func attestationsAndRefreshesAreCountedPerDay() throws {
+        let flow = try flow(limit: 0)
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-06-01T13:00:00Z")!)
+        try flow.enroll()
+        for _ in 0..<3 {
+            #expect(flow.post(.refresh, try flow.refreshBody(challenge: try flow.fixture.challenge())).0 == 200)
+        }
+        let replay = try flow.refreshBody(challenge: try flow.fixture.challenge(), counter: 1)
+        #expect(flow.post(.refresh, replay).0 != 200, "a replayed counter is refused")
+        flow.fixture.clock.set(Timestamp(iso8601: "2026-06-02T13:00:00Z")!)
+        _ = try enroll(flow, try SoftwareDevice.generate())
+        let key = try apiKey(flow)
+        let daily = try #require(usage(flow, key: key).1["daily"]?.arrayValue)
+        #expect(daily.map { $0["attestations"]?.intValue } == [1, 1])
+        #expect(daily.map { $0["refreshes"]?.intValue } == [3, 0])
+    }
+
     @Test func theMonthRollsOverAtUTCMidnight() throws {
         let flow = try flow(limit: 0)
         flow.fixture.clock.set(Timestamp(iso8601: "2026-06-30T23:59:59Z")!)

@@ -162,6 +162,8 @@ import Testing
         #expect(try flow.storedDevice()?.subjectID == "house-2")
     }
 
+    /// Besides the device and the challenge, a refresh adds one to its organization's count of
+    /// the day (`activity_days`: a new key only when its transaction drew a shard not yet used).
     @Test func refreshWritesOnlyTheDeviceAndTheChallenge() throws {
         let flow = try DeviceFlow()
         try flow.enroll()
@@ -171,6 +173,8 @@ import Testing
         #expect(after[.challenges] == (before[.challenges] ?? 0) + 1)
         after[.challenges] = before[.challenges]
         after[.rates] = before[.rates]
+        #expect((before[.activityDays] ?? 0)...(before[.activityDays] ?? 0) + 1 ~= after[.activityDays] ?? 0)
+        after[.activityDays] = before[.activityDays]
         #expect(after == before)
     }
 }

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source nginx/scripts/deps.sh
-BINARIES=(attestctl attest-challenge attest-validate attest-refresh attest-mad attest-webhooks attest-monitor attest-flags attest-feedback attest-receipts attest-device)
+BINARIES=(attestctl attest-challenge attest-validate attest-refresh attest-mad attest-webhooks attest-monitor attest-flags attest-feedback attest-org attest-receipts attest-device)
 
 echo "==> release build"
 swift build -c release 2>&1 | tail -1

@@ -86,7 +86,7 @@ else
   [ -z "$TLS_CERT$TLS_KEY$ACME_EMAIL$HTTP_LISTEN$ACME_WEBROOT" ] \
     || die "--tls-cert, --tls-key, --acme, --http-listen and --acme-webroot need --domain NAME"
 fi
-ENDPOINTS=(challenge validate refresh mad webhooks monitor flags feedback)
+ENDPOINTS=(challenge validate refresh mad webhooks monitor flags feedback org)
 SHARE=$PREFIX/share/attestedge
 MANIFEST=$SHARE/manifest
 PENDING=$SHARE/install-pending

@@ -47,7 +47,7 @@ mkdir -p "$S"
 python3 - "$S" <<'PY' &
 import socket, sys, time
 held = []
-for name in ["challenge", "validate", "refresh", "mad", "webhooks", "monitor", "flags", "feedback"]:
+for name in ["challenge", "validate", "refresh", "mad", "webhooks", "monitor", "flags", "feedback", "org"]:
     s = socket.socket(socket.AF_UNIX)
     s.bind(f"{sys.argv[1]}/{name}.sock")
     s.listen(8)

@@ -33,7 +33,7 @@ from stack import Stack, app_headers, b64, cbor_map_of_bytes, run_suite, sha256 
 T = Tally()
 A = app_headers()
 VOCABULARY = {"store", "store_map", "signing_key", "pool_challenge", "pool_validate", "pool_refresh", "pool_mad",
-              "pool_webhooks", "pool_flags", "pool_feedback"}
+              "pool_webhooks", "pool_flags", "pool_feedback", "pool_org"}
 TENANT = ("acme", A["X-Bundle-ID"], A["X-Team-ID"])
 SEEN = []  # every /healthz body, checked for tenant data at the end
 

@@ -22,7 +22,7 @@ check "install.sh into a temporary prefix exits 0" '[ $rc1 = 0 ]' || echo "$out1
 for f in bin/attestctl bin/attest-challenge bin/attest-validate bin/attest-refresh bin/attest-mad bin/attest-webhooks bin/attest-monitor \
          etc/nginx/attestedge/site.conf etc/nginx/attestedge/fastcgi_params etc/systemd/system/attestedge@.service \
          etc/systemd/system/attestedge-deliver.service etc/systemd/system/attestedge-receipts.service bin/attest-receipts \
-         etc/systemd/system/attestedge.target share/attestedge/manifest bin/attest-flags bin/attest-feedback \
+         etc/systemd/system/attestedge.target share/attestedge/manifest bin/attest-flags bin/attest-feedback bin/attest-org \
          etc/systemd/system/nginx.service.d/attestedge.conf; do
   check "it wrote $f" "[ -s '$P/$f' ]"
 done

@@ -48,7 +48,7 @@ FAMILIES = {
     "attestedge_time_seconds": "gauge",
 }
 LABELS = {"pool", "endpoint", "status", "step", "outcome", "bucket", "class", "environment", "org", "le", "result"}
-POOLS = ["challenge", "validate", "refresh", "mad", "webhooks", "monitor", "flags", "feedback"]
+POOLS = ["challenge", "validate", "refresh", "mad", "webhooks", "monitor", "flags", "feedback", "org"]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 

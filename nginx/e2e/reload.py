@@ -18,7 +18,7 @@ RELEASE = os.path.join(ROOT, ".build", "release")
 BIN = tempfile.mkdtemp(prefix="attestedge-reload-bin-")
 os.chmod(BIN, 0o755)  # the pools run as the service user when this runs as root
 for name in ["attestctl", "attest-challenge", "attest-validate", "attest-refresh", "attest-mad", "attest-webhooks",
-             "attest-monitor", "attest-flags", "attest-feedback", "attest-receipts", "attest-device"]:
+             "attest-monitor", "attest-flags", "attest-feedback", "attest-org", "attest-receipts", "attest-device"]:
     if os.path.exists(os.path.join(RELEASE, name)):
         shutil.copy2(os.path.join(RELEASE, name), os.path.join(BIN, name))
 os.environ["ATTEST_BIN"] = BIN

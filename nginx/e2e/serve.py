@@ -166,9 +166,9 @@ def privileges(s):
             str(master and (uid_of(master), hex(capabilities(master)))))
     T.check(f"nginx's workers run as {SERVICE_USER}", bool(workers) and all(uid_of(p) == user.pw_uid for p in workers),
             str([(p, uid_of(p)) for p in workers]))
-    pools = [p for p in children(s.serve.pid) if comm(p).startswith("attest-")]  # eight pools, the deliver worker, attest-receipts
+    pools = [p for p in children(s.serve.pid) if comm(p).startswith("attest-")]  # nine pools, the deliver worker, attest-receipts
     pool_processes = pools + [w for p in pools for w in children(p)]
-    T.check(f"every pool master and worker runs as {SERVICE_USER}", len(pools) == 10 and len(pool_processes) >= 25
+    T.check(f"every pool master and worker runs as {SERVICE_USER}", len(pools) == 11 and len(pool_processes) >= 28
             and all(uid_of(p) == user.pw_uid for p in pool_processes), str([(p, comm(p), uid_of(p)) for p in pool_processes]))
     ps = subprocess.run(["ps", "-o", "user:32=,args=", "-p", ",".join(map(str, workers + pool_processes))], capture_output=True, text=True).stdout
     T.check("ps shows them as the service user", ps and all(line.split()[0] == SERVICE_USER for line in ps.splitlines()), ps)

@@ -110,7 +110,7 @@ def usage_agrees(s):
     text = s.ctl("usage", "--org", "metered").stdout
     T.check("attestctl usage prints a table with a bar", "metered" in text and "2 active devices of 2" in text and "█" in text, text)
     csv = s.ctl("usage", "--csv").stdout.splitlines()
-    T.check("attestctl usage --csv has a header and a line per org and day", csv[0] == "org,date,new_devices,active_devices" and len(csv) > 3, str(csv[:3]))
+    T.check("attestctl usage --csv has a header and a line per org and day", csv[0] == "org,date,new_devices,active_devices,attestations,refreshes" and len(csv) > 3, str(csv[:3]))
     r = s.http("GET", "/api/v1/org/usage", {"Authorization": "Bearer aat_nottherightkeynottherightkey00"})
     T.check("a wrong API key is 401 unauthorized", r.status == 401 and (r.json or {}).get("code") == "unauthorized", repr(r))
     other = s.ctl("apikey", "create", "--org", "racers").stdout.strip()

@@ -69,7 +69,7 @@ rm -f "$log"
 # fault, ops' backups, run once above).
 e2e_failed=0
 bash nginx/e2e/run.sh || e2e_failed=1
-ATTEST_E2E_STORE=postgres bash nginx/e2e/run.sh stack usage claims webhooks health receipts flags feedback console || e2e_failed=1
+ATTEST_E2E_STORE=postgres bash nginx/e2e/run.sh stack usage claims webhooks health receipts flags feedback org console || e2e_failed=1
 if [ "$e2e_failed" != 0 ]; then
   echo "==> FAILED end-to-end suites (see the two summaries above)" >&2
   exit 1

@@ -32,14 +32,17 @@ public enum DeviceFlags {
     /// Longest reason kept, in UTF-8 bytes.
     public static let reasonBytes = 512
 
-    /// Applies `action` to the lineage of the device with `keyID`.
+    /// Applies `action` to the lineage of the device with `keyID`; `within` runs first in the
+    /// same transaction (the org API's ownership check and audit entry; throwing rolls back).
     /// - Throws: `not_found` for an unknown key, `bad_request` for a reason that is too long.
     public static func apply(_ action: Action, keyID: [UInt8], reason: String, store: Store, random: any RandomSource,
-                             now: Timestamp, queueEvents: Bool = true) throws -> Change {
+                             now: Timestamp, queueEvents: Bool = true,
+                             within: (Transaction) throws -> Void = { _ in }) throws -> Change {
         guard reason.utf8.count <= reasonBytes else {
             throw ServiceError(.badRequest, "--reason is longer than \(reasonBytes) bytes")
         }
         return try store.write([.durable]) { txn in
+            try within(txn)
             guard let device = try txn.device(keyID: keyID) else { throw ServiceError(.notFound, "no such device") }
             let key = LineageKey.of(device)
             var lineage = try txn.lineage(of: device)

@@ -10,15 +10,17 @@ import FastCGI
 /// /api/v1/whats-new/<id>/seen         WhatsNewEndpoint.seen      whats-new-seen
 /// /api/v1/org/flags…, /api/v1/org/flag-environments…            org-flags
 /// /api/v1/org/release-notes…          FlagsAdminEndpoint.route   org-release-notes
+/// /api/v1/org/flag-evaluation         FlagEvaluationEndpoint     org-flags
 /// ```
 enum FlagsRoute {
-    case flags, streamAuth, whatsNew, whatsNewSeen, orgFlags, orgReleaseNotes, unknown
+    case flags, streamAuth, whatsNew, whatsNewSeen, orgFlags, orgFlagEvaluation, orgReleaseNotes, unknown
 
     init(_ path: String) {
         switch path {
         case FlagsEndpoint.path: self = .flags
         case FlagsStreamAuth.path: self = .streamAuth
         case WhatsNewEndpoint.path: self = .whatsNew
+        case FlagEvaluationEndpoint.path: self = .orgFlagEvaluation
         default:
             if path.hasPrefix(WhatsNewEndpoint.path + "/") {
                 self = .whatsNewSeen
@@ -42,7 +44,7 @@ enum FlagsRoute {
         case .streamAuth: return "flags-stream-auth"
         case .whatsNew: return "whats-new"
         case .whatsNewSeen: return "whats-new-seen"
-        case .orgFlags: return "org-flags"
+        case .orgFlags, .orgFlagEvaluation: return "org-flags"
         case .orgReleaseNotes: return "org-release-notes"
         }
     }
@@ -54,6 +56,7 @@ enum FlagsRoute {
         case .whatsNew: return try WhatsNewEndpoint.list(request, ctx)
         case .whatsNewSeen: return try WhatsNewEndpoint.seen(request, ctx)
         case .orgFlags, .orgReleaseNotes: return try FlagsAdminEndpoint.route(request, ctx)
+        case .orgFlagEvaluation: return try FlagEvaluationEndpoint.evaluate(request, ctx)
         case .unknown: throw ServiceError(.notFound, "No such path.", log: "path \(request.path.prefix(120))")
         }
     }

@@ -13,6 +13,8 @@
 /// pool_mad        monitor pool's own socket; `PoolProbe.problem`)
 /// pool_webhooks
 /// pool_flags
+/// pool_feedback
+/// pool_org
 /// ```
 enum HealthCheck: Hashable, Sendable {
     case store

@@ -198,7 +198,10 @@ public enum RefreshEndpoint {
                 ctx.refreshOutcome = "blocked"
                 throw blocked(current)
             }
-            if !ablated("no-write") { try txn.put(current) }
+            if !ablated("no-write") {
+                try txn.put(current)
+                try txn.countActivity(.refresh, org: app.org.name, at: now)
+            }
             return .advanced(current, assessment)
         }, then: { outcome in
             switch outcome {

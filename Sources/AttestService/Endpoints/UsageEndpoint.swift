@@ -20,7 +20,9 @@ public enum UsageEndpoint {
             }
             month = parsed
         }
-        let totals = try ctx.store.read { try $0.usageMonthReport(org: org.name, month: month) }
-        return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now).json)
+        let (totals, activity) = try ctx.store.read {
+            (try $0.usageMonthReport(org: org.name, month: month), try $0.activityDays(org: org.name, month: month))
+        }
+        return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now, activity: activity).json)
     }
 }

@@ -181,6 +181,7 @@ public enum ValidateEndpoint {
             try txn.put(device)
             try txn.put(receipt.record, keyID: fields.keyID)
             try noteAppVersion(device, in: txn, now: now)
+            try txn.countActivity(.attestation, org: app.org.name, at: now)
             try ctx.faults.afterValidateWrites?()
             return .stored(device, assessment)
         }, then: { outcome in try answer(outcome, request: request, app: app, now: now, ctx) })

@@ -9,8 +9,12 @@ import AttestStore
 /// {"month": "2026-12", "activeDevices", "apiKeyDevices", "limit" (0 = unlimited),
 ///  "graceStartedAt": date | null, "graceEndsAt": date | null, "onboardingPaused": bool,
 ///  "apps": [{"appId", "activeDevices"}],
-///  "daily": [{"date": "2026-12-01", "newDevices", "activeDevices"}, …]}   day 1 up to today
-///                                                                        (the whole month when past)
+///  "daily": [{"date": "2026-12-01", "newDevices", "activeDevices", "attestations", "refreshes"}, …]}
+///            day 1 up to today (the whole month when past)
+/// ```
+/// `attestations` and `refreshes` are the day's successful ones (`Transaction.activityDays`;
+/// 0 for days before they were counted).
+/// ```
 /// ```
 /// `onboardingPaused`: the organization is at its limit and the grace has ended, so new
 /// devices are refused (402) until the month ends or the limit is raised.
@@ -19,8 +23,12 @@ public struct UsageReport: Sendable {
     public let month: String
     public let totals: UsageMonthRecord
     public let now: Timestamp
+    /// Attestations and refreshes per day (index 0: day 1).
+    public let activity: [(attestations: UInt32, refreshes: UInt32)]
 
-    public init(org: OrgRecord, month: String, totals: UsageMonthRecord?, now: Timestamp) {
+    public init(org: OrgRecord, month: String, totals: UsageMonthRecord?, now: Timestamp,
+                activity: [(attestations: UInt32, refreshes: UInt32)] = []) {
+        self.activity = activity
         self.org = org
         self.month = month
         self.totals = totals ?? UsageMonthRecord()
@@ -64,9 +72,11 @@ public struct UsageReport: Sendable {
             ("apps", .array(totals.apps.map {
                 .object([("appId", .string($0.appID)), ("activeDevices", .int(Int64($0.activeDevices)))])
             })),
-            ("daily", .array(daily.map {
-                .object([("date", .string($0.date)), ("newDevices", .int(Int64($0.day.newDevices))),
-                         ("activeDevices", .int(Int64($0.day.activeDevices)))])
+            ("daily", .array(daily.enumerated().map { i, d in
+                let a = i < activity.count ? activity[i] : (0, 0)
+                return .object([("date", .string(d.date)), ("newDevices", .int(Int64(d.day.newDevices))),
+                                ("activeDevices", .int(Int64(d.day.activeDevices))),
+                                ("attestations", .int(Int64(a.0))), ("refreshes", .int(Int64(a.1)))])
             })),
         ])
     }

@@ -14,7 +14,9 @@
 /// ae_feature_requests, ae_feature_votes, ae_feature_comments,
 ///   ae_tickets, ae_ticket_messages, ae_tickets_by_author,
 ///   ae_feedback_usage                                                version 8: feature requests, support tickets
-/// ae_console_logins, ae_console_sessions, ae_audit_log               version 9: the operator console, the audit log
+/// ae_console_logins, ae_console_sessions, ae_audit_log,
+///   ae_activity_days                                                 version 9: the operator console, the audit log,
+///                                                                    attestations and refreshes per day
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -63,7 +65,7 @@ public enum PostgresSchema {
                                        .ticketsByAuthor, .feedbackUsage]
 
     /// The operator console's sign-in links and sessions, and the organization audit log (issue 43).
-    static let version9: [Database] = [.consoleLogins, .consoleSessions, .auditLog]
+    static let version9: [Database] = [.consoleLogins, .consoleSessions, .auditLog, .activityDays]
 
     /// The databases a migration after version 1 adds (each creates its own table).
     static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7
