@@ -70,3 +70,8 @@ export function when(text) {
 export function notice(...children) {
   return h('div', {class: 'notice', role: 'status'}, ...children);
 }
+
+/** A server deviceId (32 hex digits, or a UUID) rather than a keyId (base64 or base64url of 32 bytes). */
+export function isDeviceId(text) {
+  return /^[0-9a-f]{32}$/i.test(text) || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
+}

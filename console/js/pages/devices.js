@@ -36,6 +36,7 @@ async function device(ctx, keyId) {
     ctx.reload();
   }}, field('Action', action), field('Reason (kept in the audit log)', reason), h('button', {type: 'submit'}, 'Apply'));
   const risk = d.risk || {};
+  const meta = d.metadata || {};
   render(
     h('h1', {}, 'Device'),
     h('p', {}, h('a', {href: '#/devices'}, '← Devices')),
@@ -43,20 +44,25 @@ async function device(ctx, keyId) {
       h('dt', {}, 'Key'), h('dd', {}, h('code', {}, d.key_id)),
       h('dt', {}, 'Device id'), h('dd', {}, h('code', {}, d.device_id)),
       h('dt', {}, 'App'), h('dd', {}, `${d.app_id} (${d.environment})`),
-      h('dt', {}, 'Fingerprint'), h('dd', {}, d.fingerprint || '—'),
+      h('dt', {}, 'Fingerprint'), h('dd', {}, d.fingerprint_full || d.fingerprint || '—'),
       h('dt', {}, 'Status'), h('dd', {id: 'device-status'}, d.status, d.flags && d.flags.length ? ` · flags: ${[].concat(d.flags).join(', ')}` : ''),
+      h('dt', {}, 'Model'), h('dd', {}, [meta.device_model, meta.platform, meta.os_version && `OS ${meta.os_version}`,
+        meta.app_version && `app ${meta.app_version}`].filter(Boolean).join(' · ') || '—'),
+      h('dt', {}, 'Counter'), h('dd', {}, `${d.counter ?? '—'} (failed assertions: ${d.failed_assertions ?? 0})`),
       h('dt', {}, 'Standing'), h('dd', {id: 'device-standing', class: standing.refused ? 'status-refused' : 'status-ok'},
         standing.refused ? 'Refused: ' : 'Served: ', standing.why || ''),
       h('dt', {}, 'Created'), h('dd', {}, when(d.created_at)),
       h('dt', {}, 'Last seen'), h('dd', {}, when(d.last_seen_at)),
-      d.subject ? [h('dt', {}, 'Subject'), h('dd', {}, typeof d.subject === 'string' ? d.subject : JSON.stringify(d.subject))] : null),
+      d.subject ? [h('dt', {}, 'Subject'), h('dd', {}, d.subject.subject_id,
+        (d.subject.entitlements || []).length ? ` · entitlements: ${d.subject.entitlements.join(', ')}` : '',
+        d.subject.expires_at ? ` · until ${when(d.subject.expires_at)}` : '')] : null),
     h('h2', {}, `Risk: ${risk.score ?? d.risk_score ?? '—'} (${risk.category ?? d.risk_category ?? '—'})`),
     table('Risk factors', ['Signal', 'Points', 'Detail'], (risk.factors || []).map(f => [f.signal, String(f.points), f.detail || '']), [1]),
     h('h2', {}, 'Attestations'),
     table('Attestations of this device', ['Key', 'Attested'], (d.attestations || []).map(a => [h('code', {}, a.key_id), when(a.attested_at)])),
     h('h2', {}, 'History'),
     table('Operator flag changes', ['When', 'From', 'To', 'Reason'],
-      (d.flag_changes || []).map(c => [when(c.at), JSON.stringify(c.previous), JSON.stringify(c.flags), c.reason || ''])),
+      (d.flag_changes || []).map(c => [when(c.at), c.previous, c.flags, c.reason || ''])),
     h('h2', {}, 'Actions'),
     h('p', {class: 'muted'}, 'Admins only. flag: mark it; block: refuse it (and its fingerprint in the app); clear: lift both; revoke: end this key for good.'),
     form,

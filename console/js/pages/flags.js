@@ -3,7 +3,7 @@
 // environment}); rules, rollouts and overrides listed per flag; "what would this device get"
 // asks GET /api/v1/org/flag-evaluation for a device and an environment.
 import {call, get, query, seg} from '../api.js';
-import {field, h, render, select, table, when} from '../dom.js';
+import {field, h, isDeviceId, render, select, table, when} from '../dom.js';
 
 function show(value) {
   return value === undefined ? '—' : JSON.stringify(value);
@@ -56,7 +56,7 @@ function evaluator(ctx, envs) {
   const form = h('form', {class: 'row', id: 'what-would', onsubmit: async e => {
     e.preventDefault();
     const v = device.value.trim();
-    const byId = /^[0-9a-f-]{36}$/i.test(v) ? {device_id: v} : {device_key_id: v};
+    const byId = isDeviceId(v) ? {device_id: v} : {device_key_id: v};
     const r = await get('/api/v1/org/flag-evaluation' + query({app_id: ctx.app, environment: env.value, ...byId}));
     out.replaceChildren(
       h('p', {}, r.device ? `Device ${r.device.device_id || v} in ${r.environment}:` : `No such device; defaults of ${r.environment}:`),
