@@ -14,6 +14,8 @@ let auditCommand = Command(
         the console or attestctl is recorded with who made it: an API key (its id), a console
         session (its id, the name its link was made for, its role) or attestctl (the Unix user).
         --before pages on from an entry's cursor (shown with --json).
+
+        example: attestctl audit --org acme --limit 20
         """,
     run: { argv in
         let args = try Arguments(argv, valued: ["data", "org", "limit", "before"], switches: ["json"])

@@ -10,7 +10,7 @@ let deviceCommand = Command(
     usage: """
         usage: attestctl device show KEY [--json] [--data DIR]
                attestctl device list [--app APPID] [--limit N] [--json] [--data DIR]
-               attestctl device revoke KEY [--data DIR]
+               attestctl device revoke KEY [--reason TEXT] [--data DIR]
                attestctl device flag KEY --jailbroken | --block | --clear [--reason TEXT] [--data DIR]
 
         KEY is the keyId exactly as the device sends it (base64) or the deviceId. A revoked
@@ -59,7 +59,7 @@ let deviceCommand = Command(
                                       random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
             }
             try CLIAudit.recordAfter(store: store, appID: device.appID, actor: cliActor(config),
-                                     action: "device." + chosen[0].rawValue, target: Base64.encode(device.keyID),
+                                     action: "device." + chosen[0].rawValue, target: OrgDeviceWire.keyID(device.keyID),
                                      detail: args.value("reason") ?? "")
             if change.flags.contains(.blocked) {
                 closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(change.device))], data: dataDirectory(args))
@@ -78,7 +78,7 @@ let deviceCommand = Command(
                 try txn.put(current)
                 if let app = try txn.app(id: device.appID) {
                     try OrgAudit.record(cliActor(config), org: app.org, action: "device.revoke",
-                                        target: Base64.encode(device.keyID), detail: args.value("reason") ?? "",
+                                        target: OrgDeviceWire.keyID(device.keyID), detail: args.value("reason") ?? "",
                                         at: now(), in: txn)
                 }
             }

@@ -63,14 +63,14 @@ import Testing
         let w = try OrgWorld()
         let org = try #require(try w.fixture.context.store.read { try $0.org(named: "acme") })
         for role in [OrgRole.viewer, .editor] {
-            let caller = OrgCaller(org: org, role: role, credential: "c")
+            let caller = OrgCaller(org: org, role: role, actor: AuditActor(kind: .session, id: "c", name: "c", role: role, retainDays: 400))
             for method in ["GET", "POST", "DELETE"] {
                 #expect(throws: ServiceError.self, "\(role) \(method)") {
                     try caller.require(OrgAPIKeysEndpoint.need(OrgWorld.request(method, Self.path)))
                 }
             }
         }
-        let admin = OrgCaller(org: org, role: .admin, credential: "c")
+        let admin = OrgCaller(org: org, role: .admin, actor: AuditActor(kind: .session, id: "c", name: "c", role: .admin, retainDays: 400))
         try admin.require(OrgAPIKeysEndpoint.need(OrgWorld.request("POST", Self.path)))
     }
 }

@@ -129,6 +129,12 @@ import Testing
         #expect(got.status == 200)
         #expect(got.json["status"]?.stringValue == "revoked")
         #expect(try w.stored(d.keyID)?.status == .revoked)
+        // The page says who revoked it and why (from the audit log, the one place the reason is kept).
+        let why = try #require(got.json["standing"]?["why"]?.stringValue)
+        #expect(why.contains("\"lost phone\"") && why.contains("403"), "\(why)")
+        let audit = try w.fixture.context.store.read { try $0.auditEntries(org: "acme", limit: 5) }
+        #expect(audit.first?.action == "device.revoke" && audit.first?.target == OrgDeviceWire.keyID(d.keyID)
+                && audit.first?.actor == .apiKey && audit.first?.detail == "lost phone")
     }
 
     @Test func actionsRefuseBadInputAndUnknownKeys() throws {
@@ -156,13 +162,13 @@ import Testing
     @Test func aViewerMayReadButNotAct() throws {
         let w = try OrgWorld()
         let org = try #require(try w.fixture.context.store.read { try $0.org(named: "acme") })
-        let viewer = OrgCaller(org: org, role: .viewer, credential: "viewer")
+        let viewer = OrgCaller(org: org, role: .viewer, actor: AuditActor(kind: .session, id: "viewer", name: "viewer", role: .viewer, retainDays: 400))
         let action = OrgWorld.request("POST", Self.path + "/x/actions")
         #expect(OrgDevicesEndpoint.need(action) == .admin)
         #expect(throws: ServiceError.self) { try viewer.require(OrgDevicesEndpoint.need(action)) }
         #expect(OrgDevicesEndpoint.need(OrgWorld.request("GET", Self.path)) == .read)
         try viewer.require(OrgDevicesEndpoint.need(OrgWorld.request("GET", Self.path)))
-        let editor = OrgCaller(org: org, role: .editor, credential: "editor")
+        let editor = OrgCaller(org: org, role: .editor, actor: AuditActor(kind: .session, id: "editor", name: "editor", role: .editor, retainDays: 400))
         #expect(throws: ServiceError.self) { try editor.require(OrgDevicesEndpoint.need(action)) }
     }
 

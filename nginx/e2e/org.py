@@ -109,15 +109,22 @@ def attacker(s):
             and page.json["status"] == "blocked", repr(page))
 
 
-def unserved(s):
-    for path in ["/api/v1/org/audit", "/api/v1/console/session"]:
-        r = org(s, "GET", path)
-        T.check(f"{path}: routed to the org pool, 404 JSON for now", r.status == 404
-                and (r.json or {}).get("code") == "not_found", repr(r))
+def audit_and_session(s):
+    r = org(s, "GET", "/api/v1/org/audit?limit=500")
+    entries = (r.json or {}).get("entries", [])
+    blocks = [e for e in entries if e.get("action") == "device.block"]
+    T.check("/api/v1/org/audit: the block made through the API is there, by its API key, with its reason",
+            r.status == 200 and blocks and blocks[0]["actor"]["kind"] == "api_key" and blocks[0]["detail"],
+            repr(r)[:400])
+    T.check("... and the CLI's changes, by attestctl",
+            any(e["actor"]["kind"] == "cli" for e in entries), repr(entries)[:400])
+    r = org(s, "GET", "/api/v1/console/session")
+    T.check("/api/v1/console/session without a cookie: 401 from the org pool", r.status == 401
+            and (r.json or {}).get("code") == "unauthorized", repr(r))
 
 
 def main():
-    return run_suite(T, "org", Stack(setup=setup), [devices, api_keys, apps_and_flags, attacker, unserved])
+    return run_suite(T, "org", Stack(setup=setup), [devices, api_keys, apps_and_flags, attacker, audit_and_session])
 
 
 if __name__ == "__main__":

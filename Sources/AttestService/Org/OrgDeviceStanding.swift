@@ -11,7 +11,9 @@ struct OrgDeviceStanding {
     let refused: Bool
     let why: String
 
-    init(device d: DeviceRecord, app: AppRecord, lineage: LineageRecord, changes: [FlagChange], now: Timestamp) {
+    /// `revoke`: the audit entry of the key's revocation, when found (who, when, the reason).
+    init(device d: DeviceRecord, app: AppRecord, lineage: LineageRecord, changes: [FlagChange],
+         revoke: AuditRecord? = nil, now: Timestamp) {
         let flags = lineage.flags.union(d.operatorFlags)
         if !app.enabled {
             (refused, why) = (true, "The app \(app.appID) is disabled: every validate and refresh for it answers "
@@ -20,7 +22,11 @@ struct OrgDeviceStanding {
         }
         switch d.status {
         case .revoked:
-            (refused, why) = (true, "This key was revoked by an operator: refresh answers 403 forbidden. "
+            let by = revoke.map { r in
+                " (\(r.actor == .cli ? "attestctl, \(r.actorID)" : r.actorName.isEmpty ? r.actorID : r.actorName) on "
+                    + "\(r.at.iso8601)" + (r.detail.isEmpty ? "" : ": \"\(r.detail)\"") + ")"
+            } ?? ""
+            (refused, why) = (true, "This key was revoked by an operator\(by): refresh answers 403 forbidden. "
                               + "The app must attest a new key"
                               + (flags.contains(.blocked) ? ", which this device's block refuses too." : "."))
             return

@@ -19,8 +19,9 @@ import AttestStore
 ///            "subject"?: {"subject_id", "entitlements", "expires_at"} (a linked device only)}
 /// ```
 /// `previous` and `flags` of a flag change are comma-joined names (`jailbroken,blocked`, or `none`).
-enum OrgDeviceWire {
-    static func keyID(_ bytes: [UInt8]) -> String { Base64.encode(bytes, url: true) }
+public enum OrgDeviceWire {
+    /// A key id as the org API, the console and the audit log show it (base64url, no padding).
+    public static func keyID(_ bytes: [UInt8]) -> String { Base64.encode(bytes, url: true) }
 
     static func status(_ d: DeviceRecord) -> String {
         switch d.status {

@@ -7,15 +7,15 @@ import FastCGI
 /// /api/v1/org/devices…        OrgDevicesEndpoint   org-devices
 /// /api/v1/org/apps…           OrgAppsEndpoint      org-apps
 /// /api/v1/org/api-keys…       OrgAPIKeysEndpoint   org-api-keys
-/// /api/v1/org/audit           (404 for now)        org-audit
-/// /api/v1/console/session     (404 for now)        console-session
+/// /api/v1/org/audit           AuditEndpoint        org-audit
+/// /api/v1/console/session     ConsoleSessionEndpoint console-session
 /// ```
 /// Anything else is 404 (labelled `org-devices`).
 enum OrgRoute {
     case devices, apps, apiKeys, audit, consoleSession
 
-    static let auditPath = "/api/v1/org/audit"
-    static let consoleSessionPath = "/api/v1/console/session"
+    static let auditPath = AuditEndpoint.path
+    static let consoleSessionPath = ConsoleSessionEndpoint.path
 
     init(_ path: String) {
         if FlagsRoute.under(path, OrgAppsEndpoint.path) {
@@ -49,7 +49,8 @@ enum OrgRoute {
             return try OrgDevicesEndpoint.route(request, ctx)
         case .apps: return try OrgAppsEndpoint.route(request, ctx)
         case .apiKeys: return try OrgAPIKeysEndpoint.route(request, ctx)
-        case .audit, .consoleSession: throw Self.noSuchPath(request)
+        case .audit: return try AuditEndpoint.route(request, ctx)
+        case .consoleSession: return try ConsoleSessionEndpoint.route(request, ctx)
         }
     }
 
