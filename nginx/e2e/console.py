@@ -200,9 +200,11 @@ def usage_numbers(s):
     rows = b.wait(lambda d: [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
                              for tr in d.find_elements(By.CSS_SELECTOR, "#usage-daily tbody tr")] or None)
     u = api(s, "GET", "/api/v1/org/usage").json or {}
-    want = [[d["date"], str(d["activeDevices"]), str(d["newDevices"])] for d in u.get("daily", [])]
-    T.check("overview: the per-day table is GET /api/v1/org/usage's daily numbers", rows == want and len(want) >= 1,
-            f"page {rows} api {want}")
+    want = [[d["date"], str(d["activeDevices"]), str(d["newDevices"]), str(d["attestations"]), str(d["refreshes"])]
+            for d in u.get("daily", [])]
+    T.check("overview: the per-day table (active, new, attestations, refreshes) is GET /api/v1/org/usage's daily numbers",
+            rows == want and len(want) >= 1, f"page {rows} api {want}")
+    T.check("overview: today counts the two enrollments as 2 attestations", want and want[-1][3] == "2", repr(want[-1:]))
     T.check("overview: this month's devices (2) on the page and in the API",
             b.text("[data-usage=activeDevices]") == str(u.get("activeDevices")) == "2", f"{b.text('[data-usage=activeDevices]')} {u}")
     bars = b.d.execute_script("return document.querySelectorAll('svg.chart rect.bar-active').length")

@@ -31,7 +31,7 @@ export default {
           h('dt', {}, 'App Attest environments'), h('dd', {}, (a.environments || []).join(', ') || '—'),
           h('dt', {}, 'Flag environments'), h('dd', {}, (a.flag_environments || []).join(', ') || '—'),
           h('dt', {}, 'Enabled'), h('dd', {}, a.enabled === false ? 'no' : 'yes'),
-          Object.entries(a.policy || {}).map(([k, v]) => [h('dt', {}, k.replaceAll('_', ' ')), h('dd', {}, v === null ? '—' : String(v))])),
+          Object.entries(a.policy || {}).map(([k, v]) => [h('dt', {}, k.replaceAll('_', ' ')), h('dd', {}, v === null || v === '' ? '—' : String(v))])),
         table(`Custom claims of ${a.id}, in order (a later key wins)`, ['Key', 'Value', 'When'],
           (a.custom_claims || []).map(c => [c.key, JSON.stringify(c.value), c.when || 'always'])))),
       h('h2', {}, 'Claims test'),

@@ -1,5 +1,6 @@
 // Overview: the organization's month from GET /api/v1/org/usage[?month=] (docs/usage.md):
-// monthly active devices against the limit, the grace, API-key devices, per app, per day.
+// monthly active devices against the limit, the grace, API-key devices, per app, and per day
+// the devices active and new, the attestations (validates) and the refreshes.
 import {get, query} from '../api.js';
 import {field, h, render, table, when} from '../dom.js';
 import {limitDrawn, usageChart} from '../chart.js';
@@ -30,8 +31,10 @@ export default {
       h('div', {class: 'legend'}, h('span', {class: 'l-active'}, 'active that day'), h('span', {class: 'l-new'}, 'new that day'),
         limitDrawn(u.activeDevices, u.limit) ? h('span', {class: 'l-limit'}, `monthly limit ${u.limit}`) : null),
       usageChart(u.daily || [], u.activeDevices, u.limit),
-      h('div', {id: 'usage-daily'}, table('Devices per day (the chart\'s numbers)', ['Date', 'Active', 'New'],
-        (u.daily || []).map(d => [d.date, String(d.activeDevices), String(d.newDevices)]), [1, 2])),
+      h('div', {id: 'usage-daily'}, table('Per day: devices (the chart\'s numbers), attestations and refreshes',
+        ['Date', 'Active', 'New', 'Attestations', 'Refreshes'],
+        (u.daily || []).map(d => [d.date, String(d.activeDevices), String(d.newDevices), String(d.attestations ?? '—'),
+          String(d.refreshes ?? '—')]), [1, 2, 3, 4])),
       h('h2', {}, 'Per app'),
       table('Monthly active devices per app', ['App', 'Active devices'], (u.apps || []).map(a => [a.appId, String(a.activeDevices)]), [1]),
     );
