@@ -14,6 +14,8 @@ login` prints, against software devices (attest-device).
   says why.
 - Flags: a boolean flag flipped with its checkbox is what the device's next GET /api/v1/flags
   answers (false before it).
+- Flags: a flag's rule and its override (loaded when its details open) are listed.
+- API keys: a key made on the page is shown once and works; revoked on the page, it is refused.
 - Tickets: the team's answer typed into the page is what the device that opened the ticket
   reads, as authorType admin.
 - Webhooks: a test event sent from the page is queued, and the endpoint's deliveries list it.
@@ -165,6 +167,8 @@ def no_session(s):
 
 def devices_and_data(s):
     X["d1"], X["d2"] = device(s, "d1"), device(s, "d2")
+    s.ctl("flags", "override", "set", "--app", APP, "--key", "color", "--device", X["d2"]["keyId"], "--value", '"red"',
+          "--note", "QA")
     r = as_device(s, X["d2"], "POST", "/api/v1/support/tickets",
                   {"subject": "Cannot log in", "body": "The login button does nothing.", "submitterId": "u2", "deviceHash": "h2"})
     T.check("device 2 opens a ticket (201)", r.status == 201, repr(r))
@@ -271,8 +275,50 @@ def flip_flag(s):
     rows = b.wait(lambda d: [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
                              for tr in d.find_elements(By.CSS_SELECTOR, "#evaluation tbody tr")] or None)
     got = {r[0]: r[1] for r in rows or [] if len(r) >= 2}
-    T.check("flags: what device 2 would get is what it gets (beta true)", got.get("beta") == "true"
-            and got.get("color") in ('"blue"', '"green"'), f"{rows} alert={alert_text(b)!r}")
+    real = (as_device(s, d2, "GET", "/api/v1/flags").json or {}).get("flags", {})
+    T.check("flags: what device 2 would get is what it gets (beta true, color its override red)",
+            got.get("beta") == "true" and got.get("color") == '"red"' and real == {"beta": True, "color": "red"}
+            and "override" in " ".join(r[2] for r in rows if r[0] == "color"), f"{rows} device {real} alert={alert_text(b)!r}")
+
+
+def flag_details(s):
+    """A flag's rules and (loaded when opened) overrides."""
+    b = X["browser"]
+    goto(s, b, "#/flags", "Flags")
+    [summary] = [x for x in b.d.find_elements(By.CSS_SELECTOR, "#main details summary") if x.text.startswith("color:")] or [None]
+    if summary is None:
+        T.check("flags: the color flag has its details", False, alert_text(b))
+        return
+    summary.click()
+    details = summary.find_element(By.XPATH, "..")
+    rows = b.wait(lambda d: details.find_element(By.CSS_SELECTOR, "[data-overrides] tbody").text)
+    rules = details.find_element(By.CSS_SELECTOR, "table tbody").text
+    T.check("flags: opened, a flag shows its rule and its override", "trusted" in rules and "riskScore lte 20" in rules
+            and rows and "device:" + X["d2"]["deviceId"] in rows and '"red"' in rows, f"rules {rules!r} overrides {rows!r}")
+
+
+def api_keys(s):
+    """A key made on the page is shown once and works; revoked on the page, it is refused."""
+    b = X["browser"]
+    goto(s, b, "#/api-keys", "API keys")
+    b.d.find_element(By.CSS_SELECTOR, "#main input[name=name]").send_keys("console e2e")
+    [create] = [x for x in b.d.find_elements(By.CSS_SELECTOR, "#main button") if x.text == "Create key"]
+    create.click()
+    key = b.wait(lambda d: b.text("#new-key"))
+    T.check("api keys: a new key is shown (aat_…)", bool(key) and key.startswith("aat_"), f"{key!r} alert={alert_text(b)!r}")
+    if not key:
+        return
+    r = s.http("GET", "/api/v1/org/usage", {"Authorization": "Bearer " + key})
+    T.check("api keys: the new key reads the usage (200)", r.status == 200, repr(r))
+    b.d.refresh()
+    b.wait(lambda d: b.text("h1") == "API keys" and d.find_elements(By.CSS_SELECTOR, "#main tbody tr"))
+    T.check("api keys: the key is not shown again after a reload", key not in b.d.find_element(By.TAG_NAME, "body").text)
+    button = b.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:12]}']"))
+    button.click()
+    b.d.switch_to.alert.accept()
+    b.wait(lambda d: not d.find_elements(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:12]}']"))
+    r = s.http("GET", "/api/v1/org/usage", {"Authorization": "Bearer " + key})
+    T.check("api keys: revoked from the page, the key is refused (401)", r.status == 401, repr(r))
 
 
 def answer_ticket(s):
@@ -509,7 +555,7 @@ def main():
     try:
         with_stack = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
         steps = [static_files, no_session, devices_and_data, signs_in, usage_numbers, find_and_block, flip_flag,
-                 answer_ticket, webhook_test, audit_trail, csrf_refusal, every_page, cli_logout, used_url, viewer, other_org]
+                 flag_details, api_keys, answer_ticket, webhook_test, audit_trail, csrf_refusal, every_page, cli_logout, used_url, viewer, other_org]
 
         def guarded(step):
             def run(s):
