@@ -19,7 +19,7 @@ public enum Database: String, CaseIterable, Sendable {
     case tickets, ticketMessages = "ticket_messages", ticketsByAuthor = "tickets_by_author"
     case feedbackUsage = "feedback_usage"
     case consoleLogins = "console_logins", consoleSessions = "console_sessions", auditLog = "audit_log"
-    case activityDays = "activity_days"
+    case activityDays = "activity_days", revocations, auditCounts = "audit_counts"
     // ephemeral
     case challenges, rates
 

@@ -9,6 +9,7 @@ import Glibc
 /// console_logins    SHA-256(token) (32)                     → ConsoleLoginRecord
 /// console_sessions  session id (16)                         → ConsoleSessionRecord
 /// audit_log         org ‖ 0x00 ‖ at i64 BE ‖ sequence u64 BE → AuditRecord
+/// audit_counts      org                                     → u64 BE: the entries audit_log holds for it
 /// ```
 extension Transaction {
     // MARK: sign-in links
@@ -79,9 +80,11 @@ extension Transaction {
 
     // MARK: audit log
 
-    /// Appends `entry` to `org`'s log; drops up to 16 of the org's entries older than
-    /// `retainAfter` (the log's retention, paid by the writes that grow it).
-    public func appendAudit(_ entry: AuditRecord, org: String, retainAfter: Timestamp? = nil) throws {
+    /// Appends `entry` to `org`'s log. Then drops up to 16 of the org's oldest entries that are
+    /// older than `retainAfter` or beyond the newest `keep` (the log's bounds, paid by the
+    /// writes that grow it; a log over its bound shrinks by up to 15 a write).
+    public func appendAudit(_ entry: AuditRecord, org: String, retainAfter: Timestamp? = nil,
+                            keep: Int = .max) throws {
         let prefix = try Self.auditPrefix(org)
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
@@ -89,15 +92,28 @@ extension Transaction {
         // Two entries of one transaction in the same nanosecond: the next free sequence.
         while try get(.auditLog, Self.auditKey(prefix, entry.at, sequence)) != nil { sequence &+= 1 }
         try put(.auditLog, Self.auditKey(prefix, entry.at, sequence), entry.encoded())
-        guard let retainAfter else { return }
+        var count = try auditCount(org: org) + 1
         var old = [[UInt8]]()
         try scan(.auditLog, from: prefix) { key, _ in
-            guard key.starts(with: prefix), old.count < 16,
-                  let at = Self.auditTime(key, prefix: prefix), at < retainAfter.seconds else { return false }
+            guard key.starts(with: prefix), old.count < 16, let at = Self.auditTime(key, prefix: prefix) else {
+                return false
+            }
+            let expired = retainAfter.map { at < $0.seconds } ?? false
+            guard expired || count - UInt64(old.count) > UInt64(max(keep, 1)) else { return false }
             old.append(key)
             return true
         }
-        for key in old { _ = try delete(.auditLog, key) }
+        for key in old where try delete(.auditLog, key) { count -= 1 }
+        var value = [UInt8](repeating: 0, count: 8)
+        for i in 0..<8 { value[i] = UInt8(truncatingIfNeeded: count >> UInt64(56 - 8 * i)) }
+        try put(.auditCounts, Array(org.utf8), value)
+    }
+
+    /// How many entries `org`'s log holds.
+    public func auditCount(org: String) throws -> UInt64 {
+        guard let v = try get(.auditCounts, Array(org.utf8)) else { return 0 }
+        guard v.count == 8 else { throw StoreError(.corrupt, "an audit count of \(v.count) bytes") }
+        return v.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// `org`'s entries newest first, at most `limit`, older than the cursor `before`

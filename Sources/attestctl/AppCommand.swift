@@ -33,8 +33,8 @@ let appCommand = Command(
                                                 "min-app-version", "min-os-version", "app",
                                                 "apple-risk-metric-threshold", "apple-risk-metric-points"],
                                  switches: ["json"])
-        let (_, store) = try openStore(dataDirectory(args))
-        if sub == "set" { return try setApp(args, store) }
+        let (config, store) = try openStore(dataDirectory(args))
+        if sub == "set" { return try setApp(args, store, config) }
         if sub == "list" {
             let apps = try store.read { try $0.apps() }
             if args.flag("json") {
@@ -89,6 +89,8 @@ let appCommand = Command(
             var stored = app
             stored.customClaimsJSON = CustomClaims.encode(rules)
             try txn.put(stored)
+            try OrgAudit.record(cliActor(config), org: orgName, action: "app.add", target: app.appID,
+                                detail: "environment \(policy.rawValue)", at: now(), in: txn)
         }
         Output.out("registered app \(app.appID) for \(orgName) (environment \(policy.rawValue))")
         return 0
@@ -117,7 +119,7 @@ func applyRiskMetricPolicy(_ args: Arguments, to app: inout AppRecord) throws {
 }
 
 /// `attestctl app set`: changes an app's risk metric policy (the next token of each device uses it).
-func setApp(_ args: Arguments, _ store: Store) throws -> Int32 {
+func setApp(_ args: Arguments, _ store: Store, _ config: Configuration) throws -> Int32 {
     guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE_ID is required") }
     guard args.value("apple-risk-metric-threshold") != nil || args.value("apple-risk-metric-points") != nil else {
         throw UsageError("say what to set: --apple-risk-metric-threshold N and/or --apple-risk-metric-points P")
@@ -128,6 +130,9 @@ func setApp(_ args: Arguments, _ store: Store) throws -> Int32 {
         }
         try applyRiskMetricPolicy(args, to: &app)
         try txn.put(app)
+        try OrgAudit.record(cliActor(config), org: app.org, action: "app.set", target: appID,
+                            detail: "apple risk metric threshold \(app.appleRiskMetricThreshold), "
+                                + "points \(app.appleRiskMetricPoints)", at: now(), in: txn)
         return app
     }
     Output.out("app \(app.appID): apple_risk_metric "

@@ -36,4 +36,18 @@ struct CLIAudit {
                                 detail: "app \(appID)" + (detail.isEmpty ? "" : ": " + detail), at: now(), in: txn)
         }
     }
+
+    /// Records an organization-level change a command already committed, in its own transaction.
+    static func recordOrg(store: Store, org: String, actor: AuditActor, action: String, target: String,
+                          detail: String = "") throws {
+        try store.write([.durable]) { txn in
+            guard try txn.org(named: org) != nil else { return }
+            try OrgAudit.record(actor, org: org, action: action, target: target, detail: detail, at: now(), in: txn)
+        }
+    }
+
+    /// The organization of the app `appID` (nil when it has none).
+    static func org(ofApp appID: String, _ store: Store) throws -> String? {
+        try store.read { try $0.app(id: appID)?.org }
+    }
 }

@@ -29,7 +29,7 @@ let claimsCommand = Command(
         let args = try Arguments(rest, valued: ["data", "app", "key", "value", "when", "device", "profile"],
                                  switches: ["json"])
         guard let appID = args.value("app") else { throw UsageError("--app TEAMID.BUNDLE is required") }
-        let (_, store) = try openStore(dataDirectory(args))
+        let (config, store) = try openStore(dataDirectory(args))
         switch sub {
         case "list":
             let rules = try loadRules(store, appID).rules
@@ -53,6 +53,8 @@ let claimsCommand = Command(
                           condition: try args.value("when").map { try ClaimCondition(text: $0, claim: key) })
             }
             let count = try updateRules(store, appID) { $0.append(new) }
+            try CLIAudit.recordAfter(store: store, appID: appID, actor: cliActor(config), action: "claim.add",
+                                     target: key, detail: "\(value.jsonText) \(new.condition?.text ?? "always")")
             Output.out("added claim \(key) to \(appID) (\(new.condition?.text ?? "always")); \(count) claim(s) now")
         case "remove":
             guard let key = args.value("key") else { throw UsageError("--key is required") }
@@ -62,6 +64,8 @@ let claimsCommand = Command(
                 rules.removeAll { $0.key == key }
             }
             guard removed > 0 else { throw CommandFailure(.notFound, "\(appID) has no claim \(key)") }
+            try CLIAudit.recordAfter(store: store, appID: appID, actor: cliActor(config), action: "claim.remove",
+                                     target: key, detail: "")
             Output.out("removed \(removed) claim(s) \(key) from \(appID); \(count) left")
         default:
             try testClaims(args, store: store, appID: appID)

@@ -25,7 +25,7 @@ let consoleCommand = Command(
         --name says who the link is for: the audit log shows it with every change. --url is
         where people reach this server (default console.url, else server.listen).
         sessions lists live sessions and unused links; logout ends a session (ID from
-        sessions) or all of an organization's.
+        sessions), or all of an organization's sessions and its unused links (--all).
 
         example: attestctl console login --org acme --role editor --name "Sam (support)"
         """,
@@ -47,7 +47,7 @@ let consoleCommand = Command(
                 minutes = n
             }
             let base = try consoleBase(args.value("url") ?? config.consoleURL, listen: config.listen)
-            let name = args.value("name") ?? cliUser()
+            let name = args.value("name") ?? invokingUser
             let token: String
             do {
                 token = try ConsoleSignIn.makeLink(org: org, role: role, name: name, minutes: minutes, store: store,
@@ -100,7 +100,8 @@ let consoleCommand = Command(
                 for s in live {
                     try ConsoleSignIn.end(idHex: s.idHex, org: org, store: store, now: at, by: cliActor(config))
                 }
-                Output.out("ended \(live.count) console session(s) of \(org)")
+                let voided = try ConsoleSignIn.voidLinks(org: org, store: store, now: at, by: cliActor(config))
+                Output.out("ended \(live.count) console session(s) of \(org) and voided \(voided) unused sign-in link(s)")
                 return 0
             }
             let id = try args.positional(0, "session ID (see 'attestctl console sessions')")
@@ -133,15 +134,22 @@ func consoleBase(_ configured: String, listen: String) throws -> String {
     return "http://" + host
 }
 
-/// The Unix user running attestctl (the sudo caller when under sudo), as the audit log names it.
+/// The Unix user running attestctl, as the audit log names it: the account of the real uid
+/// (not $USER, which the caller sets), and under sudo the account sudo says ran it.
 func cliUser() -> String {
-    for name in ["SUDO_USER", "USER", "LOGNAME"] {
-        if let v = getenv(name).map({ String(cString: $0) }), !v.isEmpty { return v }
+    let uid = getuid()
+    let name = getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "uid \(uid)"
+    if uid == 0, let sudo = getenv("SUDO_USER").map({ String(cString: $0) }), !sudo.isEmpty {
+        return "\(name) via sudo by \(sudo)"
     }
-    return "uid \(getuid())"
+    return name
 }
+
+/// Who started attestctl, read once before it takes on the data directory owner's uid
+/// (main.swift touches it first: `actAsDataOwner` would make every change the owner's).
+let invokingUser = cliUser()
 
 /// attestctl as the audit log's actor.
 func cliActor(_ config: Configuration) -> AuditActor {
-    AuditActor(kind: .cli, id: cliUser(), name: "attestctl", role: nil, retainDays: config.consoleAuditRetentionDays)
+    AuditActor(kind: .cli, id: invokingUser, name: "attestctl", role: nil, config)
 }

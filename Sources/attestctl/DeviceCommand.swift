@@ -76,6 +76,8 @@ let deviceCommand = Command(
                 }
                 current.status = .revoked
                 try txn.put(current)
+                try txn.put(RevocationRecord(at: now(), by: cliActor(config).describedBy,
+                                             reason: args.value("reason") ?? ""), keyID: device.keyID)
                 if let app = try txn.app(id: device.appID) {
                     try OrgAudit.record(cliActor(config), org: app.org, action: "device.revoke",
                                         target: OrgDeviceWire.keyID(device.keyID), detail: args.value("reason") ?? "",

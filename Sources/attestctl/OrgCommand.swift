@@ -49,7 +49,7 @@ let orgCommand = Command(
             guard text == "on" || text == "off" else { throw UsageError("--feedback must be on or off") }
             return text == "on"
         }
-        let (_, store) = try openStore(dataDirectory(args))
+        let (config, store) = try openStore(dataDirectory(args))
         if sub == "list" {
             let orgs = try store.read { try $0.orgs() }
             if args.flag("json") {
@@ -71,6 +71,8 @@ let orgCommand = Command(
             Output.out(try claimFailure {
                 try SubjectLinks.secret(org: name, rotate: args.flag("rotate"), store: store, random: SystemRandom())
             })
+            try CLIAudit.recordOrg(store: store, org: name, actor: cliActor(config),
+                                   action: args.flag("rotate") ? "org.secret_rotate" : "org.secret_read", target: name)
             return 0
         }
         if sub == "set" {
@@ -111,6 +113,11 @@ let orgCommand = Command(
                 return org
             }
             publishFlagChanges(retiered, data: dataDirectory(args), store: store)
+            try CLIAudit.recordOrg(store: store, org: name, actor: cliActor(config), action: "org.set", target: name,
+                                   detail: ["tier", "mad-limit", "grace-days", "upgrade-url", "rate-limit",
+                                            "subject-links", "feedback"]
+                                       .compactMap { k in args.value(k).map { "\(k) \($0)" } }
+                                       .joined(separator: ", "))
             Output.out("organization \(name): \(changed.tier.rawValue), "
                        + "MAD limit \(changed.madLimit == 0 ? "unlimited" : String(changed.madLimit)), "
                        + "grace \(changed.graceDays)d, "
@@ -138,6 +145,8 @@ let orgCommand = Command(
                 throw CommandFailure(.already, "organization \"\(name)\" already exists")
             }
             try txn.put(org)
+            try OrgAudit.record(cliActor(config), org: name, action: "org.add", target: name,
+                                detail: tier.rawValue, at: now(), in: txn)
         }
         Output.out("added organization \(name) (\(tier.rawValue), "
                    + "MAD limit \(org.madLimit == 0 ? "unlimited" : String(org.madLimit)), "

@@ -33,7 +33,7 @@ let subjectCommand = Command(
     run: { argv in
         let (sub, rest) = try subcommand(argv, ["grant", "revoke", "show", "list", "link", "unlink", "sign"])
         let args = try Arguments(rest, valued: ["data", "org", "until", "subject", "ttl"], switches: ["json"])
-        let (_, store) = try openStore(dataDirectory(args))
+        let (config, store) = try openStore(dataDirectory(args))
         let org = try organization(args, store)
         let at = now()
         switch sub {
@@ -50,6 +50,9 @@ let subjectCommand = Command(
             _ = try claimFailure {
                 try SubjectLinks.link(keyID: device.keyID, to: subject, org: org, store: store, now: at)
             }
+            try CLIAudit.recordOrg(store: store, org: org, actor: cliActor(config), action: "subject." + sub,
+                                   target: subject.isEmpty ? OrgDeviceWire.keyID(device.keyID) : subject,
+                                   detail: OrgDeviceWire.keyID(device.keyID))
             Output.out(sub == "link" ? "linked device \(device.deviceID) (\(device.appID)) to \(subject) (\(org))"
                                      : "unlinked device \(device.deviceID) (\(device.appID)) (\(org))")
         case "grant", "revoke":
@@ -65,11 +68,15 @@ let subjectCommand = Command(
                     try SubjectGrants.grant(org: org, subjectID: subject, entitlement: entitlement, until: until,
                                             store: store, now: at)
                 }
+                try CLIAudit.recordOrg(store: store, org: org, actor: cliActor(config), action: "subject.grant",
+                                       target: subject, detail: entitlement + (until.map { " until \($0.iso8601)" } ?? ""))
                 Output.out("granted \(entitlement) to \(subject) (\(org))\(until.map { " until \($0.iso8601)" } ?? "")")
             } else {
                 _ = try claimFailure {
                     try SubjectGrants.revoke(org: org, subjectID: subject, entitlement: entitlement, store: store)
                 }
+                try CLIAudit.recordOrg(store: store, org: org, actor: cliActor(config), action: "subject.revoke",
+                                       target: subject, detail: entitlement)
                 Output.out("revoked \(entitlement) from \(subject) (\(org))")
             }
         case "show":

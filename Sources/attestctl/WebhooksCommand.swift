@@ -43,6 +43,8 @@ let webhooksCommand = Command(
                 }
                 let record = try admin.create(org: org, url: url, events: events,
                                               description: args.value("description"))
+                try CLIAudit.recordOrg(store: store, org: org, actor: cliActor(config), action: "webhook.create",
+                                       target: record.id, detail: record.url)
                 if args.flag("json") {
                     Output.out(WebhooksEndpoint.json(record, secret: true).prettyJSONText)
                 } else {
@@ -64,11 +66,18 @@ let webhooksCommand = Command(
                 }
             case "remove":
                 let id = try args.positional(0, "endpoint ID (see 'attestctl webhooks list')")
+                let owner = try admin.get(org: nil, id: id).org
                 try admin.remove(org: nil, id: id)
+                try CLIAudit.recordOrg(store: store, org: owner, actor: cliActor(config), action: "webhook.remove",
+                                       target: id)
                 Output.out("removed webhook endpoint \(id) and its delivery log")
             case "test":
                 let id = try args.positional(0, "endpoint ID (see 'attestctl webhooks list')")
-                Output.out("queued webhook.test \(try admin.test(org: nil, id: id)) for \(id)")
+                let owner = try admin.get(org: nil, id: id).org
+                let event = try admin.test(org: nil, id: id)
+                try CLIAudit.recordOrg(store: store, org: owner, actor: cliActor(config), action: "webhook.test",
+                                       target: id, detail: event)
+                Output.out("queued webhook.test \(event) for \(id)")
             default:
                 let id = try args.positional(0, "endpoint ID (see 'attestctl webhooks list')")
                 let limit = try args.int("limit", default: 20, in: 1...1000)

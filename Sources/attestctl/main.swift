@@ -46,6 +46,8 @@ let dataWritingCommands: Set<String> = ["init", "org", "app", "config", "keys", 
 let arguments = Array(CommandLine.arguments.dropFirst())
 forgetRootsPostgresDefaults(dataPath(arguments))
 AppleKeyFile.readBeforeSwitching(arguments)
+// The audit log names who ran a change: read before taking on the data owner's uid.
+_ = invokingUser
 if let command = arguments.first, dataWritingCommands.contains(command) {
     actAsDataOwner(dataPath(arguments), program: "attestctl")
 }

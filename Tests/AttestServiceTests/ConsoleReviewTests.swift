@@ -92,7 +92,7 @@ import Testing
 
     /// Finding: who revoked a device and why is read only from the organization's newest
     /// 2,000 audit entries (`OrgDevicesEndpoint.revokeSearch`), and nothing bounds how many
-    /// entries an organization writes. An editor — below the admin who revoked — pushes the
+    /// entries an organization writes (it was read from the newest 2,000: now `revocations`). An editor — below the admin who revoked — pushes the
     /// revocation off the device's page with 2,000 ordinary flag changes, within the default
     /// `flags.writesPerOrganizationPerMinute` (60: one every 2 s here, about 67 minutes); the
     /// page then says only "revoked by an operator", with no one and no reason.
@@ -108,7 +108,7 @@ import Testing
         c.signIn(try c.link(role: .editor))
         #expect(c.flags("POST", query: "", body: ConsoleSessionTests.newFlag, csrf: c.csrf).0 == 201)
         var refused = 0
-        for i in 0..<OrgDevicesEndpoint.revokeSearch {
+        for i in 0..<2_000 {
             w.fixture.clock.advance(2)
             let put = c.flags("PUT", Self.flagPath, query: Self.app, body: #"{"value":\#(i % 2 == 0)}"#, csrf: c.csrf)
             if put.0 != 200 { refused += 1 }

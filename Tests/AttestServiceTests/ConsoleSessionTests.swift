@@ -143,6 +143,8 @@ import Testing
         let c = try Console()
         c.signIn(try c.link(role: .viewer))
         #expect(c.flags("GET").0 == 200, "a viewer reads")
+        #expect(Endpoint.webhooks.handle(c.request("GET", WebhooksEndpoint.path), c.ctx).status == 403,
+                "webhook URLs may hold secrets: admins only, reads too")
         let refused = c.flags("POST", query: "", body: Self.newFlag, csrf: c.csrf)
         #expect(refused.0 == 403 && refused.1["error"]?.stringValue?.contains("editor") == true)
 

@@ -55,6 +55,28 @@ import Testing
         #expect(try store.read { try $0.auditEntries(org: "acme", limit: 100) }.map(\.action) == ["newer", "new"])
     }
 
+    @Test(arguments: StoreConformance.kinds) func theLogKeepsAtMostItsBoundOfEntries(_ kind: Kind) throws {
+        let f = try StoreConformance.Fixture(kind), store = try f.open()
+        for i in 0..<40 {
+            try store.write([.durable]) { txn in
+                try txn.appendAudit(entry("e\(i)", at: now + Int64(i)), org: "acme", keep: 25)
+            }
+        }
+        let kept = try store.read { try $0.auditEntries(org: "acme", limit: 100) }
+        #expect(kept.count == 25 && kept.first?.action == "e39" && kept.last?.action == "e15")
+        #expect(try store.read { try $0.auditCount(org: "acme") } == 25)
+        try store.write([.durable]) { txn in
+            for i in 0..<3 { try txn.appendAudit(entry("x\(i)", at: now + 100), org: "other") }
+        }
+        #expect(try store.read { try $0.auditCount(org: "other") } == 3, "another organization counts apart")
+    }
+
+    @Test func auditTextIsOneLineWithoutControlOrReorderingCharacters() {
+        let e = AuditRecord(at: now, actor: .apiKey, actorID: "aat_x", actorName: "ci\u{1B}[2K\nroot",
+                            role: .admin, action: "flag.rule_add", target: "beta\u{202E}txt", detail: "line 1\nline 2\t.")
+        #expect(e.actorName == "ci\u{FFFD}[2K root" && e.target == "beta\u{FFFD}txt" && e.detail == "line 1 line 2 .")
+    }
+
     @Test func aLongDetailIsCutAtACharacterBoundary() throws {
         let e = AuditRecord(at: now, actor: .cli, actorID: "root", actorName: "attestctl", role: nil, action: "x",
                             target: "y", detail: String(repeating: "é", count: 2000))

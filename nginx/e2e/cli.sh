@@ -31,6 +31,22 @@ for cmd in "org list" "app list" "apikey list" "webhooks list" "usage" "usage --
   check "attestctl $cmd --json prints JSON" "json $cmd"
 done
 
+# Every change above is in acme's audit log, by attestctl and the user who ran it (not $USER).
+audit=$(USER=mallory "$B" audit --org acme --json 2>&1)
+check "attestctl audit lists the CLI's changes (org.add, app.add, apikey.create, subject.grant, claim.add)" \
+  'python3 -c "import json,sys; a=[e[\"action\"] for e in json.load(sys.stdin)]; sys.exit(0 if all(x in a for x in [\"org.add\",\"app.add\",\"apikey.create\",\"subject.grant\",\"claim.add\"]) else 1)" <<< "$audit"' "$audit"
+check "... each by attestctl and the account that ran it" \
+  'python3 -c "import json,sys; a=json.load(sys.stdin); sys.exit(0 if a and all(e[\"actor\"][\"kind\"]==\"cli\" and \"mallory\" not in e[\"actor\"][\"id\"] for e in a) else 1)" <<< "$audit"' "$audit"
+link=$("$B" console login --org acme --role editor --name "Sam" 2>/dev/null)
+check "console login prints a one-time link to login.html with the token in the fragment" \
+  'grep -Eq "^http://[^ ]+/console/login.html#[A-Za-z0-9_-]{43}$" <<< "$link"' "$link"
+out=$("$B" console sessions 2>&1)
+check "console sessions shows the unused link" 'grep -q "acme/editor for Sam" <<< "$out"' "$out"
+out=$("$B" console logout --org acme --all 2>&1)
+check "console logout --org --all voids the unused link" 'grep -q "voided 1 unused" <<< "$out"' "$out"
+out=$("$B" console login --org nowhere 2>&1); rc=$?
+check "console login for an unknown organization exits 1 naming org list" '[ $rc = 1 ] && grep -q "org list" <<< "$out"' "$out"
+
 # org set --tier moves the limits still at the old tier's defaults; limits set by hand stay.
 "$B" org add upgraded --tier free > /dev/null
 "$B" org add custom --tier free --mad-limit 50 > /dev/null

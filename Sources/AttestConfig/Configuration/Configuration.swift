@@ -128,6 +128,12 @@ public struct Configuration: Sendable, Equatable {
     public var consoleSessionHours = 8
     /// `console.auditRetentionDays` (`OrgAudit`).
     public var consoleAuditRetentionDays = 400
+    /// `console.auditEntriesPerOrganization`.
+    public var consoleAuditEntriesPerOrganization = 200_000
+    /// `org.writesPerOrganizationPerMinute` (`OrgWriteLimit`).
+    public var orgWritesPerOrganizationPerMinute = 60
+    /// `org.apiKeysPerOrganization` (`OrgAPIKeysEndpoint`).
+    public var orgAPIKeysPerOrganization = 100
     /// `webhooks.endpointsPerOrganization`.
     public var webhookEndpointsPerOrganization = 20
     /// `webhooks.storedDeliveriesPerOrganization` (counted in `WebhookCountRecord`).

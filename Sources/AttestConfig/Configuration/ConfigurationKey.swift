@@ -382,6 +382,20 @@ public struct ConfigurationKey: Sendable {
         .int("console.auditRetentionDays", 1...36_500, \.consoleAuditRetentionDays, """
             Days an organization's audit log keeps an entry; older ones are dropped as new ones are written.
             """),
+        .int("console.auditEntriesPerOrganization", 1_000...100_000_000, \.consoleAuditEntriesPerOrganization, """
+            Entries an organization's audit log keeps at most; past it each new entry drops the oldest ones \
+            (whatever their age).
+            """),
+        .int("org.writesPerOrganizationPerMinute", 0...1_000_000, \.orgWritesPerOrganizationPerMinute, """
+            Changes one organization may make per minute through the org API to devices (flag, block, clear, \
+            revoke), API keys and feature requests and tickets (status, replies, merges) (more: 429 \
+            rate_limited; 0: no limit). attestctl is not limited.
+            """),
+        .int("org.apiKeysPerOrganization", 1...100_000, \.orgAPIKeysPerOrganization, """
+            Active API keys one organization may hold (creating more through the org API: 429 \
+            store_quota_exceeded; attestctl apikey create is not limited); revoked keys count against ten \
+            times as many.
+            """),
         .int("webhooks.logRetentionDays", 0...3_650, \.webhookLogRetentionDays, """
             Days a finished delivery (delivered, failed, skipped) stays in the log after it was created; the \
             deliverer removes older ones (0: keep them until the endpoint is deleted).

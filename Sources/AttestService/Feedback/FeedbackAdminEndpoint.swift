@@ -52,7 +52,8 @@ enum FeedbackAdminEndpoint {
         /// Makes the change and records it in the audit log, in one transaction.
         func write<T>(_ action: String, _ target: String, _ detail: String,
                       _ f: (FeedbackModeration, Transaction) throws -> T) throws -> T {
-            try FeedbackModeration.write(store: ctx.store, appID: appID, org: org, actor: .api, now: now,
+            try OrgWriteLimit.charge(org: org, now: now, ctx)
+            return try FeedbackModeration.write(store: ctx.store, appID: appID, org: org, actor: .api, now: now,
                                          random: ctx.random, queueEvents: ctx.configuration.webhookQueueEvents) { m, t in
                 let done = try f(m, t)
                 try OrgAudit.record(caller, action: action, target: target, detail: "app \(appID): " + detail,

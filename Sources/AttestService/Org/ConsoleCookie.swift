@@ -50,11 +50,18 @@ public enum ConsoleCookie {
                                hint: "Reload the console page.",
                                log: "console session \(session.idHex): change without its CSRF token")
         }
-        if let origin = request.params["HTTP_ORIGIN"], let host = request.params["HTTP_HOST"],
-           origin != "https://" + host, origin != "http://" + host {
-            throw ServiceError(.forbidden, "A change must come from this host's console page.",
-                               log: "console session \(session.idHex): change from Origin \(origin) to Host \(host)")
-        }
+        try checkOrigin(request, log: "console session \(session.idHex)")
+    }
+
+    /// 403 when the browser names the page's origin (`Origin`, sent with every cross-origin
+    /// request and every POST) and it is not this host: another site's page may not change
+    /// anything, nor sign a browser in to a session of its choosing (login CSRF).
+    static func checkOrigin(_ request: Request, log: String) throws {
+        guard let origin = request.params["HTTP_ORIGIN"] else { return }
+        let host = request.params["HTTP_HOST"] ?? ""
+        guard host.isEmpty || (origin != "https://" + host && origin != "http://" + host) else { return }
+        throw ServiceError(.forbidden, "This must come from this host's console page.",
+                           log: "\(log): Origin \(origin.prefix(100)) to Host \(host.prefix(100))")
     }
 
     /// The Set-Cookie header that stores `token` for `maxAge` seconds.

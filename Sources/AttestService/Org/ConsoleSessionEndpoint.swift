@@ -14,7 +14,7 @@ import FastCGI
 ///            "created_at", "expires_at"}
 /// ```
 /// A link that is unknown, used or expired is 401; so is a GET or DELETE without a live
-/// session. The CSRF token is only ever given to the session's own page (this answer is not
+/// session. A sign-in or sign-out whose `Origin` is another site is 403 (login CSRF). The CSRF token is only ever given to the session's own page (this answer is not
 /// readable cross-origin: no CORS headers are sent).
 public enum ConsoleSessionEndpoint {
     public static let path = "/api/v1/console/session"
@@ -23,14 +23,14 @@ public enum ConsoleSessionEndpoint {
         let now = ctx.clock.now()
         switch request.method {
         case "POST":
+            try ConsoleCookie.checkOrigin(request, log: "console sign-in")
             let body = try JSONBody(request)
             guard let token = try body.string("token") else {
                 throw ServiceError(.badRequest, "The field token is required.")
             }
             let seconds = Int64(ctx.configuration.consoleSessionHours) * 3600
             let (session, cookie) = try ConsoleSignIn.exchange(token, store: ctx.store, random: ctx.random, now: now,
-                                                                 sessionSeconds: seconds,
-                                                                 retainDays: ctx.configuration.consoleAuditRetentionDays)
+                                                                 sessionSeconds: seconds, ctx.configuration)
             return .json(201, JSONValue.object([("session", json(session))]).jsonText,
                          headers: [Header("Cache-Control", "no-store"), ConsoleCookie.setting(cookie, maxAge: seconds)])
         case "GET", "DELETE":
@@ -43,7 +43,7 @@ public enum ConsoleSessionEndpoint {
             if request.method == "GET" { return ServiceContext.json(["session": json(session)]) }
             try ConsoleCookie.checkChange(request, session: session)
             let actor = AuditActor(kind: .session, id: session.idHex, name: session.name, role: session.role,
-                                   retainDays: ctx.configuration.consoleAuditRetentionDays)
+                                   ctx.configuration)
             try ConsoleSignIn.end(idHex: session.idHex, store: ctx.store, now: now, by: actor)
             return .json(200, JSONValue.object([("ended", true)]).jsonText,
                          headers: [Header("Cache-Control", "no-store"), ConsoleCookie.clearing])

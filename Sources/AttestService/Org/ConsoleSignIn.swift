@@ -1,3 +1,4 @@
+import AttestConfig
 import AttestCore
 import AttestStore
 
@@ -36,7 +37,7 @@ public enum ConsoleSignIn {
     /// Uses the link `token` once: its session and the cookie token that names it. 401 for an
     /// unknown, used or expired link, or an organization that is gone.
     public static func exchange(_ token: String, store: Store, random: any RandomSource, now: Timestamp,
-                                sessionSeconds: Int64, retainDays: Int) throws -> (ConsoleSessionRecord, String) {
+                                sessionSeconds: Int64, _ configuration: Configuration) throws -> (ConsoleSessionRecord, String) {
         guard token.utf8.count == 43, let raw = Base64.decode(token), raw.count == 32 else {
             throw ServiceError(.unauthorized, "This is not a console sign-in link.")
         }
@@ -58,7 +59,7 @@ public enum ConsoleSignIn {
                                                createdAt: now, expiresAt: now + sessionSeconds)
             try txn.put(session)
             let actor = AuditActor(kind: .session, id: session.idHex, name: session.name, role: session.role,
-                                   retainDays: retainDays)
+                                   configuration)
             try OrgAudit.record(actor, org: login.org, action: "console.sign_in", target: session.idHex,
                                 detail: "\(login.role.name) until \(session.expiresAt.iso8601)", at: now, in: txn)
             // Sessions and links expired a week ago go (the table stays as small as its use).
@@ -86,6 +87,20 @@ public enum ConsoleSignIn {
             try OrgAudit.record(actor, org: session.org, action: "console.sign_out", target: session.idHex,
                                 detail: session.name, at: now, in: txn)
             return true
+        }
+    }
+
+    /// Deletes `org`'s unused sign-in links (`console logout --org --all`); returns how many.
+    @discardableResult
+    public static func voidLinks(org: String, store: Store, now: Timestamp, by actor: AuditActor) throws -> Int {
+        try store.write { txn in
+            let links = try txn.consoleLogins().filter { $0.login.org == org }
+            for link in links { _ = try txn.takeConsoleLogin(tokenHash: link.hash) }
+            if !links.isEmpty {
+                try OrgAudit.record(actor, org: org, action: "console.void_links", target: org,
+                                    detail: "\(links.count) unused link(s)", at: now, in: txn)
+            }
+            return links.count
         }
     }
 }

@@ -38,14 +38,26 @@ enum OrgAPIKeysEndpoint {
                 return ServiceContext.json(["api_keys": .array(keys.map(json))])
             }
             let body = try JSONBody(request)
-            guard let name = try body.string("name"), (1...100).contains(name.count) else {
-                throw ServiceError(.badRequest, "The field name is required: 1 to 100 characters.")
+            guard let name = try body.string("name"), (1...100).contains(name.count),
+                  !name.unicodeScalars.contains(where: AuditText.isUnsafe) else {
+                throw ServiceError(.badRequest, "The field name is required: 1 to 100 characters, none of them "
+                                   + "control or direction-changing characters.")
             }
             let scopeName = try body.string("scope") ?? APIKeyRecord.Scope.all.name
             guard let scope = APIKeyRecord.Scope(name: scopeName) else {
                 throw ServiceError(.badRequest, "The field scope must be all or heartbeat.")
             }
+            try OrgWriteLimit.charge(org: org, now: now, ctx)
+            let bound = ctx.configuration.orgAPIKeysPerOrganization
             let (key, record) = try ctx.store.write([.durable]) { txn -> (String, APIKeyRecord) in
+                let own = try txn.apiKeys().filter { $0.org == org }
+                if own.filter({ $0.revokedAt == nil }).count >= bound || own.count >= bound * 10 {
+                    throw ServiceError(.storeQuotaExceeded,
+                                       "This organization holds \(own.count) API keys; at most \(bound) active "
+                                       + "(and \(bound * 10) with revoked ones) may be made here.",
+                                       hint: "Revoke keys no longer used; the operator sets the bound with "
+                                             + "org.apiKeysPerOrganization.")
+                }
                 while true {
                     let made = APIKeys.generate(org: org, name: name, scope: scope, random: ctx.random, now: now)
                     // ids are 48 random bits: a clash is retried
@@ -65,6 +77,7 @@ enum OrgAPIKeysEndpoint {
             throw ServiceError(.notFound, "No such API key.", log: "path \(request.path.prefix(120))")
         }
         try FeedbackPath.method(request, ["DELETE"])
+        try OrgWriteLimit.charge(org: org, now: now, ctx)
         try ctx.store.write([.durable]) { txn in
             guard var key = try txn.apiKey(id: id), key.org == org else {
                 throw ServiceError(.notFound, "No such API key.", log: "api key \(id)")

@@ -18,7 +18,8 @@ public enum OrgAudit {
                               at now: Timestamp, in txn: Transaction) throws {
         let entry = AuditRecord(at: now, actor: actor.kind, actorID: actor.id, actorName: actor.name, role: actor.role,
                                 action: action, target: target, detail: detail)
-        try txn.appendAudit(entry, org: org, retainAfter: now - Int64(actor.retainDays) * 86_400)
+        try txn.appendAudit(entry, org: org, retainAfter: now - Int64(actor.retainDays) * 86_400,
+                            keep: actor.keepEntries)
     }
 
     /// An entry as the org API and `attestctl audit --json` show it:

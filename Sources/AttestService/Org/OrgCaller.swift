@@ -31,13 +31,13 @@ public struct OrgCaller: Sendable {
 
     /// The caller of `request`, refused unless its role covers `need`.
     public static func authenticate(_ request: Request, _ need: OrgNeed, _ ctx: ServiceContext) throws -> OrgCaller {
-        let retain = ctx.configuration.consoleAuditRetentionDays
+        let config = ctx.configuration
         if let key = APIKeys.bearer(request) {
             let org = try APIKeys.organization(apiKey: key, for: .management, ctx)
             let id = String(key.prefix(APIKeys.idLength))
             let name = try ctx.store.read { try $0.apiKey(id: id)?.name } ?? ""
             let caller = OrgCaller(org: org, role: .admin, actor: AuditActor(kind: .apiKey, id: id, name: name,
-                                                                           role: .admin, retainDays: retain))
+                                                                           role: .admin, config))
             try caller.require(need)
             return caller
         }
@@ -61,7 +61,7 @@ public struct OrgCaller: Sendable {
         }
         let caller = OrgCaller(org: org, role: session.role,
                                actor: AuditActor(kind: .session, id: session.idHex, name: session.name,
-                                                 role: session.role, retainDays: retain))
+                                                 role: session.role, config))
         try caller.require(need)
         return caller
     }

@@ -32,6 +32,7 @@ enum OrgDeviceAction: String {
                 guard var d = try txn.device(keyID: keyID) else { throw OrgDevicesEndpoint.notFound(target) }
                 d.status = .revoked
                 try txn.put(d)
+                try txn.put(RevocationRecord(at: now, by: caller.actor.describedBy, reason: reason), keyID: keyID)
                 return LineageKey.of(d)
             }
         }

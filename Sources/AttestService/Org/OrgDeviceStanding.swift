@@ -11,9 +11,10 @@ struct OrgDeviceStanding {
     let refused: Bool
     let why: String
 
-    /// `revoke`: the audit entry of the key's revocation, when found (who, when, the reason).
+    /// `revocation`: who revoked the key, when and why, when known (keys revoked before
+    /// `revocations` was kept have none).
     init(device d: DeviceRecord, app: AppRecord, lineage: LineageRecord, changes: [FlagChange],
-         revoke: AuditRecord? = nil, now: Timestamp) {
+         revocation: RevocationRecord? = nil, now: Timestamp) {
         let flags = lineage.flags.union(d.operatorFlags)
         if !app.enabled {
             (refused, why) = (true, "The app \(app.appID) is disabled: every validate and refresh for it answers "
@@ -22,9 +23,8 @@ struct OrgDeviceStanding {
         }
         switch d.status {
         case .revoked:
-            let by = revoke.map { r in
-                " (\(r.actor == .cli ? "attestctl, \(r.actorID)" : r.actorName.isEmpty ? r.actorID : r.actorName) on "
-                    + "\(r.at.iso8601)" + (r.detail.isEmpty ? "" : ": \"\(r.detail)\"") + ")"
+            let by = revocation.map { r in
+                " (\(r.by) on \(r.at.iso8601)" + (r.reason.isEmpty ? "" : ": \"\(r.reason)\"") + ")"
             } ?? ""
             (refused, why) = (true, "This key was revoked by an operator\(by): refresh answers 403 forbidden. "
                               + "The app must attest a new key"

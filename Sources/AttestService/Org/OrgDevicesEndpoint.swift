@@ -59,6 +59,7 @@ enum OrgDevicesEndpoint {
                   reason.utf8.count <= DeviceFlags.reasonBytes else {
                 throw ServiceError(.badRequest, "The field reason is required: 1 to 500 characters.")
             }
+            try OrgWriteLimit.charge(org: caller.org.name, now: ctx.clock.now(), ctx)
             try action.apply(keyID: keyID, reason: reason, caller: caller, ctx)
             return ServiceContext.json(try detail(keyID, caller, ctx))
         default:
@@ -112,9 +113,6 @@ enum OrgDevicesEndpoint {
         }
     }
 
-    /// How many of the newest audit entries a revoked device's page reads for its revocation.
-    static let revokeSearch = 2_000
-
     static func detail(_ keyID: [UInt8], _ caller: OrgCaller, _ ctx: ServiceContext) throws -> JSONValue {
         let now = ctx.clock.now()
         return try ctx.store.read { txn in
@@ -126,16 +124,9 @@ enum OrgDevicesEndpoint {
             let assessment = try DeviceAssessment(device: d, app: app, rules: rules, org: caller.org.name, in: txn,
                                                   now: now)
             let changes = try txn.flagChanges(.of(d))
-            // Who revoked it and why is only in the audit log: the newest `device.revoke` of
-            // this key among the organization's last `revokeSearch` entries.
-            var revoke: AuditRecord?
-            if d.status == .revoked {
-                let target = OrgDeviceWire.keyID(keyID)
-                revoke = try txn.auditEntries(org: caller.org.name, limit: Self.revokeSearch)
-                    .first { $0.action == "device.revoke" && $0.target == target }
-            }
+            let revocation = d.status == .revoked ? try txn.revocation(keyID: keyID) : nil
             let standing = OrgDeviceStanding(device: d, app: app, lineage: assessment.lineage, changes: changes,
-                                             revoke: revoke, now: now)
+                                             revocation: revocation, now: now)
             return OrgDeviceWire.detail(d, tier: caller.org.tier, standing: standing, assessment: assessment,
                                         changes: changes, now: now)
         }

@@ -15,8 +15,9 @@
 ///   ae_tickets, ae_ticket_messages, ae_tickets_by_author,
 ///   ae_feedback_usage                                                version 8: feature requests, support tickets
 /// ae_console_logins, ae_console_sessions, ae_audit_log,
-///   ae_activity_days                                                 version 9: the operator console, the audit log,
-///                                                                    attestations and refreshes per day
+///   ae_activity_days, ae_revocations, ae_audit_counts                version 9: the operator console, the audit log,
+///                                                                    attestations and refreshes per day, why a key
+///                                                                    was revoked
 /// ```
 /// `ae_outbox_seq` numbers the outbox (`Transaction.append`: the key is the number as 8 bytes
 /// big-endian); version 3 starts it above the highest key the outbox already holds.
@@ -65,7 +66,8 @@ public enum PostgresSchema {
                                        .ticketsByAuthor, .feedbackUsage]
 
     /// The operator console's sign-in links and sessions, and the organization audit log (issue 43).
-    static let version9: [Database] = [.consoleLogins, .consoleSessions, .auditLog, .activityDays]
+    static let version9: [Database] = [.consoleLogins, .consoleSessions, .auditLog, .activityDays, .revocations,
+                                       .auditCounts]
 
     /// The databases a migration after version 1 adds (each creates its own table).
     static let laterTables = Set<Database>([.usageDays, .webhookCounts, .receiptDue, .appleTeams] + version7

@@ -11,7 +11,8 @@ import AttestCore
 ///      | detail string
 /// ```
 /// `actorID` is the API key's id, the session's id in hex, or the CLI's user; `actorName` the
-/// key's or session's name. `action` is `<family>.<verb>` (`flag.set`, `device.block`, …).
+/// key's or session's name. Every text is stored as `AuditText.clean` leaves it (one line, no
+/// control characters): what a caller wrote cannot forge rows in `attestctl audit` or the page. `action` is `<family>.<verb>` (`flag.set`, `device.block`, …).
 public struct AuditRecord: StoreRecord, Hashable {
     public static let currentVersion: UInt8 = 1
     public static let recordName = "audit entry"
@@ -44,11 +45,12 @@ public struct AuditRecord: StoreRecord, Hashable {
                 target: String, detail: String) {
         self.at = at
         self.actor = actor
-        self.actorID = actorID
-        self.actorName = actorName
+        self.actorID = AuditText.clean(actorID)
+        self.actorName = AuditText.clean(actorName)
         self.role = role
-        self.action = action
-        self.target = target
+        self.action = AuditText.clean(action)
+        self.target = AuditText.clean(target)
+        let detail = AuditText.clean(detail)
         self.detail = detail.utf8.count <= Self.detailLimit ? detail : Self.cut(detail, Self.detailLimit)
     }
 
