@@ -528,6 +528,10 @@ def viewer(s):
     T.check("a viewer's flag change is 403", status == 403, f"{status} {body}")
     value = (api(s, "GET", f"/api/v1/org/flags/beta?app_id={APP}").json or {}).get("values", {}).get("production")
     T.check("the viewer's refused change changed nothing (beta still true)", value is True, repr(value))
+    goto(s, b, "#/api-keys", "API keys")
+    said = b.wait(lambda d: alert_text(b))
+    T.check("a viewer's API keys page shows the server's refusal (403 forbidden) in the alert region",
+            bool(said) and "403 forbidden" in said, repr(said))
     goto(s, b, "#/overview", "Overview")
     b.d.find_element(By.ID, "logout").click()
     T.check("Sign out sends the page to login", bool(b.wait(lambda d: d.current_url.split("#")[0].endswith("/console/login.html"))),
