@@ -32,12 +32,14 @@ function valueCell(ctx, flag, env) {
   return label;
 }
 
+const count = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
 function details(flag) {
   const rules = (flag.rules || []).map(r => [String(r.index), r.name || '', r.environment || 'every', r.is_active ? 'on' : 'off',
     `${r.rollout_percentage}%`, show(r.value), (r.conditions || []).map(c => `${c.attribute} ${c.operator} ${JSON.stringify(c.value)}`).join('; ')]);
   const rollouts = (flag.rollouts || []).map(r => [r.environment, `${r.percentage}%`, show(r.value)]);
   return h('details', {},
-    h('summary', {}, `${flag.key}: ${(flag.rules || []).length} rules, ${(flag.rollouts || []).length} rollouts, overrides`),
+    h('summary', {}, `${flag.key}: ${count((flag.rules || []).length, 'rule')}, ${count((flag.rollouts || []).length, 'rollout')}, overrides`),
     table(`Rules of ${flag.key}`, ['#', 'Name', 'Environment', 'Active', 'Rollout', 'Value', 'Conditions'], rules),
     table(`Rollouts of ${flag.key}`, ['Environment', 'Percentage', 'Value'], rollouts),
     h('div', {'data-overrides': flag.key}, h('p', {class: 'muted'}, 'Overrides load when opened.')));
