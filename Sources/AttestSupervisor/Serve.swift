@@ -350,6 +350,7 @@ package struct Serve {
               logs            \(data.logDirectory)/
               health          \(base)/healthz
               metrics         \(metrics) (Prometheus; attestctl status --url \(metrics))
+              console         \(base)/console/ (sign in: \(executableDirectory())/attestctl console login --org demo --role admin --data \(data.path))
               JWKS            \(base)/.well-known/jwks.json\(tls.map { site in
                   "\n  TLS             \(site.certificate) (TLS 1.2/1.3, HTTP/2, HSTS"
                   + (site.stapling ? ", OCSP stapling)" : "; no OCSP responder in it: no stapling)")
