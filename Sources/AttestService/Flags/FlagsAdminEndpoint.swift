@@ -272,16 +272,9 @@ public enum FlagsAdminEndpoint {
     /// ephemeral `rates` entry `window end ‖ "flag-write-org:" ‖ organization`): each write is a
     /// durable write waiting on a sync. - Throws: 429 `rate_limited` with `Retry-After`.
     private static func chargeWrite(org: String, now: Timestamp, _ ctx: ServiceContext) throws {
-        let limit = ctx.configuration.flagWritesPerOrganizationPerMinute
-        guard limit > 0 else { return }
-        let over = try ctx.store.write([.ephemeral]) { txn in
-            try RateLimits.sweepExpiredIfDue(in: txn, now: now, ctx)
-            return try RateLimits.charge([("flag-write-org:" + org, UInt32(limit))], in: txn, now: now)
-        }.over
-        guard let over else { return }
-        throw RateLimits.rateLimited(over, now: now, what: "changes to one organization's feature flags",
-                                     hint: "Retry after the Retry-After header's seconds; the operator sets the "
-                                           + "limit with flags.writesPerOrganizationPerMinute.")
+        try OrgWriteLimit.charge("flag-write-org:", limit: ctx.configuration.flagWritesPerOrganizationPerMinute,
+                                 org: org, what: "changes to one organization's feature flags",
+                                 key: "flags.writesPerOrganizationPerMinute", now: now, ctx)
     }
 
     private static func created(_ value: JSONValue) -> Response {

@@ -14,16 +14,24 @@ import AttestStore
 enum OrgWriteLimit {
     /// Charges one change of `org`. - Throws: 429 `rate_limited` with `Retry-After` when spent.
     static func charge(org: String, now: Timestamp, _ ctx: ServiceContext) throws {
-        let limit = ctx.configuration.orgWritesPerOrganizationPerMinute
+        try charge("org-write:", limit: ctx.configuration.orgWritesPerOrganizationPerMinute, org: org,
+                   what: "one organization's changes to devices, API keys, feature requests and tickets",
+                   key: "org.writesPerOrganizationPerMinute", now: now, ctx)
+    }
+
+    /// Charges one change of `org` to the minute bucket `prefix ‖ org` of `limit` (0: none),
+    /// sweeping expired windows when due. - Throws: 429 `rate_limited` naming `what` and the
+    /// config `key` that sets the limit.
+    static func charge(_ prefix: String, limit: Int, org: String, what: String, key: String, now: Timestamp,
+                       _ ctx: ServiceContext) throws {
         guard limit > 0 else { return }
         let over = try ctx.store.write([.ephemeral]) { txn in
             try RateLimits.sweepExpiredIfDue(in: txn, now: now, ctx)
-            return try RateLimits.charge([("org-write:" + org, UInt32(limit))], in: txn, now: now)
+            return try RateLimits.charge([(prefix + org, UInt32(limit))], in: txn, now: now)
         }.over
         guard let over else { return }
-        throw RateLimits.rateLimited(over, now: now, what: "one organization's changes to devices, API keys, "
-                                         + "feature requests and tickets",
+        throw RateLimits.rateLimited(over, now: now, what: what,
                                      hint: "Retry after the Retry-After header's seconds; the operator sets the "
-                                           + "limit with org.writesPerOrganizationPerMinute.")
+                                           + "limit with \(key).")
     }
 }
