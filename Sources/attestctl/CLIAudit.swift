@@ -12,6 +12,13 @@ struct CLIAudit {
     let target: String
     let detail: String
 
+    init(actor: AuditActor, action: String, target: String, detail: String) {
+        self.actor = actor
+        self.action = action
+        self.target = target
+        self.detail = detail
+    }
+
     init(actor: AuditActor, action: String, args: Arguments) {
         self.actor = actor
         self.action = action
@@ -21,7 +28,9 @@ struct CLIAudit {
             .compactMap { name in args.value(name).map { "\(name) \($0)" } }.joined(separator: ", ")
     }
 
+    /// Records the change in `txn`; nothing when the app has no organization (`org` empty).
     func record(org: String, appID: String, in txn: Transaction) throws {
+        guard !org.isEmpty else { return }
         try OrgAudit.record(actor, org: org, action: action, target: target,
                             detail: "app \(appID)" + (detail.isEmpty ? "" : ": " + detail), at: now(), in: txn)
     }

@@ -56,11 +56,16 @@ let deviceCommand = Command(
             guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
             let change = try claimFailure {
                 try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store,
-                                      random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents)
+                                      random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents,
+                                      within: { txn in
+                                          try CLIAudit(actor: cliActor(config),
+                                                       action: chosen[0] == .jailbroken ? "device.flag" : "device." + chosen[0].rawValue,
+                                                       target: OrgDeviceWire.keyID(device.keyID),
+                                                       detail: args.value("reason") ?? "")
+                                              .record(org: (try txn.app(id: device.appID))?.org ?? "", appID: device.appID,
+                                                      in: txn)
+                                      })
             }
-            try CLIAudit.recordAfter(store: store, appID: device.appID, actor: cliActor(config),
-                                     action: "device." + chosen[0].rawValue, target: OrgDeviceWire.keyID(device.keyID),
-                                     detail: args.value("reason") ?? "")
             if change.flags.contains(.blocked) {
                 closeFlagStreams([FlagChannel.holder(lineage: LineageKey.of(change.device))], data: dataDirectory(args))
             }
