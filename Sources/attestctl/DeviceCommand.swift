@@ -54,16 +54,15 @@ let deviceCommand = Command(
                 args.flag($0 == .jailbroken ? "jailbroken" : $0.rawValue)
             }
             guard chosen.count == 1 else { throw UsageError("give exactly one of --jailbroken, --block, --clear") }
+            let audit = CLIAudit(actor: cliActor(config),
+                                 action: chosen[0] == .jailbroken ? "device.flag" : "device." + chosen[0].rawValue,
+                                 target: OrgDeviceWire.keyID(device.keyID), detail: args.value("reason") ?? "")
             let change = try claimFailure {
                 try DeviceFlags.apply(chosen[0], keyID: device.keyID, reason: args.value("reason") ?? "", store: store,
                                       random: SystemRandom(), now: now(), queueEvents: config.webhookQueueEvents,
                                       within: { txn in
-                                          try CLIAudit(actor: cliActor(config),
-                                                       action: chosen[0] == .jailbroken ? "device.flag" : "device." + chosen[0].rawValue,
-                                                       target: OrgDeviceWire.keyID(device.keyID),
-                                                       detail: args.value("reason") ?? "")
-                                              .record(org: (try txn.app(id: device.appID))?.org ?? "", appID: device.appID,
-                                                      in: txn)
+                                          try audit.record(org: (try txn.app(id: device.appID))?.org ?? "",
+                                                           appID: device.appID, in: txn)
                                       })
             }
             if change.flags.contains(.blocked) {
