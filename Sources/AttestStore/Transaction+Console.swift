@@ -48,7 +48,9 @@ extension Transaction {
     }
 
     public func put(_ session: ConsoleSessionRecord) throws {
-        guard session.id.count == 16 else { throw StoreError(.invalidKey, "a console session id of \(session.id.count) bytes") }
+        guard session.id.count == 16 else {
+            throw StoreError(.invalidKey, "a console session id of \(session.id.count) bytes")
+        }
         try put(.consoleSessions, session.id, session.encoded())
     }
 
@@ -146,7 +148,9 @@ extension Transaction {
         key.reserveCapacity(prefix.count + 16)
         let s = UInt64(bitPattern: at.seconds)
         for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: s >> UInt64(shift))) }
-        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift)))
+        }
         return key
     }
 

@@ -26,7 +26,9 @@ let auditCommand = Command(
             limit = n
         }
         let before = try args.value("before").map { text -> (at: Int64, sequence: UInt64) in
-            guard let c = OrgAudit.cursor(text) else { throw UsageError("--before takes an entry's cursor (<at>.<sequence>)") }
+            guard let c = OrgAudit.cursor(text) else {
+                throw UsageError("--before takes an entry's cursor (<at>.<sequence>)")
+            }
             return c
         }
         let (_, store) = try openStore(dataDirectory(args))

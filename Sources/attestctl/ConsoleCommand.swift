@@ -101,7 +101,8 @@ let consoleCommand = Command(
                     try ConsoleSignIn.end(idHex: s.idHex, org: org, store: store, now: at, by: cliActor(config))
                 }
                 let voided = try ConsoleSignIn.voidLinks(org: org, store: store, now: at, by: cliActor(config))
-                Output.out("ended \(live.count) console session(s) of \(org) and voided \(voided) unused sign-in link(s)")
+                Output.out("ended \(live.count) console session(s) of \(org) "
+                           + "and voided \(voided) unused sign-in link(s)")
                 return 0
             }
             let id = try args.positional(0, "session ID (see 'attestctl console sessions')")

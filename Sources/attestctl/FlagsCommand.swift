@@ -82,7 +82,8 @@ let flagsCommand = Command(
                 try FeatureFlagAdmin.write(store: store, appID: appID, org: nil, actor: .cli, now: now(),
                                            random: SystemRandom(), queueEvents: config.webhookQueueEvents) { a, t in
                     let done = try body(a, t)
-                    try CLIAudit(actor: cliActor(config), action: "flag." + sub.split(separator: " ").joined(separator: "_"),
+                    try CLIAudit(actor: cliActor(config),
+                                 action: "flag." + sub.split(separator: " ").joined(separator: "_"),
                                  args: args).record(org: a.app.org, appID: appID, in: t)
                     return done
                 }

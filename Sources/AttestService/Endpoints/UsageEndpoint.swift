@@ -23,6 +23,7 @@ public enum UsageEndpoint {
         let (totals, activity) = try ctx.store.read {
             (try $0.usageMonthReport(org: org.name, month: month), try $0.activityDays(org: org.name, month: month))
         }
-        return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now, activity: activity).json)
+        return ServiceContext.json(UsageReport(org: org, month: month, totals: totals, now: now,
+                                               activity: activity).json)
     }
 }

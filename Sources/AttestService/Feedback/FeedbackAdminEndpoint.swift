@@ -54,7 +54,8 @@ enum FeedbackAdminEndpoint {
                       _ f: (FeedbackModeration, Transaction) throws -> T) throws -> T {
             try OrgWriteLimit.charge(org: org, now: now, ctx)
             return try FeedbackModeration.write(store: ctx.store, appID: appID, org: org, actor: .api, now: now,
-                                         random: ctx.random, queueEvents: ctx.configuration.webhookQueueEvents) { m, t in
+                                                random: ctx.random,
+                                                queueEvents: ctx.configuration.webhookQueueEvents) { m, t in
                 let done = try f(m, t)
                 try OrgAudit.record(caller, action: action, target: target, detail: "app \(appID): " + detail,
                                     at: now, in: t)
@@ -81,16 +82,24 @@ enum FeedbackAdminEndpoint {
                 })
             }
             let status = try parse(try text("status"), "status", { FeatureRequestStatus(name: $0) })!
-            return ServiceContext.json(FeedbackAdminWire.request(try write("feedback.status", ReleaseNotes.idText(id), status.name) { m, t in try m.setStatus(id, status, in: t) }))
+            let changed = try write("feedback.status", ReleaseNotes.idText(id), status.name) { m, t in
+                try m.setStatus(id, status, in: t)
+            }
+            return ServiceContext.json(FeedbackAdminWire.request(changed))
         case (false, let id?, "comments"?):
             try FeedbackPath.method(request, ["POST"])
             let b = try text("body")
-            let c = try write("feedback.comment", ReleaseNotes.idText(id), b) { m, t in try m.comment(id, body: b, in: t) }
+            let c = try write("feedback.comment", ReleaseNotes.idText(id), b) { m, t in
+                try m.comment(id, body: b, in: t)
+            }
             return created(FeedbackAdminWire.comment(c, requestID: id))
         case (false, let id?, "merge"?):
             try FeedbackPath.method(request, ["POST"])
             let into = try FeedbackModeration.id(try text("into"), "feature request")
-            return ServiceContext.json(FeedbackAdminWire.request(try write("feedback.merge", ReleaseNotes.idText(id), "into \(into)") { m, t in try m.merge(id, into: into, in: t) }))
+            let merged = try write("feedback.merge", ReleaseNotes.idText(id), "into \(ReleaseNotes.idText(into))") { m, t in
+                try m.merge(id, into: into, in: t)
+            }
+            return ServiceContext.json(FeedbackAdminWire.request(merged))
         case (true, nil, _):
             try FeedbackPath.method(request, ["GET"])
             let status = try parse(try FlagsAdminEndpoint.query(request, "status"), "status", { TicketStatus(name: $0) })
@@ -108,15 +117,17 @@ enum FeedbackAdminEndpoint {
             guard status != nil || priority != nil else {
                 throw FeedbackInput.invalid("status", "Give status, priority or both.")
             }
-            return ServiceContext.json(FeedbackAdminWire.ticket(try write("ticket.update", ReleaseNotes.idText(id),
-                                                                         [status?.name, priority.map { "priority " + $0.name }]
-                                                                            .compactMap { $0 }.joined(separator: ", ")) { m, t in
+            let said = [status?.name, priority.map { "priority " + $0.name }].compactMap { $0 }
+            let updated = try write("ticket.update", ReleaseNotes.idText(id), said.joined(separator: ", ")) { m, t in
                 try m.setTicket(id, status: status, priority: priority, in: t)
-            }))
+            }
+            return ServiceContext.json(FeedbackAdminWire.ticket(updated))
         case (true, let id?, "messages"?):
             try FeedbackPath.method(request, ["POST"])
             let b = try text("body")
-            let message = try write("ticket.reply", ReleaseNotes.idText(id), b) { m, t in try m.reply(id, body: b, in: t) }
+            let message = try write("ticket.reply", ReleaseNotes.idText(id), b) { m, t in
+                try m.reply(id, body: b, in: t)
+            }
             return created(FeedbackAdminWire.message(message, ticketID: id))
         default:
             throw FeedbackPath.notFound(tickets ? "ticket" : "feature request", request.path)

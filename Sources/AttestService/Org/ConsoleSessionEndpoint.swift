@@ -14,7 +14,8 @@ import FastCGI
 ///            "created_at", "expires_at"}
 /// ```
 /// A link that is unknown, used or expired is 401; so is a GET or DELETE without a live
-/// session. A sign-in or sign-out whose `Origin` is another site is 403 (login CSRF). The CSRF token is only ever given to the session's own page (this answer is not
+/// session. A sign-in or sign-out whose `Origin` is another site is 403 (login CSRF). The
+/// CSRF token is only ever given to the session's own page (this answer is not
 /// readable cross-origin: no CORS headers are sent).
 public enum ConsoleSessionEndpoint {
     public static let path = "/api/v1/console/session"

@@ -37,7 +37,8 @@ public enum ConsoleSignIn {
     /// Uses the link `token` once: its session and the cookie token that names it. 401 for an
     /// unknown, used or expired link, or an organization that is gone.
     public static func exchange(_ token: String, store: Store, random: any RandomSource, now: Timestamp,
-                                sessionSeconds: Int64, _ configuration: Configuration) throws -> (ConsoleSessionRecord, String) {
+                                sessionSeconds: Int64,
+                                _ configuration: Configuration) throws -> (ConsoleSessionRecord, String) {
         guard token.utf8.count == 43, let raw = Base64.decode(token), raw.count == 32 else {
             throw ServiceError(.unauthorized, "This is not a console sign-in link.")
         }

@@ -28,7 +28,8 @@ public enum OrgAudit {
     public static func json(_ e: AuditRecord) -> JSONValue {
         .object([("at", .string(e.at.iso8601)),
                  ("actor", .object([("kind", .string(e.actor.name)), ("id", .string(e.actorID)),
-                                    ("name", .string(e.actorName)), ("role", e.role.map { .string($0.name) } ?? .null)])),
+                                    ("name", .string(e.actorName)),
+                                    ("role", e.role.map { .string($0.name) } ?? .null)])),
                  ("action", .string(e.action)), ("target", .string(e.target)), ("detail", .string(e.detail)),
                  ("cursor", .string("\(e.at.seconds).\(e.sequence)"))])
     }

@@ -43,7 +43,8 @@ public struct OrgCaller: Sendable {
         }
         guard let token = ConsoleCookie.token(request) else {
             throw ServiceError(.unauthorized,
-                               "Sign in to the console, or send an organization API key: Authorization: Bearer aat_….",
+                               "Sign in to the console, or send an organization API key: "
+                                   + "Authorization: Bearer aat_….",
                                hint: "attestctl console login --org NAME prints a sign-in link.")
         }
         let now = ctx.clock.now()
@@ -71,7 +72,8 @@ public struct OrgCaller: Sendable {
         guard role >= need.role else {
             throw ServiceError(.forbidden, "This needs the \(need.role.name) role; you are signed in as \(role.name).",
                                hint: "Ask for a sign-in link with --role \(need.role.name).",
-                               log: "\(actor.kind.name) \(actor.id) of role \(role.name) refused a call needing \(need.role.name)")
+                               log: "\(actor.kind.name) \(actor.id) of role \(role.name) refused a call needing "
+                                   + need.role.name)
         }
     }
 }

@@ -12,7 +12,8 @@ import AttestCore
 /// ```
 /// `actorID` is the API key's id, the session's id in hex, or the CLI's user; `actorName` the
 /// key's or session's name. Every text is stored as `AuditText.clean` leaves it (one line, no
-/// control characters): what a caller wrote cannot forge rows in `attestctl audit` or the page. `action` is `<family>.<verb>` (`flag.set`, `device.block`, …).
+/// control characters): what a caller wrote cannot forge rows in `attestctl audit` or the page.
+/// `action` is `<family>.<verb>` (`flag.set`, `device.block`, …).
 public struct AuditRecord: StoreRecord, Hashable {
     public static let currentVersion: UInt8 = 1
     public static let recordName = "audit entry"
