@@ -297,6 +297,28 @@ def flag_details(s):
             and rows and "device:" + X["d2"]["deviceId"] in rows and '"red"' in rows, f"rules {rules!r} overrides {rows!r}")
 
 
+def set_value(s):
+    """A string flag's value set in another environment with its field (plain text is a string)."""
+    b = X["browser"]
+    goto(s, b, "#/flags", "Flags")
+    css = "input[data-flag=color][data-env=staging]"
+    field = b.wait(lambda d: d.find_elements(By.CSS_SELECTOR, css))
+    T.check("flags: a field per environment for the string flag", bool(field), alert_text(b))
+    if not field:
+        return
+    field[0].clear()
+    field[0].send_keys("purple")
+    field[0].find_element(By.XPATH, "following-sibling::button").click()
+    values = None
+    for _ in range(30):
+        values = (api(s, "GET", f"/api/v1/org/flags/color?app_id={APP}").json or {}).get("values", {})
+        if values.get("staging") == "purple":
+            break
+        time.sleep(0.1)
+    T.check("flags: the field set color in staging to \"purple\" (production stays green)",
+            values == {"production": "green", "staging": "purple"}, f"{values} alert={alert_text(b)!r}")
+
+
 def api_keys(s):
     """A key made on the page is shown once and works; revoked on the page, it is refused."""
     b = X["browser"]
@@ -558,7 +580,7 @@ def main():
     X["browser"] = Browser()
     try:
         with_stack = Stack(setup=setup, serve_args=["--allow-private-webhooks"])
-        steps = [static_files, no_session, devices_and_data, signs_in, usage_numbers, find_and_block, flip_flag,
+        steps = [static_files, no_session, devices_and_data, signs_in, usage_numbers, find_and_block, flip_flag, set_value,
                  flag_details, api_keys, answer_ticket, webhook_test, audit_trail, csrf_refusal, every_page, cli_logout, used_url, viewer, other_org]
 
         def guarded(step):

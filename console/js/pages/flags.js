@@ -1,6 +1,6 @@
 // Flags of the picked app (docs/flags.md's org API): each flag's value per environment; a
-// boolean flips with one checkbox per environment (PUT /api/v1/org/flags/:key {value,
-// environment}); rules, rollouts and overrides listed per flag; "what would this device get"
+// boolean flips with one checkbox per environment, other types are set as JSON in a field
+// (PUT /api/v1/org/flags/:key {value, environment}); rules, rollouts and overrides listed per flag; "what would this device get"
 // asks GET /api/v1/org/flag-evaluation for a device and an environment.
 import {call, get, query, seg} from '../api.js';
 import {field, h, isDeviceId, render, select, table, when} from '../dom.js';
@@ -11,7 +11,7 @@ function show(value) {
 
 function valueCell(ctx, flag, env) {
   const has = Object.prototype.hasOwnProperty.call(flag.values || {}, env);
-  if (flag.type !== 'bool') return h('code', {}, has ? show(flag.values[env]) : 'not served');
+  if (flag.type !== 'bool') return valueForm(ctx, flag, env, has);
   const state = h('span', {}, has ? (flag.values[env] ? 'on' : 'off') : 'not set');
   const box = h('input', {type: 'checkbox', name: `${flag.key}:${env}`, checked: has && flag.values[env] === true,
     'data-flag': flag.key, 'data-env': env,
@@ -30,6 +30,32 @@ function valueCell(ctx, flag, env) {
   const label = h('label', {class: 'switch'}, box, state);
   box.setAttribute('aria-label', `${flag.key} in ${env}`);
   return label;
+}
+
+// A value other than a boolean: its JSON in a text field, set with its button. A string flag
+// takes plain text too (what is not JSON is sent as a string); the API checks the type.
+function valueForm(ctx, flag, env, has) {
+  const input = h('input', {type: 'text', name: `${flag.key}:${env}`, value: has ? JSON.stringify(flag.values[env]) : '',
+    placeholder: 'not served', 'data-flag': flag.key, 'data-env': env, size: 12});
+  input.setAttribute('aria-label', `${flag.key} in ${env} (JSON)`);
+  const form = h('form', {class: 'row', onsubmit: async e => {
+    e.preventDefault();
+    let value;
+    try {
+      value = JSON.parse(input.value);
+    } catch {
+      if (flag.type !== 'string') {
+        input.setCustomValidity('Not JSON: a ' + flag.type + ' such as ' + (flag.type === 'json' ? '{"a": 1}' : '3'));
+        input.reportValidity();
+        return;
+      }
+      value = input.value;
+    }
+    input.setCustomValidity('');
+    await call('PUT', `/api/v1/org/flags/${seg(flag.key)}${query({app_id: ctx.app})}`, {value, environment: env});
+    input.value = JSON.stringify(value);
+  }}, input, h('button', {type: 'submit'}, 'Set'));
+  return form;
 }
 
 const count = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
@@ -82,7 +108,7 @@ export default {
     const more = flags.map(details);
     render(
       h('h1', {}, 'Flags'),
-      h('p', {class: 'muted'}, `App ${ctx.app}. A boolean flag flips with its checkbox (that environment's default); other types: attestctl flags or the API.`),
+      h('p', {class: 'muted'}, `App ${ctx.app}. A boolean flag flips with its checkbox, another is set as JSON with its Set button (that environment's default).`),
       h('div', {id: 'flags-table'}, table(`Flags of ${ctx.app} by environment`, ['Key', 'Type', 'Description', ...envs], body)),
       h('h2', {}, 'Rules, rollouts and overrides'),
       more,
