@@ -29,8 +29,12 @@ export function toLogin() {
 /**
  * call('POST', '/api/v1/org/…', body, {quiet: true}) → the decoded JSON answer (null for an
  * empty one). Throws ApiError for a non-2xx; unless quiet, its message is shown in the alert.
+ * A change refused 403 is tried once more when the session's CSRF token has changed since the
+ * page read it (a sign-in in another tab replaced the cookie) and the new session is of the
+ * same organization and role; of another, the page reloads instead and nothing is retried. A
+ * role refusal keeps its token and is not retried.
  */
-export async function call(method, path, body, {quiet = false} = {}) {
+export async function call(method, path, body, {quiet = false, retried = false} = {}) {
   const headers = {Accept: 'application/json'};
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD') {
@@ -52,6 +56,19 @@ export async function call(method, path, body, {quiet = false} = {}) {
   if (response.status === 401) {
     toLogin();
     throw new ApiError(401, data);
+  }
+  if (response.status === 403 && headers['X-CSRF-Token'] && !retried) {
+    const before = session;
+    session = null;
+    const now = await currentSession();
+    if (now.csrf !== before.csrf) {
+      // Another organization or role now: show the page as that session sees it, change nothing.
+      if (now.org !== before.org || now.role !== before.role) {
+        window.location.reload();
+        throw new ApiError(403, data);
+      }
+      return call(method, path, body, {quiet, retried: true});
+    }
   }
   if (!response.ok) {
     const err = new ApiError(response.status, data);

@@ -46,6 +46,8 @@ async function route() {
   document.getElementById('nav').classList.remove('open');
   document.getElementById('menu-button').setAttribute('aria-expanded', 'false');
   clearAlert();
+  const main = document.getElementById('main');
+  main.setAttribute('aria-busy', 'true');
   render(h('h1', {}, page.title), h('p', {class: 'muted'}, 'Loading…'));
   try {
     await page.render({...state, rest, reload: route});
@@ -53,6 +55,9 @@ async function route() {
     if (e.status === 401) return;
     render(h('h1', {}, page.title), h('p', {class: 'muted'}, 'This page could not be loaded.'));
     showError(e);
+  } finally {
+    main.dataset.route = hash || '#/overview';
+    main.setAttribute('aria-busy', 'false');
   }
   document.title = `${page.title} · AttestEdge console`;
 }

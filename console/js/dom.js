@@ -10,12 +10,26 @@ export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
-    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    if (name === 'onsubmit' && tag === 'form') el.addEventListener('submit', busyWhile(el, value));
+    else if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
     else if (['hidden', 'disabled', 'checked', 'required', 'selected', 'value', 'indeterminate'].includes(name)) el[name] = value;
     else el.setAttribute(name, value === true ? '' : String(value));
   }
   append(el, children);
   return el;
+}
+
+/** A form's submit handler that disables the form's buttons until its promise settles. */
+function busyWhile(form, handler) {
+  return async e => {
+    const buttons = [...form.querySelectorAll('button')].filter(b => !b.disabled);
+    for (const b of buttons) b.disabled = true;
+    try {
+      await handler(e);
+    } finally {
+      for (const b of buttons) b.disabled = false;
+    }
+  };
 }
 
 function append(el, children) {

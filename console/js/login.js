@@ -11,8 +11,15 @@ function fail(message) {
 }
 
 async function signIn() {
-  const token = decodeURIComponent(window.location.hash.replace(/^#/, ''));
+  const raw = window.location.hash.replace(/^#/, '');
   history.replaceState(null, '', window.location.pathname + window.location.search);
+  let token;
+  try {
+    token = decodeURIComponent(raw);
+  } catch {
+    fail('This sign-in URL is damaged (it was cut or changed on the way). Ask for a new one (attestctl console login).');
+    return;
+  }
   if (!token) {
     // Perhaps a session is live already (a second tab): then straight in.
     const r = await fetch('/api/v1/console/session', {credentials: 'same-origin', cache: 'no-store'});

@@ -123,10 +123,18 @@ def sign_in(s, b, org, role):
 
 
 def goto(s, b, route, title=None, timeout=10):
-    """Opens #/route and waits until its page has loaded (its h1 is not Loading…); the h1."""
+    """Opens #/route and waits until its page has loaded: main says it rendered this route
+    (data-route) and is no longer busy (the app sets aria-busy "true" while a page's data
+    loads), and its h1 is the title; returns the h1."""
     b.d.get(f"{s.base}/console/{route}")
-    want = (lambda t: t == title) if title else (lambda t: t and t != "Loading…")
-    return b.wait(lambda d: (lambda t: t if want(t) else None)(b.text("h1")), timeout)
+    want = (lambda t: t == title) if title else (lambda t: bool(t))
+    def loaded(d):
+        main = d.find_elements(By.ID, "main")
+        if not main or main[0].get_attribute("aria-busy") != "false" or main[0].get_attribute("data-route") != route:
+            return None
+        t = b.text("h1")
+        return t if want(t) else None
+    return b.wait(loaded, timeout)
 
 
 def alert_text(b):
@@ -211,8 +219,17 @@ def usage_numbers(s):
     T.check("overview: today counts the two enrollments as 2 attestations", want and want[-1][3] == "2", repr(want[-1:]))
     T.check("overview: this month's devices (2) on the page and in the API",
             b.text("[data-usage=activeDevices]") == str(u.get("activeDevices")) == "2", f"{b.text('[data-usage=activeDevices]')} {u}")
-    bars = b.d.execute_script("return document.querySelectorAll('svg.chart rect.bar-active').length")
-    T.check("overview: the chart draws one bar per day of the table", bars == len(want), f"{bars} bars, {len(want)} days")
+    # The chart's bars against the API: one per day and kind, each as tall as its number on one
+    # scale (height ÷ value the same for every bar; zero days flat).
+    heights = b.d.execute_script(
+        "return ['bar-active', 'bar-new'].map(c => [...document.querySelectorAll('svg.chart rect.' + c)]"
+        ".map(r => r.height.baseVal.value))")
+    values = [[d["activeDevices"] for d in u.get("daily", [])], [d["newDevices"] for d in u.get("daily", [])]]
+    scales = {round(h / v, 6) for hs, vs in zip(heights, values) for h, v in zip(hs, vs) if v}
+    T.check("overview: the chart draws each day's active and new devices as bars on one scale (the API's numbers)",
+            [len(h) for h in heights] == [len(want)] * 2 and len(scales) == 1
+            and all(h == 0 for hs, vs in zip(heights, values) for h, v in zip(hs, vs) if not v),
+            f"heights {heights} values {values}")
 
 
 def find_and_block(s):
@@ -252,7 +269,8 @@ def flip_flag(s):
             len(b.d.find_elements(By.CSS_SELECTOR, "input[data-flag=beta]")) == 2 and box)
     if not box:
         return
-    box[0].click()
+    # By keyboard: focus the checkbox and press Space, as someone without a mouse would.
+    box[0].send_keys(Keys.SPACE)
     said = b.wait(lambda d: (lambda el: el.text if el.text == "on" and box[0].is_enabled() else None)(
         box[0].find_element(By.XPATH, "following-sibling::span")))
     T.check("flags: the page says on after the click", said == "on", alert_text(b))
@@ -424,6 +442,7 @@ def tab_walk(b):
     """Tab from the skip link through the page: (controls never reached, reached without a
     visible focus indicator, the count of controls)."""
     n = b.d.execute_script("""
+      document.querySelectorAll('[data-tab-idx]').forEach(e => delete e.dataset.tabIdx);  // an earlier walk's
       const vis = e => { const s = getComputedStyle(e), r = e.getBoundingClientRect();
         return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0 && !e.closest('[hidden]')
           && !e.closest('details:not([open]) > :not(summary)'); };
@@ -494,13 +513,17 @@ def every_page(s):
         lowest = min(lowest, result["lowestContrast"])
         if result["problems"]:
             a11y.append(f"{name} (phone): {result['problems'][:5]}")
+        missing, unseen, n = tab_walk(b)
+        if missing or unseen or n == 0:
+            tabbing.append(f"{name} (phone): not reached {missing[:5]}, no visible focus {unseen[:5]} ({n} controls)")
     T.check(f"every page loads ({len(PAGES)} pages)", not loaded, "; ".join(loaded))
     T.check(f"screenshots of {len(PAGES)} pages at 1280×900 and 390×844 in {ART}",
             all(os.path.getsize(os.path.join(ART, f"{n}-{k}.png")) > 5000 for n, _ in PAGES for k in ("desktop", "phone")))
     T.check("accessibility: lang, one h1, every control named, no positive tabindex, contrast ≥ 4.5 (both widths)",
             not a11y, "; ".join(a11y))
     print(f"  lowest text contrast measured: {lowest:.2f}", flush=True)
-    T.check("keyboard: Tab from the skip link reaches every control, each with a visible focus ring", not tabbing, "; ".join(tabbing))
+    T.check("keyboard: Tab from the skip link reaches every control, each with a visible focus ring (both widths)",
+            not tabbing, "; ".join(tabbing))
     T.check("phone: 390 px viewport, no page wider than it", not phone_ok, "; ".join(phone_ok))
     errors = b.errors()
     T.check("no JavaScript error on any page", not errors, repr(errors[:5]))

@@ -2,8 +2,9 @@
 // with execute_script; it returns a list of problems, [] when none). The checks: <html lang>;
 // exactly one h1; every visible input, select, textarea and button has an accessible name
 // (aria-label, aria-labelledby, a <label for>, a wrapping label, or its own text for a
-// button); no positive tabindex; the contrast of every visible text against the background
-// it is drawn on, computed from the styles, at least 4.5:1.
+// button; a wrapping label by its own text); no positive tabindex; the contrast of every
+// visible text against the background it is drawn on, computed from the styles (colour,
+// background colours and opacity; not background images), at least 4.5:1.
 const problems = [];
 const visible = el => {
   const s = getComputedStyle(el), r = el.getBoundingClientRect();
@@ -27,8 +28,14 @@ function accessibleName(el) {
     const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`);
     if (l && l.textContent.trim()) return l.textContent.trim();
   }
+  // A wrapping label names the control by its own text: the control's text (a select's
+  // options) is not part of the name.
   const wrap = el.closest('label');
-  if (wrap && wrap.textContent.trim()) return wrap.textContent.trim();
+  if (wrap) {
+    const copy = wrap.cloneNode(true);
+    for (const c of copy.querySelectorAll('input, select, textarea, button')) c.remove();
+    if (copy.textContent.trim()) return copy.textContent.trim();
+  }
   if (el.tagName === 'BUTTON' && el.textContent.trim()) return el.textContent.trim();
   if ((el.getAttribute('title') || '').trim()) return el.getAttribute('title').trim();
   return '';
@@ -73,7 +80,12 @@ for (let n = walker.nextNode(); n; n = walker.nextNode()) {
   const el = n.parentElement;
   if (!n.textContent.trim() || seen.has(el) || !visible(el) || el.closest('svg')) continue;
   seen.add(el);
-  const bg = background(el), fg = over(rgba(getComputedStyle(el).color), bg);
+  // Opacity of the element and its ancestors fades the text into what is behind it.
+  let opacity = 1;
+  for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
+  const color = rgba(getComputedStyle(el).color);
+  color[3] *= opacity;
+  const bg = background(el), fg = over(color, bg);
   const [l1, l2] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
   const ratio = (l1 + 0.05) / (l2 + 0.05);
   checked++;

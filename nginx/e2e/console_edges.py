@@ -1,24 +1,17 @@
 #!/usr/bin/python3
-"""Review #43 (browser side of the console): checks that FAIL today, each showing one finding.
-Runs like console.py (/usr/bin/python3, Debian chromium + chromium-driver, the release build):
+"""The console's edge cases in a real browser, found by a review of issue #43 (each failed before
+its fix): run by console_edges.sh like console.py (/usr/bin/python3, Debian chromium +
+chromium-driver, the release build). It reuses console.py's helpers (setup, sign_in, goto).
 
-    /usr/bin/python3 nginx/e2e/console_review.py
-
-It reuses console.py's own helpers (setup, sign_in, goto), so a finding about the suite is shown
-with the suite's code, not a copy of it.
-
-- a11y.js passes inaccessible markup: a <select> inside an empty <label> (its options' text is
-  taken as the label), and text at opacity .15 (opacity is not in the contrast computation).
-- console.py's goto() without a title returns while the page is still loading (its h1 is the
-  page's title from the first moment; after a hash change, the previous page's h1): with the API
-  slowed, every_page's a11y pass and tab walk then look at the "Loading…" placeholder.
-- a second sign-in in another tab leaves the first tab with a stale CSRF token (api.js reads it
-  once per page load): the first tab's flag checkbox is refused 403 "forbidden" until a reload.
-- a 404 inside /console/ is answered by the JSON error location without the console's CSP and
-  frame headers (add_header is not inherited through error_page).
-- login.html with a malformed %-escape in its fragment: decodeURIComponent throws before the
-  fragment is cleared, the page stays at "Signing in…" with no message.
-Ends with "console_review: N passed, M failed"."""
+- a11y.js itself: a <select> inside an empty <label> is reported unnamed (a select's options
+  are not its label), and text at opacity .15 fails the contrast check.
+- console.py's goto() waits for the page's data (main's aria-busy and data-route), shown with
+  every API answer slowed by 1.5 s: the a11y pass and the API keys step see the real page.
+- a second sign-in in another tab: the first tab, not reloaded, still flips a flag (api.js
+  reads the new session's CSRF token once and tries again; another org or role reloads).
+- a 404 inside /console/ carries the console's CSP and frame headers.
+- login.html with a malformed %-escape in its fragment says so and clears the fragment.
+Ends with "console_edges: N passed, M failed"."""
 import os
 import sys
 
@@ -159,7 +152,7 @@ def main():
                     traceback.print_exc()
                     T.check(f"{step.__name__} ran to the end", False, repr(e)[:300])
             return run
-        return run_suite(T, "console_review", stack, [guarded(x) for x in steps])
+        return run_suite(T, "console_edges", stack, [guarded(x) for x in steps])
     finally:
         C.X["browser"].quit()
 
