@@ -144,7 +144,7 @@ import Testing
         let main = site[..<site.range(of: "# Prometheus's scrape target")!.lowerBound]
         #expect(main.contains("\n    server_name _;\n    include ") && main.contains("\n    \(hsts)\n"))
         let withHeaders = Self.locations(String(main)).filter { $0.contains("add_header") }
-        #expect(withHeaders.count == 5, "the two JWKS locations, the 429 envelope, the flag stream and the console")
+        #expect(withHeaders.count == 6, "the two JWKS locations, the 429 envelope, the flag stream, the console and its 404")
         for location in withHeaders {
             #expect(location.contains(hsts), "\(location.prefix(60)) has add_header but no HSTS")
         }
