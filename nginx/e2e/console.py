@@ -239,7 +239,11 @@ def find_and_block(s):
     goto(s, b, "#/devices", "Devices")
     box = b.d.find_element(By.CSS_SELECTOR, "input[name=q]")
     box.send_keys(d1["deviceId"], Keys.ENTER)
-    link = b.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#main tbody a"))
+    def searched(d):
+        main = d.find_element(By.ID, "main")
+        done = main.get_attribute("aria-busy") == "false" and (main.get_attribute("data-route") or "").startswith("#/devices/search/")
+        return d.find_elements(By.CSS_SELECTOR, "#main tbody a") if done else None
+    link = b.wait(searched)
     T.check("devices: the search by deviceId finds device 1 (one result)", link and len(link) == 1, alert_text(b))
     if not link:
         return
@@ -256,6 +260,12 @@ def find_and_block(s):
     p = s.device(d1["state"], "refresh")
     T.check("devices: the blocked device's next refresh is 403 (attest-device)", p.returncode != 0 and "HTTP 403" in p.stdout + p.stderr,
             p.stdout + p.stderr)
+    # Without an identifier: the app's devices, the refused one first.
+    goto(s, b, "#/devices", "Devices")
+    first = [td.text for td in b.d.find_elements(By.CSS_SELECTOR, "#main tbody tr:first-child td")]
+    T.check("devices: the list without a search shows the app's devices, the blocked one first",
+            len(first) >= 6 and first[2] == "blocked" and first[5] == d1["deviceId"]
+            and len(b.d.find_elements(By.CSS_SELECTOR, "#main tbody tr")) == 2, repr(first))
 
 
 def flip_flag(s):

@@ -14,13 +14,23 @@ async function search(ctx) {
     window.location.hash = `#/devices/search/${encodeURIComponent(input.value.trim())}`;
   }}, field('Find devices', input), h('button', {type: 'submit'}, 'Search'));
   const parts = [h('h1', {}, 'Devices'), form];
+  const rows = list => list.map(d => [h('a', {href: `#/devices/key/${encodeURIComponent(d.key_id)}`}, d.key_id.slice(0, 16) + '…'),
+    d.app_id, d.status, `${d.risk_score ?? '—'} ${d.risk_category ?? ''}`, when(d.last_seen_at), h('code', {}, d.device_id)]);
+  const headers = ['Key', 'App', 'Status', 'Last token’s risk', 'Last seen', 'Device id'];
   if (q) {
     const found = (await get('/api/v1/org/devices' + query({q, limit: 50}))).devices || [];
-    parts.push(table(`Devices matching “${q}”`, ['Key', 'App', 'Status', 'Risk', 'Last seen', 'Device id'],
-      found.map(d => [h('a', {href: `#/devices/key/${encodeURIComponent(d.key_id)}`}, d.key_id.slice(0, 16) + '…'), d.app_id,
-        d.status, `${d.risk_score ?? '—'} ${d.risk_category ?? ''}`, when(d.last_seen_at), h('code', {}, d.device_id)])));
+    parts.push(table(`Devices matching “${q}”`, headers, rows(found)));
   } else {
     parts.push(h('p', {class: 'muted'}, 'Search by keyId (base64 or base64url, a prefix is enough), deviceId, fingerprint or subject id.'));
+    if (ctx.app) {
+      // Without an identifier: the app's first devices, those refresh refuses (blocked, revoked,
+      // invalidated) first, so a refused device can be found from here too.
+      const listed = await get('/api/v1/org/devices' + query({app_id: ctx.app, limit: 200}));
+      const refused = d => ['blocked', 'revoked', 'invalidated'].includes(d.status) ? 0 : 1;
+      const all = (listed.devices || []).slice().sort((a, b) => refused(a) - refused(b));
+      parts.push(table(`Devices of ${ctx.app}, refused first` + (listed.truncated ? ' (the first ones found: search for others)' : ''),
+        headers, rows(all)));
+    }
   }
   render(parts);
 }
