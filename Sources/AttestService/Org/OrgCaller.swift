@@ -33,11 +33,9 @@ public struct OrgCaller: Sendable {
     public static func authenticate(_ request: Request, _ need: OrgNeed, _ ctx: ServiceContext) throws -> OrgCaller {
         let config = ctx.configuration
         if let key = APIKeys.bearer(request) {
-            let org = try APIKeys.organization(apiKey: key, for: .management, ctx)
-            let id = String(key.prefix(APIKeys.idLength))
-            let name = try ctx.store.read { try $0.apiKey(id: id)?.name } ?? ""
-            let caller = OrgCaller(org: org, role: .admin, actor: AuditActor(kind: .apiKey, id: id, name: name,
-                                                                           role: .admin, config))
+            let (org, record) = try APIKeys.holder(apiKey: key, for: .management, ctx)
+            let caller = OrgCaller(org: org, role: .admin, actor: AuditActor(kind: .apiKey, id: record.id,
+                                                                           name: record.name, role: .admin, config))
             try caller.require(need)
             return caller
         }

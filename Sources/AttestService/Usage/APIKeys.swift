@@ -35,6 +35,12 @@ public enum APIKeys {
     /// found by the key's id and the key's SHA-256 compared with the stored one in constant time.
     /// A key of scope `heartbeat` used for the management APIs is 403 `forbidden`.
     static func organization(apiKey key: String, for use: Use, _ ctx: ServiceContext) throws -> OrgRecord {
+        try holder(apiKey: key, for: use, ctx).org
+    }
+
+    /// The organization and the record of an active API key, judged as `organization` does.
+    static func holder(apiKey key: String, for use: Use, _ ctx: ServiceContext) throws
+        -> (org: OrgRecord, key: APIKeyRecord) {
         let found = try ctx.store.read { txn -> (OrgRecord, APIKeyRecord)? in
             guard key.hasPrefix(APIKeys.prefix), key.utf8.count <= 64,
                   let record = try txn.apiKey(id: String(key.prefix(APIKeys.idLength))),
@@ -51,6 +57,6 @@ public enum APIKeys {
                                hint: "Use a key created with --scope all for the usage and webhook APIs.",
                                log: "API key \(record.id) of scope \(record.scope.name) used for a management API")
         }
-        return org
+        return (org, record)
     }
 }
