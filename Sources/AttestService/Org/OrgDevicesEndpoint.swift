@@ -47,7 +47,10 @@ enum OrgDevicesEndpoint {
             try FeedbackPath.method(request, ["POST"])
             let caller = try OrgCaller.authenticate(request, need(request), ctx)
             let keyID = try Self.keyID(parts[0])
-            _ = try detail(keyID, caller, ctx)  // 404 before the body is judged
+            // 404 before the body is judged.
+            guard try ctx.store.read({ try device(keyID, org: caller.org.name, in: $0) }) != nil else {
+                throw notFound(OrgDeviceWire.keyID(keyID))
+            }
             let body = try JSONBody(request)
             guard let name = try body.string("action") else {
                 throw ServiceError(.badRequest, "The field action is required.")
