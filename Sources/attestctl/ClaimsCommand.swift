@@ -128,12 +128,8 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
         Output.out(JSONValue.object([
             ("riskScore", org.tier == .free ? .null : .int(Int64(risk.score))),
             ("riskCategory", .string(risk.category)),
-            ("factors", riskFactorsJSON(risk)),
-            ("claims", .array(assessment.steps.map {
-                .object([("key", .string($0.rule.key)), ("value", $0.rule.value),
-                         ("when", $0.rule.condition.map { .string($0.text) } ?? .null),
-                         ("applied", .bool($0.applied)), ("why", .string($0.why))])
-            })),
+            ("factors", risk.factorsJSON),
+            ("claims", assessment.stepsJSON),
             ("customClaims", .object(assessment.claims)),
             ("subscription", assessment.subscription(subjectID: subjectID, now: now()) ?? .null),
         ]).prettyJSONText)
@@ -151,8 +147,4 @@ func testClaims(_ args: Arguments, store: Store, appID: String) throws {
     Output.out("custom_claims: \(JSONValue.object(assessment.claims).jsonText)")
 }
 
-func riskFactorsJSON(_ risk: RiskAssessment) -> JSONValue {
-    .array(risk.factors.map {
-        .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points))), ("detail", .string($0.detail))])
-    })
-}
+

@@ -37,7 +37,7 @@ func showDevice(_ device: DeviceRecord, store: Store, json: Bool) throws {
         if let a = assessment {
             members.append(("risk", .object([("score", tier == .free ? .null : .int(Int64(a.risk.score))),
                                              ("category", .string(a.risk.category)),
-                                             ("factors", riskFactorsJSON(a.risk))])))
+                                             ("factors", a.risk.factorsJSON)])))
             members.append(("fingerprintAttestations", .int(Int64(a.profile.attestationCount))))
         }
         members += [("attestations", attestations), ("flagChanges", flagChanges),

@@ -116,12 +116,8 @@ enum OrgAppsEndpoint {
         return [
             "risk_score": org.tier == .free ? .null : .int(Int64(risk.score)),
             "risk_category": .string(risk.category),
-            "factors": OrgDeviceWire.riskFactors(risk),
-            "claims": .array(assessment.steps.map {
-                ["key": .string($0.rule.key), "value": $0.rule.value,
-                 "when": $0.rule.condition.map { .string($0.text) } ?? .null,
-                 "applied": .bool($0.applied), "why": .string($0.why)]
-            }),
+            "factors": risk.factorsJSON,
+            "claims": assessment.stepsJSON,
             "custom_claims": .object(assessment.claims),
             "subscription": assessment.subscription(subjectID: subjectID, now: now) ?? .null,
         ]

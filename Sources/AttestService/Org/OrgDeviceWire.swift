@@ -51,13 +51,6 @@ public enum OrgDeviceWire {
         ]
     }
 
-    static func riskFactors(_ risk: RiskAssessment) -> JSONValue {
-        .array(risk.factors.map {
-            .object([("signal", .string($0.signal)), ("points", .int(Int64($0.points))),
-                     ("detail", .string($0.detail))])
-        })
-    }
-
     static func detail(_ d: DeviceRecord, tier: Tier, standing: OrgDeviceStanding, assessment: DeviceAssessment,
                        changes: [FlagChange], now: Timestamp) -> JSONValue {
         var members = summary(d, tier: tier)
@@ -72,7 +65,7 @@ public enum OrgDeviceWire {
             ("standing", .object([("refused", .bool(standing.refused)), ("why", .string(standing.why))])),
             ("risk", .object([("score", tier == .free ? .null : .int(Int64(assessment.risk.score))),
                               ("category", .string(assessment.risk.category)),
-                              ("factors", riskFactors(assessment.risk))])),
+                              ("factors", assessment.risk.factorsJSON)])),
             ("attestations", .array(assessment.lineage.history.map {
                 .object([("key_id", .string(keyID($0.keyID))),
                          ("attested_at", $0.attestedAt.seconds > 0 ? .string($0.attestedAt.iso8601) : .null)])
