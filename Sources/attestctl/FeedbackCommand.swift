@@ -33,13 +33,7 @@ let feedbackCommand = Command(
         let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents,
                                     audit: .init(actor: cliActor(config), action: "feedback." + sub, args: args))
         func status() throws -> FeatureRequestStatus? {
-            try args.value("status").map { s in
-                guard let status = FeatureRequestStatus(name: s) else {
-                    throw UsageError("--status is one of " + FeatureRequestStatus.allCases.map(\.name)
-                        .joined(separator: ", "))
-                }
-                return status
-            }
+            try Moderation.choice(args, "status", FeatureRequestStatus.init(name:), \.name)
         }
         func request() throws -> [UInt8] { try moderation.id(args, "feature request") }
         switch sub {
@@ -115,6 +109,18 @@ struct Moderation {
     let queueEvents: Bool
     /// What a write records in the organization's audit log.
     let audit: CLIAudit
+
+    /// The option `--name` as one of an enum's names, nil when absent; a usage error listing
+    /// the names otherwise.
+    static func choice<T: CaseIterable>(_ args: Arguments, _ name: String, _ make: (String) -> T?,
+                                        _ text: (T) -> String) throws -> T? {
+        try args.value(name).map { given in
+            guard let value = make(given) else {
+                throw UsageError("--\(name) is one of " + T.allCases.map(text).joined(separator: ", "))
+            }
+            return value
+        }
+    }
 
     func failure<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let e as ServiceError {

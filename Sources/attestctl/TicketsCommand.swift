@@ -32,12 +32,7 @@ let ticketsCommand = Command(
         let moderation = Moderation(store: store, appID: appID, queueEvents: config.webhookQueueEvents,
                                     audit: .init(actor: cliActor(config), action: "ticket." + sub, args: args))
         func status() throws -> TicketStatus? {
-            try args.value("status").map { s in
-                guard let status = TicketStatus(name: s) else {
-                    throw UsageError("--status is one of " + TicketStatus.allCases.map(\.name).joined(separator: ", "))
-                }
-                return status
-            }
+            try Moderation.choice(args, "status", TicketStatus.init(name:), \.name)
         }
         func ticket() throws -> [UInt8] { try moderation.id(args, "ticket") }
         switch sub {
@@ -85,9 +80,8 @@ let ticketsCommand = Command(
             Output.out("ticket \(ReleaseNotes.idText(id)): \(before.name) → \(after.status.name)")
         case "priority":
             let id = try ticket()
-            guard let text = args.value("priority") else { throw UsageError("--priority P is required") }
-            guard let p = TicketPriority(name: text) else {
-                throw UsageError("--priority is one of " + TicketPriority.allCases.map(\.name).joined(separator: ", "))
+            guard let p = try Moderation.choice(args, "priority", TicketPriority.init(name:), \.name) else {
+                throw UsageError("--priority P is required")
             }
             let (before, after) = try moderation.write { m, t in
                 (try m.ticket(id, in: t).priority, try m.setTicket(id, status: nil, priority: p, in: t))
