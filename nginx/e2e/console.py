@@ -490,6 +490,18 @@ def shoot(b, name):
         shutil.copy(path, os.path.join(DOCS, name + ".png"))
 
 
+def judge(b, name, a11y, tabbing):
+    """The accessibility pass and the Tab walk of the page as shown now: their problems are added
+    to `a11y` and `tabbing` under `name`; returns the lowest text contrast measured."""
+    result = b.d.execute_script(A11Y)
+    if result["problems"]:
+        a11y.append(f"{name}: {result['problems'][:5]}")
+    missing, unseen, n = tab_walk(b)
+    if missing or unseen or n == 0:
+        tabbing.append(f"{name}: not reached {missing[:5]}, no visible focus {unseen[:5]} ({n} controls)")
+    return result["lowestContrast"]
+
+
 def every_page(s):
     b = X["browser"]
     names = {"d1": X["d1"]["deviceId"], "device_route": X.get("device_route", ""), "request": X.get("request"),
@@ -505,13 +517,7 @@ def every_page(s):
         if not title or failed:
             loaded.append(f"{name}: h1={title!r} alert={alert_text(b)!r}")
         shoot(b, f"{name}-desktop")
-        result = b.d.execute_script(A11Y)
-        lowest = min(lowest, result["lowestContrast"])
-        if result["problems"]:
-            a11y.append(f"{name}: {result['problems'][:5]}")
-        missing, unseen, n = tab_walk(b)
-        if missing or unseen or n == 0:
-            tabbing.append(f"{name}: not reached {missing[:5]}, no visible focus {unseen[:5]} ({n} controls)")
+        lowest = min(lowest, judge(b, name, a11y, tabbing))
         b.phone()
         b.d.execute_script("window.scrollTo(0, 0)")
         b.settle(0.3)
@@ -519,13 +525,7 @@ def every_page(s):
         width, view = b.d.execute_script("return [document.documentElement.scrollWidth, innerWidth]")
         if view != 390 or width > view:
             phone_ok.append(f"{name}: page {width} px wide in a {view} px viewport")
-        result = b.d.execute_script(A11Y)
-        lowest = min(lowest, result["lowestContrast"])
-        if result["problems"]:
-            a11y.append(f"{name} (phone): {result['problems'][:5]}")
-        missing, unseen, n = tab_walk(b)
-        if missing or unseen or n == 0:
-            tabbing.append(f"{name} (phone): not reached {missing[:5]}, no visible focus {unseen[:5]} ({n} controls)")
+        lowest = min(lowest, judge(b, f"{name} (phone)", a11y, tabbing))
     T.check(f"every page loads ({len(PAGES)} pages)", not loaded, "; ".join(loaded))
     T.check(f"screenshots of {len(PAGES)} pages at 1280×900 and 390×844 in {ART}",
             all(os.path.getsize(os.path.join(ART, f"{n}-{k}.png")) > 5000 for n, _ in PAGES for k in ("desktop", "phone")))
